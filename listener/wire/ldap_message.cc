@@ -1,0 +1,147 @@
+#include "listener/wire/ldap_message.h"
+
+namespace numadir::listener::wire {
+
+std::string_view protocol_op_name(ProtocolOp op) {
+  switch (op) {
+    case ProtocolOp::kBindRequest:
+      return "bindRequest";
+    case ProtocolOp::kBindResponse:
+      return "bindResponse";
+    case ProtocolOp::kUnbindRequest:
+      return "unbindRequest";
+    case ProtocolOp::kSearchRequest:
+      return "searchRequest";
+    case ProtocolOp::kSearchResultEntry:
+      return "searchResEntry";
+    case ProtocolOp::kSearchResultDone:
+      return "searchResDone";
+    case ProtocolOp::kModifyRequest:
+      return "modifyRequest";
+    case ProtocolOp::kModifyResponse:
+      return "modifyResponse";
+    case ProtocolOp::kAddRequest:
+      return "addRequest";
+    case ProtocolOp::kAddResponse:
+      return "addResponse";
+    case ProtocolOp::kDelRequest:
+      return "delRequest";
+    case ProtocolOp::kDelResponse:
+      return "delResponse";
+    case ProtocolOp::kModifyDnRequest:
+      return "modDNRequest";
+    case ProtocolOp::kModifyDnResponse:
+      return "modDNResponse";
+    case ProtocolOp::kCompareRequest:
+      return "compareRequest";
+    case ProtocolOp::kCompareResponse:
+      return "compareResponse";
+    case ProtocolOp::kAbandonRequest:
+      return "abandonRequest";
+    case ProtocolOp::kSearchResultReference:
+      return "searchResRef";
+    case ProtocolOp::kExtendedRequest:
+      return "extendedReq";
+    case ProtocolOp::kExtendedResponse:
+      return "extendedResp";
+    case ProtocolOp::kIntermediateResponse:
+      return "intermediateResponse";
+  }
+  return "unknown";
+}
+
+bool has_ldap_result(ProtocolOp op) {
+  switch (op) {
+    case ProtocolOp::kBindResponse:
+    case ProtocolOp::kSearchResultDone:
+    case ProtocolOp::kModifyResponse:
+    case ProtocolOp::kAddResponse:
+    case ProtocolOp::kDelResponse:
+    case ProtocolOp::kModifyDnResponse:
+    case ProtocolOp::kCompareResponse:
+    case ProtocolOp::kExtendedResponse:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void LdapMessage::reset(std::int32_t id, ProtocolOp operation) {
+  message_id = id;
+  op = operation;
+  bind_request = BindRequest{};
+  result.code = ResultCode::kSuccess;
+  result.matched_dn = {};
+  result.diagnostic_message = {};
+  result.referrals.clear();
+  server_sasl_creds.reset();
+  search_request.base_object = {};
+  search_request.scope = SearchScope::kBaseObject;
+  search_request.deref_aliases = DerefAliases::kNever;
+  search_request.size_limit = 0;
+  search_request.time_limit = 0;
+  search_request.types_only = false;
+  search_request.filter.clear();
+  search_request.attributes.clear();
+  search_entry.object_name = {};
+  search_entry.attributes.clear();
+  uris.clear();
+  modify_request.object = {};
+  modify_request.operations.clear();
+  modify_request.modifications.clear();
+  add_request.entry = {};
+  add_request.attributes.clear();
+  dn = {};
+  modify_dn_request = ModifyDnRequest{};
+  compare_request = CompareRequest{};
+  abandon_id = 0;
+  extended = ExtendedFields{};
+  controls.clear();
+}
+
+bool operator==(const LdapMessage& a, const LdapMessage& b) {
+  if (a.message_id != b.message_id || a.op != b.op || a.controls != b.controls) {
+    return false;
+  }
+  switch (a.op) {
+    case ProtocolOp::kBindRequest:
+      return a.bind_request == b.bind_request;
+    case ProtocolOp::kBindResponse:
+      return a.result == b.result && a.server_sasl_creds == b.server_sasl_creds;
+    case ProtocolOp::kUnbindRequest:
+      return true;
+    case ProtocolOp::kSearchRequest:
+      return a.search_request == b.search_request;
+    case ProtocolOp::kSearchResultEntry:
+      return a.search_entry == b.search_entry;
+    case ProtocolOp::kSearchResultReference:
+      return a.uris == b.uris;
+    case ProtocolOp::kModifyRequest:
+      return a.modify_request == b.modify_request;
+    case ProtocolOp::kAddRequest:
+      return a.add_request == b.add_request;
+    case ProtocolOp::kDelRequest:
+      return a.dn == b.dn;
+    case ProtocolOp::kModifyDnRequest:
+      return a.modify_dn_request == b.modify_dn_request;
+    case ProtocolOp::kCompareRequest:
+      return a.compare_request == b.compare_request;
+    case ProtocolOp::kAbandonRequest:
+      return a.abandon_id == b.abandon_id;
+    case ProtocolOp::kExtendedRequest:
+    case ProtocolOp::kIntermediateResponse:
+      return a.extended == b.extended;
+    case ProtocolOp::kExtendedResponse:
+      return a.result == b.result && a.extended == b.extended;
+    case ProtocolOp::kSearchResultDone:
+    case ProtocolOp::kModifyResponse:
+    case ProtocolOp::kAddResponse:
+    case ProtocolOp::kDelResponse:
+    case ProtocolOp::kModifyDnResponse:
+    case ProtocolOp::kCompareResponse:
+      return a.result == b.result;
+  }
+  return false;
+}
+
+}  // namespace numadir::listener::wire

@@ -1,0 +1,652 @@
+// schema/dn.cc: Dn parsing (RFC 4514 §3), printing (§2) and normalization.
+#include "schema/dn.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "base/check.h"
+
+namespace numadir::schema {
+namespace {
+
+constexpr char kHexUpper[] = "0123456789ABCDEF";
+constexpr char kHexLower[] = "0123456789abcdef";
+
+bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+// Returns: the value of hex digit `c`, or -1.
+int hex_value(unsigned char c) {
+  if (is_digit(c)) {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// RFC 4514 `special`: the characters a '\' may escape directly.
+bool is_special(unsigned char c) {
+  switch (c) {
+    case ' ':
+    case '"':
+    case '#':
+    case '+':
+    case ',':
+    case ';':
+    case '<':
+    case '=':
+    case '>':
+    case '\\':
+      return true;
+    default:
+      return false;
+  }
+}
+
+unsigned char to_lower_ascii(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c - 'A' + 'a') : c;
+}
+
+// Returns: "'x'" for printable ASCII, "byte 0xNN" otherwise, for error messages.
+std::string describe_byte(unsigned char c) {
+  if (c > ' ' && c < 0x7f) {
+    return std::string{'\'', static_cast<char>(c), '\''};
+  }
+  if (c == ' ') {
+    return "space";
+  }
+  return std::string("byte 0x") + kHexUpper[c >> 4] + kHexUpper[c & 0xf];
+}
+
+Status malformed_at(std::size_t offset, std::string_view problem) {
+  std::string message = "DN: offset ";
+  message += std::to_string(offset);
+  message += ": ";
+  message += problem;
+  return malformed(std::move(message));
+}
+
+Status limit_at(std::size_t offset, std::string_view problem) {
+  std::string message = "DN: offset ";
+  message += std::to_string(offset);
+  message += ": ";
+  message += problem;
+  return limit_exceeded(std::move(message));
+}
+
+// Checks UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF) one byte at a
+// time, because a value's bytes come from raw text and \XX escapes interleaved.
+class Utf8Checker {
+ public:
+  // Returns: false if `c` cannot continue a well-formed UTF-8 string.
+  bool feed(unsigned char c) {
+    if (remaining_ == 0) {
+      if (c < 0x80) {
+        return true;
+      }
+      lo_ = 0x80;
+      hi_ = 0xbf;
+      if (c >= 0xc2 && c <= 0xdf) {
+        remaining_ = 1;
+      } else if (c == 0xe0) {
+        remaining_ = 2;
+        lo_ = 0x80;
+      } else if (c == 0xed) {
+        remaining_ = 2;
+        hi_ = 0x9f;
+      } else if (c >= 0xe1 && c <= 0xef) {
+        remaining_ = 2;
+      } else if (c == 0xf0) {
+        remaining_ = 3;
+        lo_ = 0x90;
+      } else if (c >= 0xf1 && c <= 0xf3) {
+        remaining_ = 3;
+      } else if (c == 0xf4) {
+        remaining_ = 3;
+        hi_ = 0x8f;
+      } else {
+        return false;
+      }
+      return true;
+    }
+    if (c < lo_ || c > hi_) {
+      return false;
+    }
+    --remaining_;
+    lo_ = 0x80;
+    hi_ = 0xbf;
+    return true;
+  }
+
+  bool complete() const { return remaining_ == 0; }
+
+ private:
+  int remaining_ = 0;  // Continuation bytes still expected.
+  unsigned char lo_ = 0x80;
+  unsigned char hi_ = 0xbf;
+};
+
+// Returns: the length of the well-formed UTF-8 sequence that starts `s`, or 0 if none does.
+std::size_t utf8_sequence_length(std::string_view s) {
+  Utf8Checker checker;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!checker.feed(static_cast<unsigned char>(s[i]))) {
+      return 0;
+    }
+    if (checker.complete()) {
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+// Appends `value` in the RFC 4514 §2.4 string form (see Dn::to_string).
+void append_value(std::string& out, std::string_view value, bool hex_form) {
+  if (hex_form) {
+    out += '#';
+    for (unsigned char c : value) {
+      out += kHexLower[c >> 4];
+      out += kHexLower[c & 0xf];
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < value.size();) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c >= 0x80) {
+      const std::size_t length = utf8_sequence_length(value.substr(i));
+      if (length > 0) {
+        out.append(value.substr(i, length));
+        i += length;
+        continue;
+      }
+    }
+    if (c == 0 || c >= 0x80) {
+      out += '\\';
+      out += kHexUpper[c >> 4];
+      out += kHexUpper[c & 0xf];
+    } else {
+      const bool edge_special =
+          (i == 0 && (c == ' ' || c == '#')) || (i + 1 == value.size() && c == ' ');
+      const bool always_special =
+          c == '"' || c == '+' || c == ',' || c == ';' || c == '<' || c == '>' || c == '\\';
+      if (edge_special || always_special) {
+        out += '\\';
+      }
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+}
+
+void append_ava(std::string& out, const Ava& ava) {
+  out.append(ava.type);
+  out += '=';
+  append_value(out, ava.value, ava.hex_form);
+}
+
+void append_default_type(std::string& out, std::string_view type) {
+  if (!type.empty() && is_digit(static_cast<unsigned char>(type[0]))) {
+    out.append(type);  // A numericoid has no case.
+    return;
+  }
+  for (unsigned char c : type) {
+    out += static_cast<char>(to_lower_ascii(c));
+  }
+}
+
+// Appends `value` with RFC 4518 insignificant space handling and ASCII case folding.
+void append_default_value(std::string& out, std::string_view value) {
+  const std::size_t start = out.size();
+  bool pending_space = false;
+  for (unsigned char c : value) {
+    if (c == ' ') {
+      pending_space = out.size() > start;
+      continue;
+    }
+    if (pending_space) {
+      out += ' ';
+      pending_space = false;
+    }
+    out += static_cast<char>(to_lower_ascii(c));
+  }
+}
+
+struct NormalizedAva {
+  std::string type;
+  std::string value;
+  bool hex_form = false;
+
+  friend bool operator<(const NormalizedAva& a, const NormalizedAva& b) {
+    if (a.type != b.type) {
+      return a.type < b.type;
+    }
+    if (a.value != b.value) {
+      return a.value < b.value;
+    }
+    return a.hex_form < b.hex_form;
+  }
+};
+
+NormalizedAva normalize_ava(const Ava& ava, const DnValueNormalizer* normalizer) {
+  NormalizedAva out;
+  out.hex_form = ava.hex_form;
+  if (normalizer != nullptr) {
+    out.type = normalizer->normalize_type(ava.type);
+  } else {
+    append_default_type(out.type, ava.type);
+  }
+  if (ava.hex_form) {
+    out.value = ava.value;
+  } else if (normalizer != nullptr) {
+    out.value = normalizer->normalize(out.type, ava.value);
+  } else {
+    append_default_value(out.value, ava.value);
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
+// One parse of one string into a Dn. Appends types and values to dn.bytes_, which is reserved
+// up front for the whole text (the unescaped form is never longer), so views made during the
+// parse stay valid.
+class DnParser {
+ public:
+  DnParser(std::string_view text, Dn& dn) : text_(text), dn_(dn) {}
+
+  Status run(const DnParseLimits& limits) {
+    if (text_.size() > limits.max_bytes) {
+      return limit_at(limits.max_bytes,
+                      "DN longer than the limit of " + std::to_string(limits.max_bytes) + " bytes");
+    }
+    skip_spaces();
+    if (at_end()) {
+      return Status();  // "" or only spaces: the root DN, as OpenLDAP reads it.
+    }
+    dn_.bytes_.reserve(text_.size());
+    // Each AVA but the first follows a ',' or '+': an upper bound with one allocation.
+    dn_.avas_.reserve(
+        1 + static_cast<std::size_t>(std::count_if(text_.begin(), text_.end(),
+                                                   [](char c) { return c == ',' || c == '+'; })));
+    base_ = dn_.bytes_.data();
+    std::size_t rdns = 0;
+    for (;;) {
+      if (++rdns > limits.max_rdns) {
+        return limit_at(pos_, "more than " + std::to_string(limits.max_rdns) + " RDNs");
+      }
+      const std::size_t rdn_start = dn_.avas_.size();
+      if (!dn_.rdn_starts_.empty()) {
+        dn_.rdn_starts_.push_back(rdn_start);
+      }
+      for (;;) {
+        NUMADIR_RETURN_IF_ERROR(parse_ava());
+        skip_spaces();  // A string value already dropped them; a '#' value stops before them.
+        if (at_end()) {
+          return Status();
+        }
+        const std::size_t separator = pos_;
+        const unsigned char c = peek();
+        if (c == '+') {
+          if (dn_.rdn_starts_.empty()) {
+            // The first multi-valued RDN: every earlier one had a single AVA. There are no
+            // more RDNs than AVAs, so one allocation serves the whole parse.
+            dn_.rdn_starts_.reserve(dn_.avas_.capacity());
+            for (std::size_t i = 0; i <= rdn_start; ++i) {
+              dn_.rdn_starts_.push_back(i);
+            }
+          }
+          ++pos_;
+          skip_spaces();
+          if (at_end()) {
+            return malformed_at(separator, "trailing '+' (empty AVA)");
+          }
+          continue;
+        }
+        if (c == ',') {
+          ++pos_;
+          skip_spaces();
+          if (at_end()) {
+            return malformed_at(separator, "trailing ',' (empty RDN)");
+          }
+          break;
+        }
+        return malformed_at(pos_, "expected ',' or '+' after a value, found " + describe_byte(c));
+      }
+    }
+  }
+
+ private:
+  bool at_end() const { return pos_ >= text_.size(); }
+  unsigned char peek() const { return static_cast<unsigned char>(text_[pos_]); }
+  unsigned char at(std::size_t i) const { return static_cast<unsigned char>(text_[i]); }
+  void skip_spaces() {
+    while (!at_end() && peek() == ' ') {
+      ++pos_;
+    }
+  }
+  std::string_view view(std::size_t offset, std::size_t length) const {
+    NUMADIR_DCHECK(dn_.bytes_.data() == base_, "DN bytes moved during the parse");
+    return std::string_view(base_ + offset, length);
+  }
+
+  // Requires: !at_end().
+  Status parse_ava() {
+    const std::size_t type_offset = dn_.bytes_.size();
+    NUMADIR_RETURN_IF_ERROR(parse_type());
+    const std::size_t type_length = dn_.bytes_.size() - type_offset;
+    if (!at_end()) {
+      const unsigned char c = peek();
+      if (c != ' ' && c != '=' && c != ',' && c != '+') {
+        return malformed_at(pos_, "invalid character " + describe_byte(c) + " in attribute type");
+      }
+    }
+    skip_spaces();
+    if (at_end() || peek() != '=') {
+      return malformed_at(pos_, "missing '=' after attribute type");
+    }
+    ++pos_;
+    skip_spaces();
+    const std::size_t value_offset = dn_.bytes_.size();
+    const bool hex_form = !at_end() && peek() == '#';
+    NUMADIR_RETURN_IF_ERROR(hex_form ? parse_hex_value() : parse_string_value());
+    dn_.avas_.push_back(Ava{view(type_offset, type_length),
+                            view(value_offset, dn_.bytes_.size() - value_offset), hex_form});
+    return Status();
+  }
+
+  // attributeType = descr / numericoid (RFC 4512 §1.4). Requires: !at_end().
+  Status parse_type() {
+    const std::size_t start = pos_;
+    const unsigned char first = peek();
+    if (is_alpha(first)) {
+      while (!at_end() && (is_alpha(peek()) || is_digit(peek()) || peek() == '-')) {
+        ++pos_;
+      }
+    } else if (is_digit(first)) {
+      for (;;) {
+        if (at_end() || !is_digit(peek())) {
+          return malformed_at(pos_, "expected a digit after '.' in numeric OID");
+        }
+        if (peek() == '0' && pos_ + 1 < text_.size() && is_digit(at(pos_ + 1))) {
+          return malformed_at(pos_, "leading zero in numeric OID arc");
+        }
+        while (!at_end() && is_digit(peek())) {
+          ++pos_;
+        }
+        if (at_end() || peek() != '.') {
+          break;
+        }
+        ++pos_;
+      }
+    } else if (first == ',') {
+      return malformed_at(pos_, "empty RDN");
+    } else if (first == '+') {
+      return malformed_at(pos_, "empty AVA");
+    } else if (first == '=') {
+      return malformed_at(pos_, "empty attribute type");
+    } else {
+      return malformed_at(pos_, "invalid character " + describe_byte(first) + " in attribute type");
+    }
+    dn_.bytes_.append(text_.substr(start, pos_ - start));
+    return Status();
+  }
+
+  // hexstring = SHARP 1*hexpair. Requires: peek() == '#'.
+  Status parse_hex_value() {
+    const std::size_t sharp = pos_++;
+    const std::size_t digits = pos_;
+    while (!at_end() && hex_value(peek()) >= 0) {
+      ++pos_;
+    }
+    if (!at_end() && peek() != ' ' && peek() != ',' && peek() != '+') {
+      return malformed_at(pos_, "invalid character " + describe_byte(peek()) + " in '#' value");
+    }
+    const std::size_t count = pos_ - digits;
+    if (count == 0) {
+      return malformed_at(sharp, "'#' value without hex digits");
+    }
+    if (count % 2 != 0) {
+      return malformed_at(sharp, "odd number of hex digits in '#' value");
+    }
+    for (std::size_t i = digits; i < pos_; i += 2) {
+      dn_.bytes_ += static_cast<char>(hex_value(at(i)) * 16 + hex_value(at(i + 1)));
+    }
+    return Status();
+  }
+
+  // string (RFC 4514 §3), up to an unescaped ',' or '+' or the end. Leading spaces were
+  // skipped by the caller; unescaped trailing spaces are dropped here.
+  Status parse_string_value() {
+    std::size_t keep = dn_.bytes_.size();  // End of the value without unescaped trailing spaces.
+    Utf8Checker utf8;
+    while (!at_end()) {
+      const std::size_t offset = pos_;
+      const unsigned char c = peek();
+      unsigned char byte = c;
+      bool escaped = false;
+      if (c == ',' || c == '+') {
+        break;
+      }
+      if (c == '\\') {
+        if (pos_ + 1 >= text_.size()) {
+          return malformed_at(offset, "invalid escape: '\\' at the end of the DN");
+        }
+        const unsigned char next = at(pos_ + 1);
+        if (is_special(next)) {
+          byte = next;
+          pos_ += 2;
+        } else if (hex_value(next) >= 0) {
+          if (pos_ + 2 >= text_.size() || hex_value(at(pos_ + 2)) < 0) {
+            return malformed_at(offset, "invalid escape: '\\' needs two hex digits");
+          }
+          byte = static_cast<unsigned char>(hex_value(next) * 16 + hex_value(at(pos_ + 2)));
+          pos_ += 3;
+        } else {
+          return malformed_at(offset, "invalid escape: '\\' followed by " + describe_byte(next));
+        }
+        escaped = true;
+      } else if (c == 0) {
+        return malformed_at(offset, "NUL byte in value (write it as \\00)");
+      } else if (c == ';') {
+        return malformed_at(offset,
+                            "unescaped ';' in value (RFC 4514 no longer accepts ';' as an RDN "
+                            "separator; write \\; for the character)");
+      } else if (c == '"' || c == '<' || c == '>') {
+        return malformed_at(offset, "unescaped " + describe_byte(c) + " in value");
+      } else {
+        ++pos_;
+      }
+      if (!utf8.feed(byte)) {
+        return malformed_at(offset, "invalid UTF-8 in value");
+      }
+      dn_.bytes_ += static_cast<char>(byte);
+      if (escaped || byte != ' ') {
+        keep = dn_.bytes_.size();
+      }
+    }
+    if (!utf8.complete()) {
+      return malformed_at(pos_, "invalid UTF-8 in value (truncated sequence)");
+    }
+    dn_.bytes_.resize(keep);
+    return Status();
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  Dn& dn_;
+  const char* base_ = nullptr;  // dn_.bytes_.data() after the reserve.
+};
+
+}  // namespace detail
+
+std::string DnValueNormalizer::normalize_type(std::string_view type) const {
+  std::string out;
+  append_default_type(out, type);
+  return out;
+}
+
+Dn::Dn(const Dn& other) : bytes_(other.bytes_), avas_(other.avas_), rdn_starts_(other.rdn_starts_) {
+  rebase(other.bytes_.data());
+}
+
+Dn& Dn::operator=(const Dn& other) {
+  if (this != &other) {
+    bytes_ = other.bytes_;
+    avas_ = other.avas_;
+    rdn_starts_ = other.rdn_starts_;
+    rebase(other.bytes_.data());
+  }
+  return *this;
+}
+
+Dn::Dn(Dn&& other) noexcept { *this = std::move(other); }
+
+Dn& Dn::operator=(Dn&& other) noexcept {
+  if (this != &other) {
+    // A short string moves by copying its inline buffer, so the views must follow.
+    const char* old_base = other.bytes_.data();
+    bytes_ = std::move(other.bytes_);
+    avas_ = std::move(other.avas_);
+    rdn_starts_ = std::move(other.rdn_starts_);
+    rebase(old_base);
+    other.bytes_.clear();
+    other.avas_.clear();
+    other.rdn_starts_.clear();
+  }
+  return *this;
+}
+
+void Dn::rebase(const char* old_base) {
+  const char* base = bytes_.data();
+  if (base == old_base) {
+    return;
+  }
+  for (Ava& ava : avas_) {
+    ava.type = std::string_view(base + (ava.type.data() - old_base), ava.type.size());
+    ava.value = std::string_view(base + (ava.value.data() - old_base), ava.value.size());
+  }
+}
+
+Result<Dn> Dn::parse(std::string_view text, const DnParseLimits& limits) {
+  Dn dn;
+  NUMADIR_RETURN_IF_ERROR(detail::DnParser(text, dn).run(limits));
+  return dn;
+}
+
+std::span<const Ava> Dn::rdn(std::size_t index) const {
+  NUMADIR_DCHECK(index < rdn_count(), "Dn::rdn index out of range");
+  if (rdn_starts_.empty()) {
+    return std::span<const Ava>(avas_).subspan(index, 1);
+  }
+  const std::size_t begin = rdn_starts_[index];
+  const std::size_t end = index + 1 < rdn_starts_.size() ? rdn_starts_[index + 1] : avas_.size();
+  return std::span<const Ava>(avas_).subspan(begin, end - begin);
+}
+
+std::string Dn::to_string() const {
+  std::string out;
+  out.reserve(bytes_.size() + 2 * avas_.size());
+  for (std::size_t i = 0; i < rdn_count(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    const std::span<const Ava> avas = rdn(i);
+    for (std::size_t j = 0; j < avas.size(); ++j) {
+      if (j > 0) {
+        out += '+';
+      }
+      append_ava(out, avas[j]);
+    }
+  }
+  return out;
+}
+
+std::string Dn::rdn_string(std::size_t index) const {
+  std::string out;
+  const std::span<const Ava> avas = rdn(index);
+  for (std::size_t j = 0; j < avas.size(); ++j) {
+    if (j > 0) {
+      out += '+';
+    }
+    append_ava(out, avas[j]);
+  }
+  return out;
+}
+
+Dn Dn::parent() const {
+  Dn out;
+  if (rdn_count() <= 1) {
+    return out;
+  }
+  const std::size_t first = rdn_starts_.empty() ? 1 : rdn_starts_[1];
+  const std::size_t byte_start = static_cast<std::size_t>(avas_[first].type.data() - bytes_.data());
+  out.bytes_.assign(bytes_, byte_start);
+  out.avas_.assign(avas_.begin() + static_cast<std::ptrdiff_t>(first), avas_.end());
+  out.rebase(bytes_.data() + byte_start);
+  if (!rdn_starts_.empty()) {
+    out.rdn_starts_.reserve(rdn_starts_.size() - 1);
+    for (std::size_t i = 1; i < rdn_starts_.size(); ++i) {
+      out.rdn_starts_.push_back(rdn_starts_[i] - first);
+    }
+    // Keep the representation canonical (empty when all single-valued) so == stays simple.
+    if (out.rdn_starts_.size() == out.avas_.size()) {
+      out.rdn_starts_.clear();
+    }
+  }
+  return out;
+}
+
+std::string Dn::normalized(const DnValueNormalizer* normalizer) const {
+  std::string out;
+  out.reserve(bytes_.size() + 2 * avas_.size());
+  std::string scratch;  // One buffer for every single-valued RDN's folded value.
+  std::vector<NormalizedAva> sorted;
+  for (std::size_t i = 0; i < rdn_count(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    const std::span<const Ava> avas = rdn(i);
+    if (avas.size() == 1 && normalizer == nullptr && !avas[0].hex_form) {
+      // The common case, without per-AVA temporaries: the folded value needs a copy only
+      // because escaping depends on its final first and last bytes.
+      append_default_type(out, avas[0].type);
+      out += '=';
+      scratch.clear();
+      append_default_value(scratch, avas[0].value);
+      append_value(out, scratch, false);
+      continue;
+    }
+    sorted.clear();
+    for (const Ava& ava : avas) {
+      sorted.push_back(normalize_ava(ava, normalizer));
+    }
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t j = 0; j < sorted.size(); ++j) {
+      if (j > 0) {
+        out += '+';
+      }
+      out += sorted[j].type;
+      out += '=';
+      append_value(out, sorted[j].value, sorted[j].hex_form);
+    }
+  }
+  return out;
+}
+
+Result<std::string> normalize_dn(std::string_view text, const DnParseLimits& limits) {
+  Result<Dn> dn = Dn::parse(text, limits);
+  if (!dn.ok()) {
+    return dn.status();
+  }
+  return dn->normalized();
+}
+
+}  // namespace numadir::schema

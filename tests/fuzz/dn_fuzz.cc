@@ -1,0 +1,68 @@
+// libFuzzer target for Dn::parse (schema/dn.h). Any input may be rejected; an accepted one must
+// keep its properties, or the target traps:
+//   - parse(to_string()) succeeds and gives an equal Dn;
+//   - normalized() parses and normalizing again gives the same string;
+//   - copies, moves and parent() keep values intact.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "schema/dn.h"
+
+namespace {
+
+using numadir::Result;
+using numadir::schema::Dn;
+using numadir::schema::DnParseLimits;
+
+// Printed forms are never longer than what was parsed, but the property checks should not
+// depend on that.
+constexpr DnParseLimits kNoLimits{.max_bytes = std::numeric_limits<std::size_t>::max(),
+                                  .max_rdns = std::numeric_limits<std::size_t>::max()};
+
+void check(bool condition) {
+  if (!condition) {
+    __builtin_trap();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  Result<Dn> dn = Dn::parse(text);
+  if (!dn.ok()) {
+    check(!dn.status().message().empty());
+    return 0;
+  }
+
+  const std::string printed = dn->to_string();
+  Result<Dn> reparsed = Dn::parse(printed, kNoLimits);
+  check(reparsed.ok());
+  check(*reparsed == *dn);
+  check(reparsed->to_string() == printed);
+
+  const std::string normalized = dn->normalized();
+  Result<Dn> normal_dn = Dn::parse(normalized, kNoLimits);
+  check(normal_dn.ok());
+  check(normal_dn->normalized() == normalized);
+  check(reparsed->normalized() == normalized);
+  check(normal_dn->rdn_count() == dn->rdn_count());
+
+  Dn copy = *dn;
+  check(copy == *dn);
+  const Dn moved = std::move(copy);
+  check(moved.to_string() == printed);
+
+  if (!dn->is_root()) {
+    const Dn parent = dn->parent();
+    check(parent.rdn_count() + 1 == dn->rdn_count());
+    for (std::size_t i = 0; i < parent.rdn_count(); ++i) {
+      check(parent.rdn_string(i) == dn->rdn_string(i + 1));
+    }
+  }
+  return 0;
+}
