@@ -23,11 +23,11 @@ namespace numadir::detail {
 
 }  // namespace numadir::detail
 
-#define NUMADIR_CHECK(cond, msg)                                            \
-  do {                                                                      \
-    if (!(cond)) [[unlikely]] {                                             \
-      ::numadir::detail::check_failed(__FILE__, __LINE__, #cond, (msg));    \
-    }                                                                       \
+#define NUMADIR_CHECK(cond, msg)                                         \
+  do {                                                                   \
+    if (!(cond)) [[unlikely]] {                                          \
+      ::numadir::detail::check_failed(__FILE__, __LINE__, #cond, (msg)); \
+    }                                                                    \
   } while (false)
 
 #ifdef NDEBUG

@@ -114,7 +114,7 @@ inline Status internal_error(std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit.
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}        // NOLINT: implicit.
   Result(Status status) : state_(std::in_place_index<1>, std::move(status)) {  // NOLINT
     NUMADIR_CHECK(!std::get<1>(state_).ok(), "Result built from an ok Status");
   }
@@ -151,10 +151,10 @@ class [[nodiscard]] Result {
 }  // namespace numadir
 
 // Returns the Status of `expr` from the enclosing function if it is not ok.
-#define NUMADIR_RETURN_IF_ERROR(expr)         \
-  do {                                        \
+#define NUMADIR_RETURN_IF_ERROR(expr)           \
+  do {                                          \
     ::numadir::Status numadir_status_ = (expr); \
-    if (!numadir_status_.ok()) {              \
-      return numadir_status_;                 \
-    }                                         \
+    if (!numadir_status_.ok()) {                \
+      return numadir_status_;                   \
+    }                                           \
   } while (false)

@@ -96,7 +96,7 @@ class Utf8Checker {
         remaining_ = 1;
       } else if (c == 0xe0) {
         remaining_ = 2;
-        lo_ = 0x80;
+        lo_ = 0xa0;
       } else if (c == 0xed) {
         remaining_ = 2;
         hi_ = 0x9f;

@@ -46,11 +46,11 @@ std::string_view filter_kind_name(FilterKind kind);
 
 struct FilterNode {
   FilterKind kind;
-  bool dn_attributes = false;       // kExtensible only: the ":dn" flag.
-  std::uint32_t end = 0;            // One past the last node of this subtree.
-  std::string_view attribute;       // Attribute description; empty = absent (kExtensible only).
-  std::string_view value;           // Assertion value (raw bytes, unescaped).
-  std::string_view matching_rule;   // kExtensible only; empty = absent.
+  bool dn_attributes = false;      // kExtensible only: the ":dn" flag.
+  std::uint32_t end = 0;           // One past the last node of this subtree.
+  std::string_view attribute;      // Attribute description; empty = absent (kExtensible only).
+  std::string_view value;          // Assertion value (raw bytes, unescaped).
+  std::string_view matching_rule;  // kExtensible only; empty = absent.
 
   friend bool operator==(const FilterNode& a, const FilterNode& b) {
     return a.kind == b.kind && a.dn_attributes == b.dn_attributes && a.end == b.end &&

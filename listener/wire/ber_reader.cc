@@ -10,8 +10,7 @@ bool BerReader::fail_at(std::size_t pos, const char* what) {
   return false;
 }
 
-bool BerReader::next_long(std::uint8_t& tag, std::string_view& content,
-                          std::size_t& content_pos) {
+bool BerReader::next_long(std::uint8_t& tag, std::string_view& content, std::size_t& content_pos) {
   if (error_->failed()) {
     return false;
   }
@@ -53,8 +52,8 @@ bool BerReader::next_long(std::uint8_t& tag, std::string_view& content,
   return true;
 }
 
-bool BerReader::integer_content(std::string_view content, std::size_t content_pos,
-                                std::int64_t min, std::int64_t max, std::int64_t& value) {
+bool BerReader::integer_content(std::string_view content, std::size_t content_pos, std::int64_t min,
+                                std::int64_t max, std::int64_t& value) {
   if (content.empty()) {
     return fail_at(content_pos, "empty integer");
   }
@@ -77,7 +76,7 @@ bool BerReader::integer_content(std::string_view content, std::size_t content_po
   const auto parsed = static_cast<std::int64_t>(bits);
   if (parsed < min || parsed > max) {
     return fail_at(content_pos, parsed < 0 && min >= 0 ? "negative integer not allowed here"
-                                                        : "integer out of range");
+                                                       : "integer out of range");
   }
   value = parsed;
   return true;

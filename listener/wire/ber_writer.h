@@ -94,7 +94,7 @@ class BerWriter {
     size_ += 3;
   }
   void write_octets(std::uint8_t tag, std::string_view value) {
-    char* out = room(6 + value.size());
+    char* out = room(10 + value.size());  // Tag, up to 9 length octets, content.
     out[0] = static_cast<char>(tag);
     const std::size_t header = 1 + put_length(out + 1, value.size());
     if (!value.empty()) {

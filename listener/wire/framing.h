@@ -23,9 +23,9 @@ enum class FrameState {
 
 struct Frame {
   FrameState state = FrameState::kNeedMore;
-  std::size_t pdu_bytes = 0;   // kComplete, kTooLarge: identifier + length + content octets.
-  std::size_t need_bytes = 0;  // kNeedMore: missing bytes (a lower bound while the header is
-                               // incomplete, exact once the length octets are in).
+  std::size_t pdu_bytes = 0;    // kComplete, kTooLarge: identifier + length + content octets.
+  std::size_t need_bytes = 0;   // kNeedMore: missing bytes (a lower bound while the header is
+                                // incomplete, exact once the length octets are in).
   const char* error = nullptr;  // kMalformed, kTooLarge: a static description.
 };
 

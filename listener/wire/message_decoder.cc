@@ -356,7 +356,11 @@ bool read_message(BerReader& top, LdapMessage& message) {
 
 Status decode_message(std::string_view pdu, LdapMessage& message, const DecodeLimits& limits) {
   BerError error;
-  BerReader top(pdu, error, limits.max_depth + 1);
+  // One level more for the outer SEQUENCE, without wrapping a limit of UINT32_MAX.
+  const std::uint32_t budget = limits.max_depth == std::numeric_limits<std::uint32_t>::max()
+                                   ? limits.max_depth
+                                   : limits.max_depth + 1;
+  BerReader top(pdu, error, budget);
   message.message_id = 0;
   if (read_message(top, message)) {
     return Status();

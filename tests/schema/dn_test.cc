@@ -172,7 +172,7 @@ TEST_CASE("Dn: #hex values keep the decoded bytes and hex_form") {
   }
 }
 
-TEST_CASE("Dn: escaped leading and trailing spaces are kept, unescaped ones dropped") {
+TEST_CASE("Dn: escaped leading and trailing spaces are kept and unescaped ones dropped") {
   CHECK(parse_ok("cn=\\ a\\ ").rdn(0)[0].value == " a ");
   CHECK(parse_ok("cn=  a  b  ").rdn(0)[0].value == "a  b");
   CHECK(parse_ok("cn=a \\  ").rdn(0)[0].value == "a  ");

@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -19,28 +22,19 @@ namespace {
 // Returns: the bytes spelled by `text`: pairs of hex digits, spaces ignored.
 std::string hex(std::string_view text) {
   std::string out;
-  int high = -1;
-  for (char c : text) {
-    if (c == ' ' || c == '\n') {
-      continue;
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    while (i < text.size() && text[i] == ' ') {
+      ++i;
     }
-    int digit = -1;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
+    if (i == text.size()) {
+      break;
     }
-    NUMADIR_CHECK(digit >= 0, "hex(): not a hex digit");
-    if (high < 0) {
-      high = digit;
-    } else {
-      out.push_back(static_cast<char>(high * 16 + digit));
-      high = -1;
-    }
+    unsigned byte = 0;
+    const char* const end = text.data() + std::min(i + 2, text.size());
+    const auto [last, error] = std::from_chars(text.data() + i, end, byte, 16);
+    NUMADIR_CHECK(error == std::errc() && last == text.data() + i + 2, "hex(): bad digit pair");
+    out.push_back(static_cast<char>(byte));
   }
-  NUMADIR_CHECK(high < 0, "hex(): odd number of digits");
   return out;
 }
 
@@ -118,7 +112,7 @@ TEST_CASE("BerReader: reads integers and enumerateds in two's complement") {
   }
 }
 
-TEST_CASE("BerReader: reads booleans, octet strings, NULLs and any element") {
+TEST_CASE("BerReader: reads booleans and octet strings and NULLs and any element") {
   const std::string data = hex("01 01 ff 01 01 00 04 03 61 62 63 04 00 05 00 42 00 87 02 63 6e");
   BerError error;
   BerReader reader(data, error, kDepth);
@@ -146,7 +140,7 @@ TEST_CASE("BerReader: reads booleans, octet strings, NULLs and any element") {
   CHECK(describe(error) == "ok");
 }
 
-TEST_CASE("BerReader: values are views into the input buffer, not copies") {
+TEST_CASE("BerReader: values are views into the input buffer and not copies") {
   const std::string data = hex("04 03 61 62 63 30 06 04 01 78 87 01 79");
   BerError error;
   BerReader reader(data, error, kDepth);
@@ -290,6 +284,22 @@ TEST_CASE("BerReader: rejects a length past the end of the enclosing element") {
     CHECK_FALSE(inner.read_octets(ber::kOctetString, octets));
     CHECK(describe(error) == "length past the end of the enclosing element @ 2");
   }
+  SUBCASE("one byte past the end of the data") {
+    const std::string data = hex("04 03 61 62");
+    BerReader reader(data, error, kDepth);
+    std::string_view octets;
+    CHECK_FALSE(reader.read_octets(ber::kOctetString, octets));
+    CHECK(describe(error) == "length past the end of the enclosing element @ 0");
+  }
+  SUBCASE("one byte past the end of the enclosing SEQUENCE") {
+    const std::string data = hex("30 04 04 03 61 62 63");
+    BerReader reader(data, error, kDepth);
+    BerReader inner = reader.enter(ber::kSequence);
+    REQUIRE_FALSE(inner.failed());
+    std::string_view octets;
+    CHECK_FALSE(inner.read_octets(ber::kOctetString, octets));
+    CHECK(describe(error) == "length past the end of the enclosing element @ 2");
+  }
   SUBCASE("a long-form length of 2^32 - 1") {
     const std::string data = hex("04 84 ff ff ff ff 61");
     BerReader reader(data, error, kDepth);
@@ -329,6 +339,12 @@ TEST_CASE("BerReader: rejects a multi-octet (high tag number) identifier") {
   std::string_view value;
   SUBCASE("universal") {
     const std::string data = hex("1f 81 00 00");
+    BerReader reader(data, error, kDepth);
+    CHECK_FALSE(reader.read_any(tag, value));
+    CHECK(describe(error) == "multi-octet tag (not used by LDAP) @ 0");
+  }
+  SUBCASE("application constructed, with a length that would fit") {
+    const std::string data = hex("7f 01 00");
     BerReader reader(data, error, kDepth);
     CHECK_FALSE(reader.read_any(tag, value));
     CHECK(describe(error) == "multi-octet tag (not used by LDAP) @ 0");
@@ -534,7 +550,9 @@ TEST_CASE("BerReader: expect_end rejects trailing data") {
   }
 }
 
-TEST_CASE("BerReader: a failure in a nested reader is seen by the outer one, first error kept") {
+TEST_CASE(
+    "BerReader: a failure in a nested reader is seen by the outer one and the first error is "
+    "kept") {
   // SEQUENCE { INTEGER 1, BOOLEAN (length 0) }, OCTET STRING "a"
   const std::string data = hex("30 05 02 01 01 01 00 04 01 61");
   BerError error;

@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -19,28 +22,19 @@ namespace {
 // Returns: the bytes spelled by `text`: pairs of hex digits, spaces ignored.
 std::string hex(std::string_view text) {
   std::string out;
-  int high = -1;
-  for (char c : text) {
-    if (c == ' ' || c == '\n') {
-      continue;
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    while (i < text.size() && text[i] == ' ') {
+      ++i;
     }
-    int digit = -1;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
+    if (i == text.size()) {
+      break;
     }
-    NUMADIR_CHECK(digit >= 0, "hex(): not a hex digit");
-    if (high < 0) {
-      high = digit;
-    } else {
-      out.push_back(static_cast<char>(high * 16 + digit));
-      high = -1;
-    }
+    unsigned byte = 0;
+    const char* const end = text.data() + std::min(i + 2, text.size());
+    const auto [last, error] = std::from_chars(text.data() + i, end, byte, 16);
+    NUMADIR_CHECK(error == std::errc() && last == text.data() + i + 2, "hex(): bad digit pair");
+    out.push_back(static_cast<char>(byte));
   }
-  NUMADIR_CHECK(high < 0, "hex(): odd number of digits");
   return out;
 }
 
@@ -111,7 +105,7 @@ TEST_CASE("BerWriter: the tag argument is written as given") {
   CHECK(to_hex(writer.view()) == "0a 01 02 50 01 05 80 02 70 77 84 01 ff 42 00");
 }
 
-TEST_CASE("BerWriter: booleans are 0xFF and 0x00, NULL is empty") {
+TEST_CASE("BerWriter: booleans are 0xFF and 0x00 and NULL is empty") {
   BerWriter writer;
   SUBCASE("TRUE") {
     writer.write_boolean(ber::kBoolean, true);
@@ -127,7 +121,7 @@ TEST_CASE("BerWriter: booleans are 0xFF and 0x00, NULL is empty") {
   }
 }
 
-TEST_CASE("BerWriter: octet string lengths use the short form below 128, then 81, 82, 83") {
+TEST_CASE("BerWriter: octet string lengths use the short form below 128 then 81 82 83") {
   struct Case {
     std::size_t length;
     const char* header;
@@ -300,31 +294,84 @@ TEST_CASE("BerWriter: clear() empties the writer and keeps its buffer for the ne
   write_sample(writer, value);
   const std::string first(writer.view());
   REQUIRE(first.size() > 256);
+  const std::size_t capacity = writer.capacity();
   const char* const data = writer.view().data();
 
   writer.clear();
   CHECK(writer.size() == 0);
   CHECK(writer.view().empty());
   CHECK(writer.open_depth() == 0);
+  CHECK(writer.capacity() == capacity);
 
+  // The same message again: identical bytes, written where the first ones were (no
+  // reallocation; under ASan a freed block is quarantined, so a new one would lie elsewhere).
   write_sample(writer, value);
   CHECK(writer.view() == first);
-  // Same size as before: no reallocation, so the bytes are where they were. (Under ASan a freed
-  // block is quarantined, so a buffer dropped by clear() would come back elsewhere.)
+  CHECK(writer.capacity() == capacity);
   CHECK(writer.view().data() == data);
 
-  SUBCASE("and reserve() sets capacity ahead of the first message") {
-    BerWriter reserved;
-    reserved.reserve(4096);
-    reserved.write_octets(ber::kOctetString, filler(100));
-    const char* const before = reserved.view().data();
-    write_sample(reserved, value);
-    reserved.clear();
-    write_sample(reserved, value);
-    write_sample(reserved, value);
-    CHECK(reserved.view() == first + first);
-    CHECK(reserved.view().data() == before);
+  SUBCASE("many times over") {
+    for (int i = 0; i < 100; ++i) {
+      writer.clear();
+      write_sample(writer, value);
+    }
+    CHECK(writer.view() == first);
+    CHECK(writer.capacity() == capacity);
+    CHECK(writer.view().data() == data);
   }
+}
+
+TEST_CASE("BerWriter: reserve() makes room ahead of the first message") {
+  const std::string value = filler(250);
+  BerWriter sample;
+  write_sample(sample, value);
+  const std::string one(sample.view());
+
+  BerWriter writer;
+  writer.reserve(4096);
+  REQUIRE(writer.capacity() >= 4096);
+  const std::size_t capacity = writer.capacity();
+  writer.write_octets(ber::kOctetString, filler(100));
+  const char* const data = writer.view().data();
+  write_sample(writer, value);
+  writer.clear();
+  for (int i = 0; i < 10; ++i) {
+    write_sample(writer, value);
+  }
+  REQUIRE(writer.size() == 10 * one.size());
+  CHECK(writer.view().substr(9 * one.size()) == one);
+  CHECK(writer.capacity() == capacity);
+  CHECK(writer.view().data() == data);
+
+  SUBCASE("and growing past it keeps what was written") {
+    const std::string before(writer.view());
+    writer.write_octets(ber::kOctetString, filler(5000));
+    CHECK(writer.capacity() >= writer.size());
+    CHECK(writer.view().substr(0, before.size()) == before);
+    CHECK(to_hex(writer.view().substr(before.size(), 4)) == "04 82 13 88");
+  }
+}
+
+TEST_CASE("BerWriter: end() keeps earlier bytes when widening a length needs a bigger buffer") {
+  // Fill the buffer to its capacity so that widening the length must grow it.
+  BerWriter writer;
+  writer.begin(ber::kSequence);
+  writer.write_raw(filler(200));
+  const std::size_t to_fill = writer.capacity() - writer.size();
+  writer.write_raw(filler(to_fill));
+  REQUIRE(writer.size() == writer.capacity());
+  writer.end();
+  const std::size_t content = 200 + to_fill;
+  REQUIRE(content < 0x10000);
+  std::string header = hex("30");
+  if (content >= 0x100) {
+    header += static_cast<char>(0x82);
+    header += static_cast<char>(content >> 8);
+  } else {
+    header += static_cast<char>(0x81);
+  }
+  header += static_cast<char>(content & 0xff);
+  CHECK(writer.view() == header + filler(200) + filler(to_fill));
 }
 
 TEST_CASE("BerWriter: BerReader reads back what it writes") {

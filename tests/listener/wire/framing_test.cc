@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -16,28 +18,19 @@ namespace {
 // Returns: the bytes spelled by `text`: pairs of hex digits, spaces ignored.
 std::string hex(std::string_view text) {
   std::string out;
-  int high = -1;
-  for (char c : text) {
-    if (c == ' ' || c == '\n') {
-      continue;
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    while (i < text.size() && text[i] == ' ') {
+      ++i;
     }
-    int digit = -1;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
+    if (i == text.size()) {
+      break;
     }
-    NUMADIR_CHECK(digit >= 0, "hex(): not a hex digit");
-    if (high < 0) {
-      high = digit;
-    } else {
-      out.push_back(static_cast<char>(high * 16 + digit));
-      high = -1;
-    }
+    unsigned byte = 0;
+    const char* const end = text.data() + std::min(i + 2, text.size());
+    const auto [last, error] = std::from_chars(text.data() + i, end, byte, 16);
+    NUMADIR_CHECK(error == std::errc() && last == text.data() + i + 2, "hex(): bad digit pair");
+    out.push_back(static_cast<char>(byte));
   }
-  NUMADIR_CHECK(high < 0, "hex(): odd number of digits");
   return out;
 }
 
@@ -84,7 +77,7 @@ TEST_CASE("frame_pdu: a complete PDU is framed") {
   CHECK(describe(frame_pdu(hex("30 00"))) == "complete 2");
 }
 
-TEST_CASE("frame_pdu: of two PDUs back to back, frames the first") {
+TEST_CASE("frame_pdu: of two PDUs back to back frames the first") {
   // A DelRequest (ID 2, "cn=a") after the UnbindRequest.
   const std::string del = hex("30 09 02 01 02 4a 04 63 6e 3d 61");
   const std::string buffer = kUnbind + del;

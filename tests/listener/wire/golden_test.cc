@@ -94,21 +94,23 @@ TEST_CASE("Golden: every captured PDU decodes and re-encodes byte-identical") {
       ops_seen.insert(message.op);
       writer.clear();
       encode_message(message, writer);
-      CHECK_MESSAGE(writer.view() == pdus[i], "captured: " << hex_dump(pdus[i]) << "\nencoded:  "
-                                                           << hex_dump(writer.view()));
+      CHECK_MESSAGE(writer.view() == pdus[i],
+                    "captured: " << hex_dump(pdus[i]) << "\nencoded:  " << hex_dump(writer.view()));
       ++pdu_count;
     }
   }
   CHECK(pdu_count > 300);
   // Every operation the captures were made to exercise is among them.
-  for (ProtocolOp op :
-       {ProtocolOp::kBindRequest, ProtocolOp::kBindResponse, ProtocolOp::kUnbindRequest,
-        ProtocolOp::kSearchRequest, ProtocolOp::kSearchResultEntry, ProtocolOp::kSearchResultDone,
-        ProtocolOp::kSearchResultReference, ProtocolOp::kModifyRequest,
-        ProtocolOp::kModifyResponse, ProtocolOp::kAddRequest, ProtocolOp::kAddResponse,
-        ProtocolOp::kDelRequest, ProtocolOp::kDelResponse, ProtocolOp::kModifyDnRequest,
-        ProtocolOp::kModifyDnResponse, ProtocolOp::kCompareRequest, ProtocolOp::kCompareResponse,
-        ProtocolOp::kAbandonRequest, ProtocolOp::kExtendedRequest, ProtocolOp::kExtendedResponse}) {
+  for (ProtocolOp op : {ProtocolOp::kBindRequest,           ProtocolOp::kBindResponse,
+                        ProtocolOp::kUnbindRequest,         ProtocolOp::kSearchRequest,
+                        ProtocolOp::kSearchResultEntry,     ProtocolOp::kSearchResultDone,
+                        ProtocolOp::kSearchResultReference, ProtocolOp::kModifyRequest,
+                        ProtocolOp::kModifyResponse,        ProtocolOp::kAddRequest,
+                        ProtocolOp::kAddResponse,           ProtocolOp::kDelRequest,
+                        ProtocolOp::kDelResponse,           ProtocolOp::kModifyDnRequest,
+                        ProtocolOp::kModifyDnResponse,      ProtocolOp::kCompareRequest,
+                        ProtocolOp::kCompareResponse,       ProtocolOp::kAbandonRequest,
+                        ProtocolOp::kExtendedRequest,       ProtocolOp::kExtendedResponse}) {
     CHECK_MESSAGE(ops_seen.count(op) == 1, "no captured " << protocol_op_name(op));
   }
 }
@@ -185,10 +187,9 @@ TEST_CASE("Golden: fields of captured requests and responses") {
     decode_golden("modify.c2s", 1, pdus, message);
     const ModifyRequest& modify = message.modify_request;
     CHECK(modify.object == "uid=user5,ou=people,dc=example,dc=com");
-    CHECK(modify.operations == std::vector<ModifyOperation>{ModifyOperation::kAdd,
-                                                            ModifyOperation::kDelete,
-                                                            ModifyOperation::kReplace,
-                                                            ModifyOperation::kDelete});
+    CHECK(modify.operations ==
+          std::vector<ModifyOperation>{ModifyOperation::kAdd, ModifyOperation::kDelete,
+                                       ModifyOperation::kReplace, ModifyOperation::kDelete});
     REQUIRE(modify.modifications.size() == 4);
     CHECK(modify.modifications[0].type == "telephoneNumber");
     CHECK(modify.modifications[0].value_count == 2);
@@ -247,9 +248,8 @@ TEST_CASE("Golden: fields of captured requests and responses") {
     CHECK(message.dn == "uid=user29,ou=people,dc=example,dc=com");
     decode_golden("referral.s2c", 3, pdus, message);
     REQUIRE(message.op == ProtocolOp::kSearchResultReference);
-    CHECK(message.uris ==
-          std::vector<std::string_view>{
-              "ldap://ldap.remote.example.org/ou=remote,dc=example,dc=com??sub"});
+    CHECK(message.uris == std::vector<std::string_view>{
+                              "ldap://ldap.remote.example.org/ou=remote,dc=example,dc=com??sub"});
   }
 }
 

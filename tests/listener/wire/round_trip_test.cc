@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -72,7 +72,8 @@ class MessageGenerator {
         s.base_object = text();
         s.scope = static_cast<SearchScope>(uniform(0, 3));
         s.deref_aliases = static_cast<DerefAliases>(uniform(0, 3));
-        s.size_limit = static_cast<std::int32_t>(uniform(0, std::numeric_limits<std::int32_t>::max()));
+        s.size_limit =
+            static_cast<std::int32_t>(uniform(0, std::numeric_limits<std::int32_t>::max()));
         s.time_limit = static_cast<std::int32_t>(uniform(0, 1000));
         s.types_only = coin();
         fill_filter(s.filter, 0);
@@ -158,8 +159,18 @@ class MessageGenerator {
   bool coin() { return uniform(0, 1) == 1; }
   std::int32_t random_int32() {
     // Favor the edges of the encodings' length classes.
-    static constexpr std::int32_t kEdges[] = {0, 1, 127, 128, 255, 256, 32767, 32768, 65535,
-                                              65536, 8388607, 8388608,
+    static constexpr std::int32_t kEdges[] = {0,
+                                              1,
+                                              127,
+                                              128,
+                                              255,
+                                              256,
+                                              32767,
+                                              32768,
+                                              65535,
+                                              65536,
+                                              8388607,
+                                              8388608,
                                               std::numeric_limits<std::int32_t>::max()};
     if (coin()) {
       return kEdges[uniform(0, std::size(kEdges) - 1)];
