@@ -26,6 +26,27 @@ enum class StatusCode : std::uint8_t {
   kStorage,          // The storage engine failed; the message carries its text.
   kIo,               // A system call failed; the message carries strerror text.
   kInternal,         // A bug: an invariant did not hold.
+
+  // Directory outcomes. Each names the LDAP result code (RFC 4511) that server/ turns it into;
+  // schema/ and backend/ return them so that the mapping lives in one place.
+  kNoSuchObject,               // 32: the entry (or its parent) does not exist.
+  kEntryAlreadyExists,         // 68
+  kNotAllowedOnNonLeaf,        // 66: delete or rename of an entry with children.
+  kNotAllowedOnRdn,            // 67: a modify would remove an RDN value.
+  kNamingViolation,            // 64: RDN attributes missing from the entry, bad placement.
+  kObjectClassViolation,       // 65
+  kObjectClassModsProhibited,  // 69: a change of the structural object class.
+  kUndefinedAttributeType,     // 17
+  kInvalidAttributeSyntax,     // 21
+  kInappropriateMatching,      // 18
+  kConstraintViolation,        // 19: e.g. single-value, no-user-modification.
+  kAttributeOrValueExists,     // 20
+  kNoSuchAttribute,            // 16
+  kInvalidDnSyntax,            // 34
+  kSizeLimitExceeded,          // 4
+  kTimeLimitExceeded,          // 3
+  kAdminLimitExceeded,         // 11
+  kUnwillingToPerform,         // 53
 };
 
 // Returns: a stable lower-case name for `code`, e.g. "malformed". The view is static.
@@ -51,6 +72,42 @@ constexpr std::string_view status_code_name(StatusCode code) {
       return "i/o error";
     case StatusCode::kInternal:
       return "internal error";
+    case StatusCode::kNoSuchObject:
+      return "no such object";
+    case StatusCode::kEntryAlreadyExists:
+      return "entry already exists";
+    case StatusCode::kNotAllowedOnNonLeaf:
+      return "not allowed on non-leaf";
+    case StatusCode::kNotAllowedOnRdn:
+      return "not allowed on RDN";
+    case StatusCode::kNamingViolation:
+      return "naming violation";
+    case StatusCode::kObjectClassViolation:
+      return "object class violation";
+    case StatusCode::kObjectClassModsProhibited:
+      return "object class mods prohibited";
+    case StatusCode::kUndefinedAttributeType:
+      return "undefined attribute type";
+    case StatusCode::kInvalidAttributeSyntax:
+      return "invalid attribute syntax";
+    case StatusCode::kInappropriateMatching:
+      return "inappropriate matching";
+    case StatusCode::kConstraintViolation:
+      return "constraint violation";
+    case StatusCode::kAttributeOrValueExists:
+      return "attribute or value exists";
+    case StatusCode::kNoSuchAttribute:
+      return "no such attribute";
+    case StatusCode::kInvalidDnSyntax:
+      return "invalid DN syntax";
+    case StatusCode::kSizeLimitExceeded:
+      return "size limit exceeded";
+    case StatusCode::kTimeLimitExceeded:
+      return "time limit exceeded";
+    case StatusCode::kAdminLimitExceeded:
+      return "admin limit exceeded";
+    case StatusCode::kUnwillingToPerform:
+      return "unwilling to perform";
   }
   return "unknown";
 }
@@ -104,6 +161,9 @@ inline Status unsupported(std::string message) {
 }
 inline Status internal_error(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));
+}
+inline Status status_error(StatusCode code, std::string message) {
+  return Status(code, std::move(message));
 }
 
 // A value of type T or a non-ok Status.

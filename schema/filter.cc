@@ -655,36 +655,6 @@ void Filter::clear() {
   block_used_ = 0;
 }
 
-std::uint32_t Filter::open(FilterKind kind, std::string_view attribute, std::string_view value) {
-  NUMADIR_DCHECK(nodes_.size() < UINT32_MAX, "Filter::open: too many nodes");
-  const std::uint32_t index = size();
-  FilterNode node{};
-  node.kind = kind;
-  node.attribute = attribute;
-  node.value = value;
-  nodes_.push_back(node);
-  return index;
-}
-
-void Filter::set_extensible(std::uint32_t index, std::string_view matching_rule,
-                            bool dn_attributes) {
-  NUMADIR_DCHECK(index < nodes_.size(), "Filter::set_extensible: bad index");
-  nodes_[index].matching_rule = matching_rule;
-  nodes_[index].dn_attributes = dn_attributes;
-}
-
-void Filter::close(std::uint32_t index) {
-  NUMADIR_DCHECK(index < nodes_.size(), "Filter::close: bad index");
-  nodes_[index].end = size();
-}
-
-std::uint32_t Filter::add_leaf(FilterKind kind, std::string_view attribute,
-                               std::string_view value) {
-  const std::uint32_t index = open(kind, attribute, value);
-  close(index);
-  return index;
-}
-
 std::string_view Filter::store(std::string_view bytes) {
   if (bytes.empty()) {
     return {};

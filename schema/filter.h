@@ -92,15 +92,31 @@ class Filter {
   std::uint32_t size() const { return static_cast<std::uint32_t>(nodes_.size()); }
 
   // Building, in preorder: open a node, add its children, close it. Every opened node must be
-  // closed before to_string() or comparison. Returns: the new node's index.
-  std::uint32_t open(FilterKind kind, std::string_view attribute = {}, std::string_view value = {});
+  // closed before to_string() or comparison. Returns: the new node's index. Inline: the wire
+  // decoder builds a filter with these for every SearchRequest.
+  std::uint32_t open(FilterKind kind, std::string_view attribute = {},
+                     std::string_view value = {}) {
+    const auto index = static_cast<std::uint32_t>(nodes_.size());
+    FilterNode& node = nodes_.emplace_back();
+    node.kind = kind;
+    node.attribute = attribute;
+    node.value = value;
+    return index;
+  }
   // Sets the extensible-match fields of node `index`.
-  void set_extensible(std::uint32_t index, std::string_view matching_rule, bool dn_attributes);
+  void set_extensible(std::uint32_t index, std::string_view matching_rule, bool dn_attributes) {
+    nodes_[index].matching_rule = matching_rule;
+    nodes_[index].dn_attributes = dn_attributes;
+  }
   // Closes node `index`: its subtree ends at the current size.
-  void close(std::uint32_t index);
+  void close(std::uint32_t index) { nodes_[index].end = static_cast<std::uint32_t>(nodes_.size()); }
   // Convenience for a leaf: open and close at once.
   std::uint32_t add_leaf(FilterKind kind, std::string_view attribute = {},
-                         std::string_view value = {});
+                         std::string_view value = {}) {
+    const std::uint32_t index = open(kind, attribute, value);
+    close(index);
+    return index;
+  }
 
   // Copies `bytes` into storage owned by this Filter. Returns: a view that stays valid until
   // clear() or destruction (also across moves of the Filter).

@@ -8,11 +8,15 @@ packages=(
   # Build.
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config clang-format
   # Libraries.
-  liblmdb-dev libssl-dev libboost-dev libhwloc-dev
+  liblmdb-dev libssl-dev libboost-dev libhwloc-dev libicu-dev libargon2-dev libcrypt-dev
+  libcli11-dev libtomlplusplus-dev
   # Tests and benchmarks.
   doctest-dev libbenchmark-dev
   # Real LDAP clients for integration tests (used with /usr/bin/python3).
   ldap-utils python3 python3-ldap python3-ldap3
+  # OpenLDAP's slapd, the reference: tests start private instances with their own config, and
+  # slappasswd / slapcat / slapadd make the hashes and LDIF the round-trip tests compare with.
+  slapd
 )
 
 missing=()
@@ -34,6 +38,9 @@ fi
 
 echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Without a preseed, slapd's package would configure and start a system-wide server; tests
+# only ever start private instances.
+echo "slapd slapd/no_configuration boolean true" | $sudo debconf-set-selections
 $sudo apt-get update -qq
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   "${missing[@]}" >/dev/null

@@ -82,23 +82,6 @@ bool BerReader::integer_content(std::string_view content, std::size_t content_po
   return true;
 }
 
-bool BerReader::read_boolean(std::uint8_t tag, bool& value) {
-  std::string_view content;
-  std::size_t content_pos = 0;
-  if (!next_with_tag(tag, content, content_pos)) {
-    return false;
-  }
-  if (content.size() != 1) {
-    return fail_at(content_pos, "boolean of length other than 1");
-  }
-  const auto b = static_cast<std::uint8_t>(content[0]);
-  if (b != 0x00 && b != 0xff) {
-    return fail_at(content_pos, "boolean TRUE not encoded as 0xFF (RFC 4511 5.1)");
-  }
-  value = b == 0xff;
-  return true;
-}
-
 bool BerReader::read_null(std::uint8_t tag) {
   std::string_view content;
   std::size_t content_pos = 0;

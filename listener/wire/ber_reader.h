@@ -71,12 +71,13 @@ class BerReader {
   // reader must then be abandoned.
 
   // The element's content octets.
-  bool read_octets(std::uint8_t tag, std::string_view& value) {
+  [[gnu::always_inline]] bool read_octets(std::uint8_t tag, std::string_view& value) {
     std::size_t content_pos = 0;
     return next_with_tag(tag, value, content_pos);
   }
   // A minimally encoded INTEGER or ENUMERATED within [min, max].
-  bool read_integer(std::uint8_t tag, std::int64_t min, std::int64_t max, std::int64_t& value) {
+  [[gnu::always_inline]] bool read_integer(std::uint8_t tag, std::int64_t min, std::int64_t max,
+                                           std::int64_t& value) {
     std::string_view content;
     std::size_t content_pos = 0;
     if (!next_with_tag(tag, content, content_pos)) [[unlikely]] {
@@ -91,7 +92,8 @@ class BerReader {
     }
     return integer_content(content, content_pos, min, max, value);
   }
-  bool read_int32(std::uint8_t tag, std::int32_t min, std::int32_t max, std::int32_t& value) {
+  [[gnu::always_inline]] bool read_int32(std::uint8_t tag, std::int32_t min, std::int32_t max,
+                                         std::int32_t& value) {
     std::int64_t wide = 0;
     if (!read_integer(tag, min, max, wide)) {
       return false;
@@ -100,12 +102,26 @@ class BerReader {
     return true;
   }
   // A one-octet BOOLEAN: 0x00 or 0xFF.
-  bool read_boolean(std::uint8_t tag, bool& value);
+  [[gnu::always_inline]] bool read_boolean(std::uint8_t tag, bool& value) {
+    std::string_view content;
+    std::size_t content_pos = 0;
+    if (!next_with_tag(tag, content, content_pos)) [[unlikely]] {
+      return false;
+    }
+    const auto b = content.size() == 1 ? static_cast<std::uint8_t>(content[0]) : 0x01;
+    if (b != 0x00 && b != 0xff) [[unlikely]] {
+      return fail_at(content_pos, content.size() != 1
+                                      ? "boolean of length other than 1"
+                                      : "boolean TRUE not encoded as 0xFF (RFC 4511 5.1)");
+    }
+    value = b == 0xff;
+    return true;
+  }
   // A NULL: empty content.
   bool read_null(std::uint8_t tag);
   // A constructed element. Returns: a reader over its content with one less level of depth
   // budget, sharing this reader's BerError; on failure, an empty reader (check failed()).
-  BerReader enter(std::uint8_t tag) {
+  [[gnu::always_inline]] BerReader enter(std::uint8_t tag) {
     std::string_view content;
     std::size_t content_pos = 0;
     const std::size_t start = pos_;
@@ -149,8 +165,10 @@ class BerReader {
 
   // Parses the identifier and length at pos_; on success `content` is the content octets, and
   // pos_ moves past the element. The short-form case is inline; the rest goes to next_long().
-  bool next(std::uint8_t& tag, std::string_view& content, std::size_t& content_pos) {
+  [[gnu::always_inline]] bool next(std::uint8_t& tag, std::string_view& content,
+                                   std::size_t& content_pos) {
     const std::size_t pos = pos_;
+    // Failures are sticky: after one, every read of every reader of the PDU fails.
     if (data_.size() - pos >= 2 && !error_->failed()) [[likely]] {
       tag = static_cast<std::uint8_t>(data_[pos]);
       const auto length = static_cast<std::uint8_t>(data_[pos + 1]);
@@ -163,7 +181,8 @@ class BerReader {
     }
     return next_long(tag, content, content_pos);
   }
-  bool next_with_tag(std::uint8_t tag, std::string_view& content, std::size_t& content_pos) {
+  [[gnu::always_inline]] bool next_with_tag(std::uint8_t tag, std::string_view& content,
+                                            std::size_t& content_pos) {
     std::uint8_t actual = 0;
     const std::size_t start = pos_;
     if (!next(actual, content, content_pos)) [[unlikely]] {

@@ -66,36 +66,91 @@ bool has_ldap_result(ProtocolOp op) {
   }
 }
 
-void LdapMessage::reset(std::int32_t id, ProtocolOp operation) {
-  message_id = id;
-  op = operation;
-  bind_request = BindRequest{};
+void LdapMessage::clear_members(ProtocolOp operation) {
+  switch (operation) {
+    case ProtocolOp::kBindRequest:
+      bind_request = BindRequest{};
+      return;
+    case ProtocolOp::kBindResponse:
+      clear_result();
+      server_sasl_creds.reset();
+      return;
+    case ProtocolOp::kUnbindRequest:
+      return;
+    case ProtocolOp::kSearchRequest:
+      search_request.base_object = {};
+      search_request.scope = SearchScope::kBaseObject;
+      search_request.deref_aliases = DerefAliases::kNever;
+      search_request.size_limit = 0;
+      search_request.time_limit = 0;
+      search_request.types_only = false;
+      search_request.filter.clear();
+      search_request.attributes.clear();
+      return;
+    case ProtocolOp::kSearchResultEntry:
+      search_entry.object_name = {};
+      search_entry.attributes.clear();
+      return;
+    case ProtocolOp::kSearchResultReference:
+      uris.clear();
+      return;
+    case ProtocolOp::kModifyRequest:
+      modify_request.object = {};
+      modify_request.operations.clear();
+      modify_request.modifications.clear();
+      return;
+    case ProtocolOp::kAddRequest:
+      add_request.entry = {};
+      add_request.attributes.clear();
+      return;
+    case ProtocolOp::kDelRequest:
+      dn = {};
+      return;
+    case ProtocolOp::kModifyDnRequest:
+      modify_dn_request = ModifyDnRequest{};
+      return;
+    case ProtocolOp::kCompareRequest:
+      compare_request = CompareRequest{};
+      return;
+    case ProtocolOp::kAbandonRequest:
+      abandon_id = 0;
+      return;
+    case ProtocolOp::kExtendedRequest:
+    case ProtocolOp::kIntermediateResponse:
+      extended = ExtendedFields{};
+      return;
+    case ProtocolOp::kExtendedResponse:
+      clear_result();
+      extended = ExtendedFields{};
+      return;
+    case ProtocolOp::kSearchResultDone:
+    case ProtocolOp::kModifyResponse:
+    case ProtocolOp::kAddResponse:
+    case ProtocolOp::kDelResponse:
+    case ProtocolOp::kModifyDnResponse:
+    case ProtocolOp::kCompareResponse:
+      clear_result();
+      return;
+  }
+}
+
+void LdapMessage::clear_result() {
   result.code = ResultCode::kSuccess;
   result.matched_dn = {};
   result.diagnostic_message = {};
   result.referrals.clear();
-  server_sasl_creds.reset();
-  search_request.base_object = {};
-  search_request.scope = SearchScope::kBaseObject;
-  search_request.deref_aliases = DerefAliases::kNever;
-  search_request.size_limit = 0;
-  search_request.time_limit = 0;
-  search_request.types_only = false;
-  search_request.filter.clear();
-  search_request.attributes.clear();
-  search_entry.object_name = {};
-  search_entry.attributes.clear();
-  uris.clear();
-  modify_request.object = {};
-  modify_request.operations.clear();
-  modify_request.modifications.clear();
-  add_request.entry = {};
-  add_request.attributes.clear();
-  dn = {};
-  modify_dn_request = ModifyDnRequest{};
-  compare_request = CompareRequest{};
-  abandon_id = 0;
-  extended = ExtendedFields{};
+}
+
+void LdapMessage::reset(std::int32_t id, ProtocolOp operation) {
+  // Only the members of the old and the new operation can hold anything (the others were
+  // cleared when their operation was last left), so only those are cleared: decoding PDU after
+  // PDU into one message stays cheap.
+  clear_members(op);
+  if (operation != op) {
+    clear_members(operation);
+  }
+  message_id = id;
+  op = operation;
   controls.clear();
 }
 

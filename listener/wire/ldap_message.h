@@ -284,8 +284,14 @@ struct LdapMessage {
 
   std::vector<Control> controls;
 
-  // Sets message_id and op and clears every member, keeping capacity.
+  // Sets message_id and op, and clears the members of the previous and the new operation and
+  // the controls, keeping capacity. Requires: members of other operations were left cleared
+  // (build a message by reset() and then filling the new operation's members only).
   void reset(std::int32_t id, ProtocolOp operation);
+
+ private:
+  void clear_members(ProtocolOp operation);
+  void clear_result();
 };
 
 // Equality of the meaningful members only (message ID, op, the op's members, controls).

@@ -1,0 +1,172 @@
+// backend/directory.h: the directory store: schema-checked entries in one LMDB environment,
+// with dn2id, children and attribute indexes kept consistent by every update.
+//
+// Thread contract: a Directory is opened once at startup and shared. Reads: any number of
+// threads, each with its own ReadTxn (one read transaction per operation, reused across
+// operations with reset/renew; LMDB is opened MDB_NOTLS). Writes (add / remove / modify /
+// rename / import): serialized inside the Directory by one writer mutex (LMDB has one writer);
+// any thread may call them. Destroy the Directory only after every ReadTxn and Importer is gone.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "schema/entry.h"
+#include "schema/filter.h"
+#include "schema/schema.h"
+
+namespace numadir::backend {
+
+// Which index kinds an attribute has (slapd's `index cn eq,sub`).
+struct IndexSpec {
+  std::string attribute;  // A name or OID the schema knows.
+  bool equality = false;
+  bool presence = false;
+  bool substrings = false;
+  bool ordering = false;
+};
+
+enum class Durability {
+  // Default: every committed write is fsync'ed before it is acknowledged; survives kill -9 and
+  // power loss.
+  kSync,
+  // MDB_NOSYNC: commits are not flushed; a process crash loses nothing, an OS crash or power
+  // loss may lose the last writes (the database stays consistent). Opt-in, for bulk loads.
+  kNoSync,
+};
+
+struct DirectoryOptions {
+  std::filesystem::path path;  // A directory; created if missing.
+  std::uint64_t map_size_bytes = std::uint64_t{8} << 30;
+  std::string suffix;  // The naming context, e.g. "dc=example,dc=com".
+  std::vector<IndexSpec> indexes;
+  Durability durability = Durability::kSync;
+  std::uint32_t max_readers = 256;
+};
+
+// Who does an update and when: fills creatorsName / modifiersName and the timestamps.
+struct UpdateContext {
+  std::string actor_dn;  // The bound DN; empty for anonymous / internal.
+  std::optional<std::chrono::system_clock::time_point> now;  // Defaults to the clock.
+};
+
+enum class ModificationKind : std::uint8_t { kAdd, kDelete, kReplace, kIncrement };
+
+struct Modification {
+  ModificationKind kind = ModificationKind::kReplace;
+  std::string description;          // Attribute description (type and options).
+  std::vector<std::string> values;  // Empty: delete all / replace with none.
+};
+
+enum class Scope : std::uint8_t { kBase, kOneLevel, kSubtree, kChildren };
+
+struct SearchSpec {
+  std::string base;  // A DN (any spelling; normalized by the Directory).
+  Scope scope = Scope::kSubtree;
+  const schema::Filter* filter = nullptr;  // Required.
+  std::uint64_t size_limit = 0;            // 0 = none.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// One search result, valid only during the callback (it may point into LMDB memory).
+class EntryRef {
+ public:
+  virtual ~EntryRef() = default;
+  virtual std::string_view dn() const = 0;  // As stored (the spelling it was added with).
+  // Decodes the whole entry, operational attributes (stored and computed: hasSubordinates,
+  // numSubordinates, subschemaSubentry, entryDN) included.
+  virtual schema::Entry materialize() const = 0;
+};
+
+class Directory;
+
+// A read transaction owned by one thread, reused across operations.
+class ReadTxn {
+ public:
+  ReadTxn(const ReadTxn&) = delete;
+  ReadTxn& operator=(const ReadTxn&) = delete;
+  ~ReadTxn();
+
+ private:
+  friend class Directory;
+  ReadTxn() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+class Directory {
+ public:
+  // Opens (creating if needed) the environment at options.path and its databases.
+  // Errors: kStorage with LMDB's text; kInvalidArgument for a bad suffix or an index on an
+  //   attribute the schema does not know or a kind its matching rules cannot support.
+  static Result<std::unique_ptr<Directory>> open(const schema::Schema& schema,
+                                                 const DirectoryOptions& options);
+  ~Directory();
+
+  const schema::Schema& schema() const;
+  const DirectoryOptions& options() const;
+
+  // Returns: a read transaction for the calling thread (begin once, reuse for every operation:
+  // each get/search renews it and resets it after).
+  std::unique_ptr<ReadTxn> begin_read() const;
+
+  // Errors: kNoSuchObject if absent.
+  Result<schema::Entry> get(ReadTxn& txn, std::string_view dn) const;
+  // Streams the entries in scope that match the filter to `on_entry`, which returns false to
+  // stop. Errors: kNoSuchObject (message = the matched DN, the longest existing ancestor) when
+  //   the base does not exist; kSizeLimitExceeded / kTimeLimitExceeded after streaming what the
+  //   limits allowed; kStorage.
+  Status search(ReadTxn& txn, const SearchSpec& spec,
+                const std::function<bool(const EntryRef&)>& on_entry) const;
+
+  // Updates: each one LMDB write transaction, durable per options.durability when it returns.
+  // Errors: kEntryAlreadyExists, kNoSuchObject (parent or entry missing), kNotAllowedOnNonLeaf,
+  //   kNotAllowedOnRdn, kNamingViolation, the schema's check_entry codes, kConstraintViolation
+  //   for user changes to NO-USER-MODIFICATION attributes, kStorage.
+  Status add(const schema::Entry& entry, const UpdateContext& context);
+  Status remove(std::string_view dn, const UpdateContext& context);
+  Status modify(std::string_view dn, std::span<const Modification> modifications,
+                const UpdateContext& context);
+  Status rename(std::string_view dn, std::string_view new_rdn, bool delete_old_rdn,
+                std::optional<std::string_view> new_superior, const UpdateContext& context);
+
+  // Bulk load in one write transaction: nothing is committed unless finish() succeeds.
+  class Importer {
+   public:
+    virtual ~Importer() = default;
+    // Adds `entry` (schema-checked; operational attributes added unless present, as slapadd
+    // does). Errors as add(); after an error the import must be abandoned.
+    virtual Status add(const schema::Entry& entry) = 0;
+    // Commits everything. Errors: kStorage.
+    virtual Status finish() = 0;
+  };
+  // Errors: kStorage; kInvalidArgument if the directory is not empty.
+  Result<std::unique_ptr<Importer>> begin_import(const UpdateContext& context);
+
+  // Streams every entry (parents before children) to `on_entry`; false stops.
+  Status export_entries(const std::function<bool(const schema::Entry&)>& on_entry) const;
+
+  // Rebuilds every configured index from id2entry, or checks them. verify_indexes returns
+  // kInternal describing the first inconsistency found (missing or extra key/id pairs).
+  Status rebuild_indexes();
+  Status verify_indexes() const;
+
+  // Entries stored.
+  Result<std::uint64_t> entry_count() const;
+
+ private:
+  struct Impl;
+  explicit Directory(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace numadir::backend

@@ -1,0 +1,72 @@
+// schema/schema.h: the loaded schema: attribute types and object classes from RFC 4512 schema
+// files (OpenLDAP `.schema` form or LDIF `cn=schema` form) over the built-in syntaxes and
+// matching rules, and the object-class rules an entry must follow.
+//
+// Thread contract: built once at startup by load(); immutable afterwards, so any thread may call
+// its const methods. Element pointers stay valid as long as the Schema (also across moves).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "schema/attribute_type.h"
+#include "schema/entry.h"
+#include "schema/object_class.h"
+
+namespace numadir::schema {
+
+// The schema files shipped in schema/files/, in load order (core first).
+std::vector<std::filesystem::path> shipped_schema_files();
+
+class Schema {
+ public:
+  Schema(Schema&&) noexcept;
+  Schema& operator=(Schema&&) noexcept;
+  Schema(const Schema&) = delete;
+  Schema& operator=(const Schema&) = delete;
+  ~Schema();
+
+  // Loads `files` in order. Each may use what earlier files defined.
+  // Errors: kInvalidArgument naming "file:line: problem" for a file that cannot be read, a
+  //   definition that does not parse, an unknown superior / syntax / matching rule / attribute,
+  //   a duplicate OID or name, or a cycle.
+  static Result<Schema> load(std::span<const std::filesystem::path> files);
+  // Loads the shipped files, then `extra` (the admin's own) in order.
+  static Result<Schema> load_default(std::span<const std::filesystem::path> extra = {});
+  // Loads definitions given as text (for tests); `origin` names it in errors.
+  static Result<Schema> load_text(std::string_view text, std::string_view origin = "<text>");
+
+  // Lookups by name or numeric OID, case-insensitive. Attribute descriptions with options must
+  // be split first (split_description). Return nullptr when unknown.
+  const AttributeType* attribute_type(std::string_view name_or_oid) const;
+  const ObjectClass* object_class(std::string_view name_or_oid) const;
+
+  std::span<const AttributeType* const> attribute_types() const;
+  std::span<const ObjectClass* const> object_classes() const;
+
+  // Checks a complete entry against the schema, as slapd does for an add or for the result of
+  // a modify or rename: every attribute type known (kUndefinedAttributeType); every value valid
+  // for its syntax (kInvalidAttributeSyntax); no value twice under the equality rule
+  // (kAttributeOrValueExists, as slapd's "value #N provided more than once"); single-value
+  // respected (kConstraintViolation); objectClass present with known classes, exactly one
+  // structural chain (kObjectClassViolation); every MUST present and nothing outside MUST/MAY
+  // of its classes unless extensibleObject (kObjectClassViolation); the RDN's values present in
+  // the entry (kNamingViolation). The message names the attribute or class at fault.
+  Status check_entry(const Entry& entry) const;
+
+  // Returns: the structural object class of `entry` (the most specific of its structural
+  // chain), or nullptr if it has none or several chains.
+  const ObjectClass* structural_class(const Entry& entry) const;
+
+ private:
+  struct Impl;
+  explicit Schema(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace numadir::schema
