@@ -5,7 +5,8 @@
 //   - equality rules: two values match iff their normalized forms are equal;
 //   - ordering rules: values order as their normalized forms do under plain byte comparison
 //     (memcmp, shorter first on a common prefix), so normalizers write order-preserving forms
-//     (e.g. integers as sign + length + digits, times as UTC "YYYYMMDDHHMMSS[.fff]Z");
+//     (integers as sign + digit count + digits, negatives mirrored; times as UTC
+//     "YYYYMMDDHHMMSS[.fff]" with no trailing Z, so that a shorter form is a prefix of a longer);
 //   - substring rules: the normalized form of a value, and of each initial / any / final piece
 //     of an assertion, are such that a substring match is a byte substring match of the
 //     normalized forms (RFC 4518 §2.6.1's space handling for pieces).
