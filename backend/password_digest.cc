@@ -1,0 +1,277 @@
+// backend/password_digest.cc: the schemes built on OpenSSL digests. {SSHA*} and {SMD5} as slapd
+// and its pw-sha2 module write them (base64 of digest(password + salt) followed by the salt,
+// any salt length), the unsalted {SHA*} / {MD5}, {PBKDF2-*} as the pw-pbkdf2 module writes it,
+// and the cleartext comparison.
+#include <openssl/evp.h>
+
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backend/detail/password_detail.h"
+#include "backend/password_scheme.h"
+#include "base/status.h"
+
+namespace numadir::backend::detail {
+namespace {
+
+enum class Digest : std::uint8_t { kMd5, kSha1, kSha256, kSha384, kSha512 };
+
+struct DigestFamily {
+  Digest digest;
+  enum Kind : std::uint8_t { kPlain, kSalted, kPbkdf2 } kind;
+};
+
+DigestFamily family_of(PasswordScheme scheme) {
+  switch (scheme) {
+    case PasswordScheme::kMd5:
+      return {Digest::kMd5, DigestFamily::kPlain};
+    case PasswordScheme::kSmd5:
+      return {Digest::kMd5, DigestFamily::kSalted};
+    case PasswordScheme::kSha1:
+      return {Digest::kSha1, DigestFamily::kPlain};
+    case PasswordScheme::kSsha1:
+      return {Digest::kSha1, DigestFamily::kSalted};
+    case PasswordScheme::kSha256:
+      return {Digest::kSha256, DigestFamily::kPlain};
+    case PasswordScheme::kSsha256:
+      return {Digest::kSha256, DigestFamily::kSalted};
+    case PasswordScheme::kSha384:
+      return {Digest::kSha384, DigestFamily::kPlain};
+    case PasswordScheme::kSsha384:
+      return {Digest::kSha384, DigestFamily::kSalted};
+    case PasswordScheme::kSha512:
+      return {Digest::kSha512, DigestFamily::kPlain};
+    case PasswordScheme::kSsha512:
+      return {Digest::kSha512, DigestFamily::kSalted};
+    case PasswordScheme::kPbkdf2Sha1:
+      return {Digest::kSha1, DigestFamily::kPbkdf2};
+    case PasswordScheme::kPbkdf2Sha256:
+      return {Digest::kSha256, DigestFamily::kPbkdf2};
+    case PasswordScheme::kPbkdf2Sha512:
+      return {Digest::kSha512, DigestFamily::kPbkdf2};
+    case PasswordScheme::kCleartext:
+    case PasswordScheme::kArgon2:
+    case PasswordScheme::kCrypt:
+      break;
+  }
+  NUMADIR_CHECK(false, "not a digest scheme");
+  return {Digest::kSha256, DigestFamily::kPlain};
+}
+
+// The digests, fetched once. An explicit fetch spares each call OpenSSL 3's implicit fetch,
+// which takes a lock on the shared method store: on the bind path that lock would be taken by
+// every worker. The objects live until exit. A null entry is a digest the loaded providers lack
+// (MD5 under FIPS).
+const EVP_MD* md_of(Digest digest) {
+  static const std::array<EVP_MD*, 5> kFetched = {
+      EVP_MD_fetch(nullptr, "MD5", nullptr),    EVP_MD_fetch(nullptr, "SHA1", nullptr),
+      EVP_MD_fetch(nullptr, "SHA256", nullptr), EVP_MD_fetch(nullptr, "SHA384", nullptr),
+      EVP_MD_fetch(nullptr, "SHA512", nullptr),
+  };
+  return kFetched[static_cast<std::size_t>(digest)];
+}
+
+Status digest_unavailable(PasswordScheme scheme) {
+  return internal_error("password: " + std::string(password_scheme_name(scheme)) +
+                        ": OpenSSL has no implementation of its digest");
+}
+
+struct MdCtxDeleter {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+
+// Writes digest(a + b) to `out` (replacing it). Returns false if OpenSSL fails.
+bool digest_two(const EVP_MD* md, std::string_view a, std::string_view b, std::string* out) {
+  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  std::array<unsigned char, EVP_MAX_MD_SIZE> buffer;
+  unsigned int size = 0;
+  if (ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), a.data(), a.size()) != 1 ||
+      EVP_DigestUpdate(ctx.get(), b.data(), b.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), buffer.data(), &size) != 1) {
+    return false;
+  }
+  out->assign(reinterpret_cast<const char*>(buffer.data()), size);
+  OPENSSL_cleanse(buffer.data(), buffer.size());
+  return true;
+}
+
+Status openssl_failed(PasswordScheme scheme) {
+  return internal_error("password: " + std::string(password_scheme_name(scheme)) +
+                        ": OpenSSL failed to compute the digest");
+}
+
+// pw-pbkdf2's salt, and the size its checker insists on.
+constexpr std::size_t kPbkdf2SaltBytes = 16;
+constexpr std::size_t kMinSaltBytes = 4;
+constexpr std::size_t kMaxSaltBytes = 64;
+
+bool pbkdf2(const EVP_MD* md, std::string_view password, std::string_view salt,
+            std::uint32_t iterations, std::size_t size, std::string* out) {
+  out->assign(size, '\0');
+  return password.size() <= static_cast<std::size_t>(INT_MAX) &&
+         salt.size() <= static_cast<std::size_t>(INT_MAX) &&
+         iterations <= static_cast<std::uint32_t>(INT_MAX) &&
+         PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
+                           reinterpret_cast<const unsigned char*>(salt.data()),
+                           static_cast<int>(salt.size()), static_cast<int>(iterations), md,
+                           static_cast<int>(size),
+                           reinterpret_cast<unsigned char*>(out->data())) == 1;
+}
+
+// Parses the decimal iteration count of a PBKDF2 value: digits only, no sign, no spaces.
+// Returns false when it is empty, not decimal, zero or over UINT32_MAX.
+bool parse_iterations(std::string_view text, std::uint64_t* out) {
+  if (text.empty() || text.size() > 10) {
+    return false;
+  }
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value == 0 || value > UINT32_MAX) {
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+Result<bool> verify_pbkdf2(std::string_view password, PasswordScheme scheme, const EVP_MD* md,
+                           std::string_view payload, const VerifyPolicy& policy) {
+  const std::string name(password_scheme_name(scheme));
+  const std::size_t first = payload.find('$');
+  const std::size_t second = first == std::string_view::npos ? first : payload.find('$', first + 1);
+  if (second == std::string_view::npos || payload.find('$', second + 1) != std::string_view::npos) {
+    return malformed("password: " + name + ": expected <iterations>$<salt>$<hash>");
+  }
+  std::uint64_t iterations = 0;
+  if (!parse_iterations(payload.substr(0, first), &iterations)) {
+    return malformed("password: " + name + ": the iteration count is not a number in 1..2^32-1");
+  }
+  if (iterations > policy.max_pbkdf2_iterations || iterations > INT_MAX) {
+    return limit_exceeded("password: " + name + ": " + std::to_string(iterations) +
+                          " iterations is over the limit of " +
+                          std::to_string(policy.max_pbkdf2_iterations));
+  }
+  std::string salt;
+  std::string expected;
+  if (!base64_decode(payload.substr(first + 1, second - first - 1), Base64Alphabet::kAdapted,
+                     &salt) ||
+      !base64_decode(payload.substr(second + 1), Base64Alphabet::kAdapted, &expected)) {
+    return malformed("password: " + name + ": the salt or hash is not adapted base64");
+  }
+  if (salt.empty()) {
+    return malformed("password: " + name + ": the salt is empty");
+  }
+  const auto digest_size = static_cast<std::size_t>(EVP_MD_get_size(md));
+  if (expected.size() != digest_size) {
+    return malformed("password: " + name + ": the hash is " + std::to_string(expected.size()) +
+                     " bytes, not " + std::to_string(digest_size));
+  }
+  std::string actual;
+  if (!pbkdf2(md, password, salt, static_cast<std::uint32_t>(iterations), digest_size, &actual)) {
+    return openssl_failed(scheme);
+  }
+  const bool match = equal_constant_time(actual, expected);
+  wipe(&actual);
+  return match;
+}
+
+}  // namespace
+
+Result<std::string> hash_digest(std::string_view password, PasswordScheme scheme,
+                                const HashOptions& options) {
+  const DigestFamily family = family_of(scheme);
+  const EVP_MD* md = md_of(family.digest);
+  if (md == nullptr) {
+    return digest_unavailable(scheme);
+  }
+  std::string out(password_scheme_name(scheme));
+  std::string salt;
+  std::string hash;
+  if (family.kind == DigestFamily::kPbkdf2) {
+    if (options.pbkdf2_iterations < 1 || options.pbkdf2_iterations > INT_MAX) {
+      return invalid_argument("password: pbkdf2_iterations must be in 1..2^31-1");
+    }
+    NUMADIR_RETURN_IF_ERROR(random_bytes(kPbkdf2SaltBytes, &salt));
+    if (!pbkdf2(md, password, salt, options.pbkdf2_iterations,
+                static_cast<std::size_t>(EVP_MD_get_size(md)), &hash)) {
+      return openssl_failed(scheme);
+    }
+    out += std::to_string(options.pbkdf2_iterations);
+    out += '$';
+    out += base64_encode(salt, Base64Alphabet::kAdapted, /*pad=*/false);
+    out += '$';
+    out += base64_encode(hash, Base64Alphabet::kAdapted, /*pad=*/false);
+  } else {
+    // Only the salted ones are writable; the dispatcher refuses the rest.
+    NUMADIR_DCHECK(family.kind == DigestFamily::kSalted, "plain digests are read only");
+    if (options.salt_bytes < kMinSaltBytes || options.salt_bytes > kMaxSaltBytes) {
+      return invalid_argument("password: salt_bytes must be in 4..64");
+    }
+    NUMADIR_RETURN_IF_ERROR(random_bytes(options.salt_bytes, &salt));
+    if (!digest_two(md, password, salt, &hash)) {
+      return openssl_failed(scheme);
+    }
+    hash += salt;
+    out += base64_encode(hash, Base64Alphabet::kStandard, /*pad=*/true);
+  }
+  wipe(&hash);
+  return out;
+}
+
+Result<bool> verify_digest(std::string_view password, PasswordScheme scheme,
+                           std::string_view payload, const VerifyPolicy& policy) {
+  if (scheme == PasswordScheme::kCleartext) {
+    // Compare digests rather than the strings: constant time over content and length alike.
+    std::string stored_digest;
+    std::string given_digest;
+    if (!digest_two(md_of(Digest::kSha256), payload, {}, &stored_digest) ||
+        !digest_two(md_of(Digest::kSha256), password, {}, &given_digest)) {
+      return openssl_failed(scheme);
+    }
+    return equal_constant_time(stored_digest, given_digest);
+  }
+  const DigestFamily family = family_of(scheme);
+  const EVP_MD* md = md_of(family.digest);
+  if (md == nullptr) {
+    return digest_unavailable(scheme);
+  }
+  if (family.kind == DigestFamily::kPbkdf2) {
+    return verify_pbkdf2(password, scheme, md, payload, policy);
+  }
+  const std::string name(password_scheme_name(scheme));
+  std::string decoded;
+  if (!base64_decode(payload, Base64Alphabet::kStandard, &decoded)) {
+    return malformed("password: " + name + ": the value is not base64");
+  }
+  const auto digest_size = static_cast<std::size_t>(EVP_MD_get_size(md));
+  const std::string_view expected = std::string_view(decoded).substr(0, digest_size);
+  std::string_view salt;
+  if (family.kind == DigestFamily::kSalted) {
+    if (decoded.size() <= digest_size) {
+      return malformed("password: " + name + ": " + std::to_string(decoded.size()) +
+                       " bytes is too short for a " + std::to_string(digest_size) +
+                       "-byte digest and a salt");
+    }
+    salt = std::string_view(decoded).substr(digest_size);
+  } else if (decoded.size() != digest_size) {
+    return malformed("password: " + name + ": " + std::to_string(decoded.size()) +
+                     " bytes is not a " + std::to_string(digest_size) + "-byte digest");
+  }
+  std::string actual;
+  if (!digest_two(md, password, salt, &actual)) {
+    return openssl_failed(scheme);
+  }
+  return equal_constant_time(actual, expected);
+}
+
+}  // namespace numadir::backend::detail

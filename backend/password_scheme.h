@@ -1,0 +1,137 @@
+// backend/password_scheme.h: password storage schemes for userPassword, written and read in the
+// forms OpenLDAP uses, so that a directory can move between slapd and numadir with its hashes.
+//
+// A stored value is "{SCHEME}payload"; a value without a "{...}" prefix is cleartext, as in
+// slapd. Schemes (names case-insensitive):
+//   {SSHA} {SSHA256} {SSHA384} {SSHA512} {SMD5}   base64(digest(password + salt) + salt)
+//   {SHA} {SHA256} {SHA384} {SHA512} {MD5}        base64(digest(password)); read only
+//   {PBKDF2-SHA256} {PBKDF2-SHA512}               pw-pbkdf2: "<iterations>$<ab64 salt>$<ab64 dk>"
+//   {PBKDF2-SHA1}, alias {PBKDF2}                 the same with SHA-1; read only
+//   {ARGON2}                                      PHC string "$argon2id$v=19$m=..,t=..,p=..$s$h"
+//   {CRYPT}                                       crypt(3) via libxcrypt: $1$ $5$ $6$ $y$ $2b$ ...
+//   {CLEARTEXT} or no prefix                      cleartext; read only, and only when allowed
+// "ab64" is pw-pbkdf2's adapted base64: '.' instead of '+', no '=' padding.
+//
+// Thread contract: free functions on plain values, safe to call from any number of threads at
+// once. They keep no mutable state; the OpenSSL digests they use are fetched once, on first use,
+// behind a thread-safe static. Work per call is bounded by HashOptions / VerifyPolicy, and
+// {ARGON2} with parallelism p > 1 runs on p short-lived threads inside libargon2.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace numadir::backend {
+
+enum class PasswordScheme : std::uint8_t {
+  kCleartext = 0,
+  kMd5,
+  kSmd5,
+  kSha1,
+  kSsha1,
+  kSha256,
+  kSsha256,
+  kSha384,
+  kSsha384,
+  kSha512,
+  kSsha512,
+  kPbkdf2Sha1,
+  kPbkdf2Sha256,
+  kPbkdf2Sha512,
+  kArgon2,
+  kCrypt,
+};
+
+// Returns: the canonical prefix of `scheme`, e.g. "{SSHA512}", "{PBKDF2-SHA1}", "{CLEARTEXT}".
+// The view is static.
+std::string_view password_scheme_name(PasswordScheme scheme);
+
+// Parses a scheme name as config and the command line spell it: with or without braces, any
+// case, e.g. "ssha", "{SSHA256}", "Argon2", "pbkdf2-sha512", "crypt", "cleartext". "pbkdf2" is
+// {PBKDF2-SHA1}, as in pw-pbkdf2.
+// Errors: kInvalidArgument naming the text when it is no scheme we know.
+Result<PasswordScheme> parse_password_scheme(std::string_view name);
+
+// Returns: whether hash_password() writes `scheme`. The legacy ones (unsalted digests, {SMD5},
+// {PBKDF2-SHA1}) and {CLEARTEXT} are only read.
+bool password_scheme_writable(PasswordScheme scheme);
+
+// Returns: the scheme of stored value `stored`, judged by its prefix alone (kCleartext when it
+// has none); the payload is not checked. For deciding whether a value should be re-hashed.
+// Errors: kUnsupported when the "{...}" prefix names no scheme we know.
+Result<PasswordScheme> stored_password_scheme(std::string_view stored);
+
+enum class Argon2Variant : std::uint8_t { kArgon2d = 0, kArgon2i = 1, kArgon2id = 2 };
+
+// The crypt(3) method {CRYPT} writes.
+enum class CryptMethod : std::uint8_t {
+  kSha512,    // "$6$": in every libc's crypt, so the value also works on older slapd hosts.
+  kYescrypt,  // "$y$": Debian's default for /etc/shadow; needs libxcrypt where it is read.
+};
+
+// Cost and salt of new hashes. Defaults follow OpenLDAP's modules except where a field says
+// otherwise; salt and digest sizes not listed are fixed by the modules' formats (pw-pbkdf2:
+// 16-byte salt, the only size its checker takes; argon2: 16-byte salt, 32-byte hash).
+struct HashOptions {
+  // {SSHA*} and {SMD5}. slapd writes 4 bytes and pw-sha2 8; both read any length, so we write
+  // more. Requires: 4 <= salt_bytes <= 64.
+  std::size_t salt_bytes = 16;
+  // {PBKDF2-*}; pw-pbkdf2's default. Requires: >= 1.
+  std::uint32_t pbkdf2_iterations = 10000;
+  // {ARGON2}: argon2id, m=65536 KiB, t=2, p=1 as OpenLDAP's argon2 module built on libsodium
+  // writes them (built on libargon2, as in Debian, it writes argon2i, m=4096, t=3, p=1).
+  // Requires: what libargon2 accepts (t >= 1, 1 <= p, m >= 8 * p).
+  Argon2Variant argon2_variant = Argon2Variant::kArgon2id;
+  std::uint32_t argon2_memory_kib = 65536;
+  std::uint32_t argon2_iterations = 2;
+  std::uint32_t argon2_parallelism = 1;
+  // {CRYPT}. crypt_cost 0 takes libxcrypt's default (5000 rounds for $6$; "j9T" for $y$).
+  // Requires: crypt_cost 0, or 1000..999999999 rounds for $6$, or 1..11 for $y$.
+  CryptMethod crypt_method = CryptMethod::kSha512;
+  unsigned long crypt_cost = 0;
+};
+
+// What verify_password() accepts from a stored value. The cost ceilings keep one value (which
+// a user may be able to set for themselves through a pre-hashed userPassword) from tying up a
+// worker for minutes; defaults sit far above what any tool writes by default.
+struct VerifyPolicy {
+  bool allow_cleartext = false;  // Stored values without a scheme, or {CLEARTEXT}.
+  std::uint32_t max_pbkdf2_iterations = 10'000'000;
+  std::uint32_t max_argon2_memory_kib = 1u << 20;  // 1 GiB.
+  std::uint32_t max_argon2_iterations = 64;
+  std::uint32_t max_argon2_parallelism = 16;
+  std::uint32_t max_sha_crypt_rounds = 2'000'000;  // $5$ / $6$ "rounds=" (default 5000).
+  std::uint32_t max_bcrypt_cost = 16;              // $2a$ / $2b$ / $2y$ log2 cost (slappasswd: 5).
+};
+
+// Hashes `password` with `scheme` and a fresh random salt (OpenSSL RAND_bytes).
+// Returns: the value to store, prefix included, e.g. "{SSHA512}base64...".
+// Errors: kUnsupported when `scheme` is read only (see password_scheme_writable()).
+// kInvalidArgument when an option is out of range (the message names it), or for {CRYPT} when
+// `password` holds a NUL byte (crypt(3) would cut it there) or is 512 bytes or longer
+// (libxcrypt's limit). kInternal when OpenSSL, libargon2 or libcrypt fail where they should not
+// (no entropy, no memory, a digest missing under FIPS).
+Result<std::string> hash_password(std::string_view password, PasswordScheme scheme,
+                                  const HashOptions& options = {});
+
+// Checks `password` against stored value `stored`. Reading is lenient where OpenLDAP's writers
+// vary: any salt length for {SSHA*} / {SMD5} and {PBKDF2-*}, '+' as well as '.' in ab64, '='
+// padding present or not, "v=" absent from an argon2 string. Digests are compared in constant time
+// (CRYPTO_memcmp); cleartext is compared as SHA-256 digests, so neither content nor length
+// leaks through timing.
+// Returns: true if it matches, false if it does not (including a {CRYPT} value checked against
+// a password that holds a NUL byte or is 512 bytes or longer: no crypt hash can match those).
+// Errors: kUnsupported for an unknown "{SCHEME}", or a cleartext value while
+// !policy.allow_cleartext. kMalformed when the payload does not follow its scheme's format:
+// bad base64, too short to hold digest and salt, a PBKDF2 or argon2 string with missing or bad
+// fields or sizes, a crypt(3) value libcrypt rejects or that is not a complete hash.
+// kLimitExceeded when the value asks for more work than `policy` allows. kInternal as for
+// hash_password(). Messages name the scheme and never contain the password.
+Result<bool> verify_password(std::string_view password, std::string_view stored,
+                             const VerifyPolicy& policy = {});
+
+}  // namespace numadir::backend

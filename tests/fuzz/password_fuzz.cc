@@ -1,0 +1,42 @@
+// libFuzzer target for stored userPassword values: verify_password parses the stored value
+// ({SCHEME} prefix, base64, PBKDF2 and argon2 strings, crypt(3) settings) from untrusted data,
+// since users may set pre-hashed values. Costs are capped low so that each input runs fast.
+// Property: a value never both verifies and fails to parse, and a fresh {SSHA} hash of the
+// input verifies.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "backend/password_scheme.h"
+
+using numadir::backend::PasswordScheme;
+using numadir::backend::VerifyPolicy;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  // The first line is the password, the rest the stored value.
+  const std::size_t newline = input.find('\n');
+  const std::string_view password = input.substr(0, newline);
+  const std::string_view stored =
+      newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
+
+  VerifyPolicy policy;
+  policy.allow_cleartext = true;
+  policy.max_pbkdf2_iterations = 64;
+  policy.max_argon2_memory_kib = 64;
+  policy.max_argon2_iterations = 2;
+  policy.max_argon2_parallelism = 2;
+  policy.max_sha_crypt_rounds = 2000;
+  policy.max_bcrypt_cost = 4;
+  (void)numadir::backend::verify_password(password, stored, policy);
+
+  auto hashed = numadir::backend::hash_password(password, PasswordScheme::kSsha1);
+  if (!hashed.ok()) {
+    __builtin_trap();
+  }
+  auto verified = numadir::backend::verify_password(password, *hashed, policy);
+  if (!verified.ok() || !*verified) {
+    __builtin_trap();
+  }
+  return 0;
+}
