@@ -56,7 +56,10 @@ class Schema {
   // respected (kConstraintViolation); objectClass present with known classes, exactly one
   // structural chain (kObjectClassViolation); every MUST present and nothing outside MUST/MAY
   // of its classes unless extensibleObject (kObjectClassViolation); the RDN's values present in
-  // the entry (kNamingViolation). The message names the attribute or class at fault.
+  // the entry (kNamingViolation). The message names the attribute or class at fault; values
+  // are numbered from 0, as slapd numbers them. Also: an attribute with no values is
+  // kConstraintViolation, an attribute option with other than letters, digits and '-' is
+  // kUndefinedAttributeType, and a DN that does not parse is kInvalidDnSyntax.
   Status check_entry(const Entry& entry) const;
 
   // Returns: the structural object class of `entry` (the most specific of its structural

@@ -1,0 +1,132 @@
+#include "server/config.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace numadir::server {
+namespace {
+
+constexpr const char* kMinimal = R"(
+[database]
+path = "db"
+suffix = "dc=example,dc=com"
+)";
+
+Result<Config> parse(const std::string& text) { return parse_config(text, "test.toml", "/etc/nd"); }
+
+// Returns: the error message of parsing `text` (empty when it parses).
+std::string error_of(const std::string& text) {
+  auto config = parse(text);
+  return config.ok() ? std::string() : config.status().message();
+}
+
+TEST_CASE("Config: a minimal file gets the documented defaults") {
+  auto config = parse(kMinimal);
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->database.path == "/etc/nd/db");
+  CHECK(config->database.suffix == "dc=example,dc=com");
+  CHECK(config->database.durability == backend::Durability::kSync);
+  CHECK(config->database.map_size_bytes == (std::uint64_t{8} << 30));
+  CHECK(config->database.indexes.empty());
+  CHECK(config->default_password_scheme == backend::PasswordScheme::kSsha512);
+  CHECK_FALSE(config->allow_cleartext_passwords);
+}
+
+TEST_CASE("Config: every key is read") {
+  auto config = parse(R"(
+[database]
+path = "/var/lib/numadir"
+suffix = "dc=example,dc=com"
+map_size = "2GiB"
+durability = "nosync"
+indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub", "uidNumber eq,ordering"]
+
+[schema]
+files = ["local.schema", "/abs/other.schema"]
+
+[passwords]
+default_scheme = "argon2"
+allow_cleartext = true
+)");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->database.path == "/var/lib/numadir");
+  CHECK(config->database.map_size_bytes == (std::uint64_t{2} << 30));
+  CHECK(config->database.durability == backend::Durability::kNoSync);
+  REQUIRE(config->database.indexes.size() == 4);
+  CHECK(config->database.indexes[1].attribute == "uid");
+  CHECK(config->database.indexes[1].equality);
+  CHECK(config->database.indexes[1].presence);
+  CHECK_FALSE(config->database.indexes[1].substrings);
+  CHECK(config->database.indexes[2].substrings);
+  CHECK(config->database.indexes[3].ordering);
+  REQUIRE(config->schema_files.size() == 2);
+  CHECK(config->schema_files[0] == "/etc/nd/local.schema");
+  CHECK(config->schema_files[1] == "/abs/other.schema");
+  CHECK(config->default_password_scheme == backend::PasswordScheme::kArgon2);
+  CHECK(config->allow_cleartext_passwords);
+}
+
+TEST_CASE("Config: each mistake names its key") {
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* message;
+  };
+  const std::string db = "[database]\npath = \"db\"\nsuffix = \"dc=x\"\n";
+  const Case cases[] = {
+      {"TOML syntax", "[database\n", "test.toml:1:"},
+      {"unknown top-level key", db + "[serverr]\n", "test.toml: serverr: unknown key"},
+      {"unknown database key", db + "pathh = \"x\"\n", "test.toml: database.pathh: unknown key"},
+      {"missing database", "[schema]\n", "test.toml: database: missing"},
+      {"missing path", "[database]\nsuffix = \"dc=x\"\n", "test.toml: database.path: missing"},
+      {"missing suffix", "[database]\npath = \"db\"\n", "test.toml: database.suffix: missing"},
+      {"bad suffix", "[database]\npath = \"db\"\nsuffix = \"dc=x,,\"\n",
+       "test.toml: database.suffix: DN: offset"},
+      {"wrong type", "[database]\npath = 3\nsuffix = \"dc=x\"\n",
+       "test.toml: database.path: must be a string"},
+      {"bad map size", db + "map_size = \"12 parsecs\"\n",
+       "test.toml: database.map_size: \"12 parsecs\": unknown unit"},
+      {"zero map size", db + "map_size = 0\n", "test.toml: database.map_size: must be positive"},
+      {"bad durability", db + "durability = \"maybe\"\n",
+       "test.toml: database.durability: must be \"sync\" or \"nosync\""},
+      {"bad index kind", db + "indexes = [\"uid equality\"]\n",
+       "test.toml: database.indexes: index \"uid equality\": unknown kind \"equality\""},
+      {"index without kinds", db + "indexes = [\"uid\"]\n",
+       "test.toml: database.indexes: index \"uid\": expected"},
+      {"indexes not strings", db + "indexes = [1]\n",
+       "test.toml: database.indexes: must be an array of strings"},
+      {"unknown schema key", db + "[schema]\nfile = []\n", "test.toml: schema.file: unknown key"},
+      {"unknown scheme", db + "[passwords]\ndefault_scheme = \"rot13\"\n",
+       "test.toml: passwords.default_scheme:"},
+      {"read-only scheme", db + "[passwords]\ndefault_scheme = \"SHA\"\n",
+       "test.toml: passwords.default_scheme: \"SHA\" can be read but not written"},
+      {"cleartext flag type", db + "[passwords]\nallow_cleartext = \"yes\"\n",
+       "test.toml: passwords.allow_cleartext: must be true or false"},
+  };
+  for (const Case& c : cases) {
+    SUBCASE(c.name) {
+      const std::string message = error_of(c.text);
+      CAPTURE(message);
+      CHECK(message.rfind(c.message, 0) == 0);
+    }
+  }
+}
+
+TEST_CASE("Config: sizes and index specs parse on their own") {
+  CHECK(*parse_size_bytes("4096") == 4096);
+  CHECK(*parse_size_bytes("64MiB") == (std::uint64_t{64} << 20));
+  CHECK(*parse_size_bytes("1 TiB") == (std::uint64_t{1} << 40));
+  CHECK_FALSE(parse_size_bytes("").ok());
+  CHECK_FALSE(parse_size_bytes("GiB").ok());
+  CHECK_FALSE(parse_size_bytes("99999999999999999999").ok());
+  CHECK_FALSE(parse_size_bytes("20000000TiB").ok());
+  auto spec = parse_index_spec("cn eq, sub,approx");
+  REQUIRE(spec.ok());
+  CHECK(spec->equality);
+  CHECK(spec->substrings);
+  CHECK_FALSE(spec->presence);
+}
+
+}  // namespace
+}  // namespace numadir::server
