@@ -85,6 +85,14 @@ class EntryRef {
   // Decodes the whole entry, operational attributes (stored and computed: hasSubordinates,
   // numSubordinates, subschemaSubentry, entryDN) included.
   virtual schema::Entry materialize() const = 0;
+  // Returns: the stored values of `description` (a type name or OID, optionally with options;
+  // values of its subtypes included), in place: views valid only during the callback. Empty
+  // for an unknown type or an absent attribute. (Added by the backend for bind: reading
+  // userPassword this way decodes nothing else. The default is for test fakes.)
+  virtual std::vector<std::string_view> values(std::string_view description) const {
+    (void)description;
+    return {};
+  }
 };
 
 class Directory;
@@ -119,8 +127,13 @@ class Directory {
   // each get/search renews it and resets it after).
   std::unique_ptr<ReadTxn> begin_read() const;
 
-  // Errors: kNoSuchObject if absent.
+  // Errors: kNoSuchObject if absent (message = the matched DN); kInvalidDnSyntax; kStorage.
   Result<schema::Entry> get(ReadTxn& txn, std::string_view dn) const;
+  // Passes the entry named `dn` to `on_entry` without decoding it (one dn2id lookup and one
+  // id2entry read: the bind path reads EntryRef::values("userPassword") in place).
+  // Errors: as get().
+  Status lookup(ReadTxn& txn, std::string_view dn,
+                const std::function<void(const EntryRef&)>& on_entry) const;
   // Streams the entries in scope that match the filter to `on_entry`, which returns false to
   // stop. Errors: kNoSuchObject (message = the matched DN, the longest existing ancestor) when
   //   the base does not exist; kSizeLimitExceeded / kTimeLimitExceeded after streaming what the

@@ -77,8 +77,8 @@ bool get_string(const toml::table& table, std::string_view prefix, std::string_v
   return false;
 }
 
-bool get_bool(const toml::table& table, std::string_view prefix, std::string_view key,
-              bool& out, Problems& problems) {
+bool get_bool(const toml::table& table, std::string_view prefix, std::string_view key, bool& out,
+              Problems& problems) {
   const toml::node* node = table.get(key);
   if (node == nullptr) {
     return false;
@@ -127,15 +127,14 @@ const toml::table* get_table(const toml::table& root, std::string_view key, Prob
   return nullptr;
 }
 
-void parse_database(const toml::table& table, const std::filesystem::path& base_dir,
-                    Config& config, Problems& problems) {
-  check_keys(table, "database", {"path", "suffix", "map_size", "durability", "indexes"},
-             problems);
+void parse_database(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
+                    Problems& problems) {
+  check_keys(table, "database", {"path", "suffix", "map_size", "durability", "indexes"}, problems);
   backend::DirectoryOptions& db = config.database;
   std::string text;
   if (get_string(table, "database", "path", text, problems)) {
-    db.path = std::filesystem::path(text).is_absolute() ? std::filesystem::path(text)
-                                                         : base_dir / text;
+    db.path =
+        std::filesystem::path(text).is_absolute() ? std::filesystem::path(text) : base_dir / text;
   } else if (!problems.any()) {
     problems.add("database.path", "missing");
   }

@@ -173,7 +173,7 @@ class BerReader {
       tag = static_cast<std::uint8_t>(data_[pos]);
       const auto length = static_cast<std::uint8_t>(data_[pos + 1]);
       if ((tag & 0x1f) != 0x1f && length < 0x80 && data_.size() - pos - 2 >= length) [[likely]] {
-        content = data_.substr(pos + 2, length);
+        content = std::string_view(data_.data() + pos + 2, length);  // Bounds checked above.
         content_pos = pos + 2;
         pos_ = pos + 2 + length;
         return true;
@@ -183,13 +183,25 @@ class BerReader {
   }
   [[gnu::always_inline]] bool next_with_tag(std::uint8_t tag, std::string_view& content,
                                             std::size_t& content_pos) {
+    // Fast path: the expected identifier (never a multi-octet tag) and a short-form length.
+    const std::size_t pos = pos_;
+    if (data_.size() - pos >= 2 && static_cast<std::uint8_t>(data_[pos]) == tag &&
+        !error_->failed()) [[likely]] {
+      const auto length = static_cast<std::uint8_t>(data_[pos + 1]);
+      if (length < 0x80 && data_.size() - pos - 2 >= length) [[likely]] {
+        content = std::string_view(data_.data() + pos + 2, length);  // Bounds checked above.
+        content_pos = pos + 2;
+        pos_ = pos + 2 + length;
+        return true;
+      }
+    }
     std::uint8_t actual = 0;
-    const std::size_t start = pos_;
     if (!next(actual, content, content_pos)) [[unlikely]] {
       return false;
     }
     if (actual != tag) [[unlikely]] {
-      return fail_at(start, "unexpected tag");
+      pos_ = pos;
+      return fail_at(pos, "unexpected tag");
     }
     return true;
   }

@@ -1,0 +1,32 @@
+// backend/candidates.h: candidate ids for a compiled filter from the attribute indexes. AND
+// intersects its children's candidates, OR unions them, NOT (and anything without a usable,
+// built index) stands for "every entry in scope". Items that can never be TRUE (an unknown
+// attribute, an invalid assertion) have no candidates. Candidates are a superset of the
+// matching entries: each one is still checked by full evaluation.
+//
+// Thread contract: runs on the thread that owns the read transaction behind `cursors`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/attribute_index.h"
+#include "backend/filter_eval.h"
+#include "backend/lmdb_env.h"
+#include "base/status.h"
+
+namespace numadir::backend {
+
+struct Candidates {
+  bool all = true;  // No narrowing: scan the scope.
+  IdList ids;       // When !all: sorted, unique.
+};
+
+// Computes the candidates of `filter` in read transaction `txn_id` (only indexes built in its
+// snapshot are used). `unindexed`, if given, receives the canonical names of
+// attributes whose items had no usable index. Errors: kStorage.
+Status compute_candidates(const CompiledFilter& filter, const IndexSet& indexes,
+                          CursorCache& cursors, std::uint64_t txn_id, Candidates* out,
+                          std::vector<std::string_view>* unindexed);
+
+}  // namespace numadir::backend

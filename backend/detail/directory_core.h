@@ -1,0 +1,175 @@
+// backend/detail/directory_core.h: the state behind a Directory (environment, DBIs, indexes,
+// schema tables) and the per-thread read state behind a ReadTxn, shared by the files that
+// implement directory.h (directory.cc, search.cc, update.cc, modify.cc, rename.cc, admin.cc).
+//
+// Thread contract: a DirectoryCore is built by Directory::open and immutable afterwards except
+// for write_mu (held by every update, and by an Importer for its whole life). A ReadState is
+// owned by the thread that uses its ReadTxn.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/attribute_catalog.h"
+#include "backend/attribute_index.h"
+#include "backend/directory.h"
+#include "backend/dn_index.h"
+#include "backend/entry_codec.h"
+#include "backend/filter_eval.h"
+#include "backend/lmdb_env.h"
+#include "backend/operational.h"
+#include "base/thread_annotations.h"
+
+namespace numadir::backend::detail {
+
+// Meta database keys.
+inline constexpr std::string_view kMetaFormat = "format";
+inline constexpr std::string_view kMetaNextId = "next_id";
+inline constexpr std::string_view kMetaSuffix = "suffix";
+inline constexpr std::string_view kMetaIndexPrefix = "index:";  // + db name: built.
+inline constexpr std::uint32_t kFormatVersion = 1;
+
+struct DirectoryCore {
+  DirectoryCore(const schema::Schema& schema_in, DirectoryOptions options_in)
+      : schema(schema_in),
+        options(std::move(options_in)),
+        catalog(schema_in),
+        op_types(catalog),
+        normalizer(schema_in) {}
+  DirectoryCore(const DirectoryCore&) = delete;
+  DirectoryCore& operator=(const DirectoryCore&) = delete;
+
+  const schema::Schema& schema;
+  const DirectoryOptions options;
+  const AttributeCatalog catalog;
+  const OperationalTypes op_types;
+  const SchemaDnNormalizer normalizer;
+  IndexSet indexes;  // Configured in open(); then immutable.
+  std::unique_ptr<Env> env;
+  MDB_dbi id2entry = 0;  // id (MDB_INTEGERKEY) -> encoded entry
+  MDB_dbi meta = 0;
+  DnIndex dns;
+  std::string suffix_key;
+  // Serializes writers: LMDB has one write transaction at a time, and the writer mutex keeps
+  // that wait out of LMDB's lock (an Importer holds it for the whole import).
+  mutable Mutex write_mu;
+  // Unindexed filter items already logged, one bit per attribute (see note_unindexed).
+  mutable Mutex log_mu;
+  mutable std::vector<std::string> logged_unindexed NUMADIR_GUARDED_BY(log_mu);
+};
+
+// The state of one ReadTxn: an MDB_NOTLS read transaction renewed per operation, its cursors,
+// and scratch space reused across searches.
+struct ReadState {
+  ReadState() = default;
+  ReadState(const ReadState&) = delete;
+  ReadState& operator=(const ReadState&) = delete;
+  ~ReadState() {
+    cursors.close_all();
+    if (txn != nullptr) {
+      abort_txn(txn);
+    }
+  }
+
+  MDB_txn* txn = nullptr;  // Reset between operations.
+  CursorCache cursors;
+  CompiledFilter filter;
+  FilterEvaluator evaluator;
+  IdList candidates;
+  // The last search base and its dn key: a worker serving auth searches sees the same base
+  // again and again, and normalizing it is most of a search's CPU otherwise.
+  std::string last_base;
+  std::string last_base_key;
+};
+
+// Begins one read operation on `state` (begin or renew) and resets the transaction when it
+// goes out of scope, so LMDB views do not outlive the operation.
+class ReadScope {
+ public:
+  ReadScope(const DirectoryCore& core, ReadState& state);
+  ~ReadScope();
+  ReadScope(const ReadScope&) = delete;
+  ReadScope& operator=(const ReadScope&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  ReadState& state_;
+  Status status_;
+};
+
+// Reads entry `id`. Returns: false when absent. Errors: kStorage (also for a corrupt record).
+Result<bool> read_entry(const DirectoryCore& core, MDB_txn* txn, EntryId id, EntryView* view);
+
+// Returns: the stored DN of the longest existing ancestor of `key` (or of `key`), "" if none.
+// Errors: kStorage.
+Result<std::string> matched_dn(const DirectoryCore& core, MDB_txn* txn, std::string_view key);
+
+// CursorCache purposes.
+inline constexpr int kChildCountCursor = 1;
+
+// Computed attribute values of one stored entry (child counts through `cursors`).
+class StoredComputed : public ComputedSource {
+ public:
+  StoredComputed(const DirectoryCore& core, CursorCache& cursors, EntryId id, const EntryView& view)
+      : core_(core), cursors_(cursors), id_(id), view_(view) {}
+  Status computed_values(ComputedAttribute which, std::vector<std::string>* out) const override;
+
+ private:
+  const DirectoryCore& core_;
+  CursorCache& cursors_;
+  EntryId id_;
+  const EntryView& view_;
+};
+
+// Decodes `view` with its computed operational attributes into `out`. Errors: kStorage.
+Status materialize_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
+                         const EntryView& view, schema::Entry* out);
+
+// Logs (once per attribute, to stderr) that a search item on `attribute` had no usable index.
+void note_unindexed(const DirectoryCore& core, std::string_view attribute);
+
+// The operations behind Directory's public methods.
+Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec& spec,
+                  const std::function<bool(const EntryRef&)>& on_entry);
+Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::string_view dn);
+Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
+                  const std::function<void(const EntryRef&)>& on_entry);
+
+Status run_add(DirectoryCore& core, const schema::Entry& entry, const UpdateContext& context);
+Status run_remove(DirectoryCore& core, std::string_view dn, const UpdateContext& context);
+Status run_modify(DirectoryCore& core, std::string_view dn,
+                  std::span<const Modification> modifications, const UpdateContext& context);
+Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new_rdn,
+                  bool delete_old_rdn, std::optional<std::string_view> new_superior,
+                  const UpdateContext& context);
+
+Result<std::unique_ptr<Directory::Importer>> run_begin_import(DirectoryCore& core,
+                                                              const UpdateContext& context);
+Status run_export(const DirectoryCore& core,
+                  const std::function<bool(const schema::Entry&)>& on_entry);
+Status run_rebuild_indexes(DirectoryCore& core);
+Status run_verify_indexes(const DirectoryCore& core);
+Result<std::uint64_t> run_entry_count(const DirectoryCore& core);
+
+// Shared by add and import: checks and stores a new entry in `txn`.
+struct AddOptions {
+  bool import = false;     // Keep provided operational values; no NO-USER-MODIFICATION check.
+  bool append_id = false;  // MDB_APPEND into id2entry (ids only grow during an import).
+};
+// Scratch buffers an import reuses across entries.
+struct AddScratch {
+  std::string encoded;
+  IndexKeys keys;
+  IndexKeys none;
+};
+Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
+                  const AddOptions& options, AddScratch& scratch, EntryId* next_id);
+Result<EntryId> load_next_id(const DirectoryCore& core, MDB_txn* txn);
+Status store_next_id(const DirectoryCore& core, MDB_txn* txn, EntryId next_id);
+Stamp make_stamp(const UpdateContext& context);
+
+}  // namespace numadir::backend::detail

@@ -1,0 +1,345 @@
+// backend/directory.cc: Directory::open, the thin public methods, and the read helpers shared
+// by search and get.
+#include "backend/directory.h"
+
+#include <cstdio>
+#include <system_error>
+
+#include "backend/detail/directory_core.h"
+
+namespace numadir::backend {
+
+using detail::DirectoryCore;
+using detail::ReadState;
+
+struct Directory::Impl : DirectoryCore {
+  using DirectoryCore::DirectoryCore;
+};
+
+struct ReadTxn::State : ReadState {};
+
+ReadTxn::~ReadTxn() = default;
+
+namespace {
+
+// Opens every database and checks or initializes the meta records.
+Status open_databases(DirectoryCore& core) {
+  Result<Txn> txn = Txn::begin(*core.env, false);
+  if (!txn.ok()) {
+    return txn.status();
+  }
+  MDB_txn* t = txn->raw();
+  const unsigned dup_ids = MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP;
+  Result<MDB_dbi> id2entry = open_dbi(t, "id2entry", MDB_CREATE | MDB_INTEGERKEY);
+  Result<MDB_dbi> dn2id = open_dbi(t, "dn2id", MDB_CREATE);
+  Result<MDB_dbi> children = open_dbi(t, "children", MDB_CREATE | MDB_INTEGERKEY | dup_ids);
+  Result<MDB_dbi> meta = open_dbi(t, "meta", MDB_CREATE);
+  for (const Status& status :
+       {id2entry.status(), dn2id.status(), children.status(), meta.status()}) {
+    NUMADIR_RETURN_IF_ERROR(status);
+  }
+  core.id2entry = *id2entry;
+  core.meta = *meta;
+  core.dns = DnIndex(*dn2id, *children, max_key_bytes(*core.env));
+
+  std::string_view value;
+  Result<bool> found = db_get(t, core.meta, detail::kMetaFormat, &value);
+  NUMADIR_RETURN_IF_ERROR(found.status());
+  if (!*found) {
+    const std::uint32_t version = detail::kFormatVersion;
+    const std::string_view bytes(reinterpret_cast<const char*>(&version), sizeof version);
+    NUMADIR_RETURN_IF_ERROR(db_put(t, core.meta, detail::kMetaFormat, bytes, 0).status());
+    NUMADIR_RETURN_IF_ERROR(db_put(t, core.meta, detail::kMetaSuffix, core.suffix_key, 0).status());
+    NUMADIR_RETURN_IF_ERROR(detail::store_next_id(core, t, 1));
+  } else {
+    std::uint32_t version = 0;
+    if (value.size() == sizeof version) {
+      std::memcpy(&version, value.data(), sizeof version);
+    }
+    if (version != detail::kFormatVersion) {
+      return Status(StatusCode::kStorage, "database format version " + std::to_string(version) +
+                                              " is not supported (expected " +
+                                              std::to_string(detail::kFormatVersion) + ")");
+    }
+    found = db_get(t, core.meta, detail::kMetaSuffix, &value);
+    NUMADIR_RETURN_IF_ERROR(found.status());
+    if (*found && value != core.suffix_key) {
+      return invalid_argument("suffix " + core.options.suffix +
+                              " differs from the suffix the database was created with");
+    }
+  }
+
+  Result<std::uint64_t> entries = db_entries(t, core.id2entry);
+  NUMADIR_RETURN_IF_ERROR(entries.status());
+  for (std::uint32_t slot = 0; slot < core.indexes.indexes().size(); ++slot) {
+    Index& index = core.indexes.indexes()[slot];
+    Result<MDB_dbi> dbi = open_dbi(t, index.db_name.c_str(), MDB_CREATE | dup_ids);
+    NUMADIR_RETURN_IF_ERROR(dbi.status());
+    index.dbi = *dbi;
+    const std::string marker = std::string(detail::kMetaIndexPrefix) + index.db_name;
+    found = db_get(t, core.meta, marker, nullptr);
+    NUMADIR_RETURN_IF_ERROR(found.status());
+    if (*found) {
+      core.indexes.set_ready_since(slot, 0);
+    } else if (*entries == 0) {
+      NUMADIR_RETURN_IF_ERROR(db_drop(t, index.dbi, false));
+      NUMADIR_RETURN_IF_ERROR(db_put(t, core.meta, marker, "1", 0).status());
+      core.indexes.set_ready_since(slot, 0);
+    } else {
+      // Maintained from now on, but unusable for candidates until rebuild_indexes().
+      NUMADIR_RETURN_IF_ERROR(db_drop(t, index.dbi, false));
+      std::fprintf(stderr, "numadir: index %s is new and not built: run an index rebuild\n",
+                   index.db_name.c_str());
+    }
+  }
+  // Forget indexes no longer configured, so that configuring one again finds it unbuilt.
+  std::vector<std::string> stale;
+  {
+    Result<Cursor> cursor = Cursor::open(t, core.meta);
+    NUMADIR_RETURN_IF_ERROR(cursor.status());
+    std::string_view key = detail::kMetaIndexPrefix;
+    Result<bool> at = cursor->get(MDB_SET_RANGE, &key, &value);
+    while (at.ok() && *at && key.starts_with(detail::kMetaIndexPrefix)) {
+      const std::string_view name = key.substr(detail::kMetaIndexPrefix.size());
+      bool configured = false;
+      for (const Index& index : core.indexes.indexes()) {
+        configured = configured || index.db_name == name;
+      }
+      if (!configured) {
+        stale.emplace_back(key);
+      }
+      at = cursor->get(MDB_NEXT, &key, &value);
+    }
+    NUMADIR_RETURN_IF_ERROR(at.status());
+  }
+  for (const std::string& marker : stale) {
+    NUMADIR_RETURN_IF_ERROR(db_del(t, core.meta, marker, nullptr).status());
+    const std::string name = marker.substr(detail::kMetaIndexPrefix.size());
+    Result<MDB_dbi> dbi = open_dbi(t, name.c_str(), 0);
+    if (dbi.ok()) {
+      NUMADIR_RETURN_IF_ERROR(db_drop(t, *dbi, true));
+    }
+  }
+  return txn->commit();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
+                                                   const DirectoryOptions& options) {
+  auto impl = std::make_unique<Impl>(schema, options);
+  Result<schema::Dn> suffix = schema::Dn::parse(options.suffix);
+  if (!suffix.ok() || suffix->is_root()) {
+    return invalid_argument("suffix '" + options.suffix + "' is not a non-empty DN" +
+                            (suffix.ok() ? std::string() : ": " + suffix.status().message()));
+  }
+  impl->suffix_key = dn_key(*suffix, impl->normalizer);
+  Result<IndexSet> indexes = IndexSet::configure(impl->catalog, options.indexes);
+  if (!indexes.ok()) {
+    return indexes.status();
+  }
+  impl->indexes = std::move(*indexes);
+
+  std::error_code error;
+  std::filesystem::create_directories(options.path, error);
+  if (error) {
+    return Status(StatusCode::kStorage,
+                  "creating " + options.path.string() + ": " + error.message());
+  }
+  EnvOptions env_options;
+  env_options.path = options.path;
+  env_options.map_size_bytes = options.map_size_bytes;
+  env_options.max_readers = options.max_readers;
+  env_options.max_dbs = static_cast<std::uint32_t>(8 + impl->indexes.indexes().size() + 64);
+  env_options.no_sync = options.durability == Durability::kNoSync;
+  Result<std::unique_ptr<Env>> env = Env::open(env_options);
+  if (!env.ok()) {
+    return env.status();
+  }
+  impl->env = std::move(*env);
+  NUMADIR_RETURN_IF_ERROR(open_databases(*impl));
+  return std::unique_ptr<Directory>(new Directory(std::move(impl)));
+}
+
+Directory::Directory(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Directory::~Directory() = default;
+
+const schema::Schema& Directory::schema() const { return impl_->schema; }
+const DirectoryOptions& Directory::options() const { return impl_->options; }
+
+std::unique_ptr<ReadTxn> Directory::begin_read() const {
+  std::unique_ptr<ReadTxn> txn(new ReadTxn());
+  txn->state_ = std::make_unique<ReadTxn::State>();
+  return txn;
+}
+
+Result<schema::Entry> Directory::get(ReadTxn& txn, std::string_view dn) const {
+  return detail::run_get(*impl_, *txn.state_, dn);
+}
+
+Status Directory::lookup(ReadTxn& txn, std::string_view dn,
+                         const std::function<void(const EntryRef&)>& on_entry) const {
+  return detail::run_lookup(*impl_, *txn.state_, dn, on_entry);
+}
+
+Status Directory::search(ReadTxn& txn, const SearchSpec& spec,
+                         const std::function<bool(const EntryRef&)>& on_entry) const {
+  return detail::run_search(*impl_, *txn.state_, spec, on_entry);
+}
+
+Status Directory::add(const schema::Entry& entry, const UpdateContext& context) {
+  return detail::run_add(*impl_, entry, context);
+}
+
+Status Directory::remove(std::string_view dn, const UpdateContext& context) {
+  return detail::run_remove(*impl_, dn, context);
+}
+
+Status Directory::modify(std::string_view dn, std::span<const Modification> modifications,
+                         const UpdateContext& context) {
+  return detail::run_modify(*impl_, dn, modifications, context);
+}
+
+Status Directory::rename(std::string_view dn, std::string_view new_rdn, bool delete_old_rdn,
+                         std::optional<std::string_view> new_superior,
+                         const UpdateContext& context) {
+  return detail::run_rename(*impl_, dn, new_rdn, delete_old_rdn, new_superior, context);
+}
+
+Result<std::unique_ptr<Directory::Importer>> Directory::begin_import(const UpdateContext& context) {
+  return detail::run_begin_import(*impl_, context);
+}
+
+Status Directory::export_entries(const std::function<bool(const schema::Entry&)>& on_entry) const {
+  return detail::run_export(*impl_, on_entry);
+}
+
+Status Directory::rebuild_indexes() { return detail::run_rebuild_indexes(*impl_); }
+Status Directory::verify_indexes() const { return detail::run_verify_indexes(*impl_); }
+Result<std::uint64_t> Directory::entry_count() const { return detail::run_entry_count(*impl_); }
+
+namespace detail {
+
+ReadScope::ReadScope(const DirectoryCore& core, ReadState& state) : state_(state) {
+  if (state.txn == nullptr) {
+    Result<MDB_txn*> txn = begin_raw_read_txn(*core.env);
+    if (!txn.ok()) {
+      status_ = txn.status();
+      return;
+    }
+    state.txn = *txn;
+  } else {
+    status_ = renew_read_txn(state.txn);
+    if (!status_.ok()) {
+      return;
+    }
+  }
+  state.cursors.bind(state.txn);
+}
+
+ReadScope::~ReadScope() {
+  if (status_.ok() && state_.txn != nullptr) {
+    reset_read_txn(state_.txn);
+  }
+}
+
+Result<bool> read_entry(const DirectoryCore& core, MDB_txn* txn, EntryId id, EntryView* view) {
+  std::string_view bytes;
+  Result<bool> found = db_get(txn, core.id2entry, id_bytes(id), &bytes);
+  if (!found.ok() || !*found) {
+    return found;
+  }
+  Result<EntryView> parsed = EntryView::parse(bytes);
+  if (!parsed.ok()) {
+    return Status(StatusCode::kStorage,
+                  "id2entry " + std::to_string(id) + ": " + parsed.status().message());
+  }
+  *view = *parsed;
+  return true;
+}
+
+Result<std::string> matched_dn(const DirectoryCore& core, MDB_txn* txn, std::string_view key) {
+  EntryId id = 0;
+  Result<std::string_view> ancestor = core.dns.longest_existing(txn, key, &id);
+  if (!ancestor.ok()) {
+    return ancestor.status();
+  }
+  if (id == 0) {
+    return std::string();
+  }
+  EntryView view;
+  Result<bool> found = read_entry(core, txn, id, &view);
+  if (!found.ok()) {
+    return found.status();
+  }
+  return *found ? std::string(view.dn()) : std::string();
+}
+
+Status StoredComputed::computed_values(ComputedAttribute which,
+                                       std::vector<std::string>* out) const {
+  switch (which) {
+    case ComputedAttribute::kNone:
+      return Status();
+    case ComputedAttribute::kEntryDn:
+      out->emplace_back(view_.dn());
+      return Status();
+    case ComputedAttribute::kSubschemaSubentry:
+      out->emplace_back(kSubschemaDn);
+      return Status();
+    case ComputedAttribute::kHasSubordinates:
+    case ComputedAttribute::kNumSubordinates:
+      break;
+  }
+  // Its own cursor: a one-level scan may be walking the children database at the same time.
+  Result<Cursor*> cursor = cursors_.get(core_.dns.children(), kChildCountCursor);
+  if (!cursor.ok()) {
+    return cursor.status();
+  }
+  Result<std::uint64_t> count = core_.dns.child_count(**cursor, id_);
+  if (!count.ok()) {
+    return count.status();
+  }
+  if (which == ComputedAttribute::kHasSubordinates) {
+    out->emplace_back(*count > 0 ? "TRUE" : "FALSE");
+  } else {
+    out->push_back(std::to_string(*count));
+  }
+  return Status();
+}
+
+Status materialize_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
+                         const EntryView& view, schema::Entry* out) {
+  NUMADIR_RETURN_IF_ERROR(view.decode(out));
+  const StoredComputed computed(core, cursors, id, view);
+  const std::pair<const AttributeInfo*, ComputedAttribute> extra[] = {
+      {core.op_types.entry_dn, ComputedAttribute::kEntryDn},
+      {core.op_types.has_subordinates, ComputedAttribute::kHasSubordinates},
+      {core.op_types.num_subordinates, ComputedAttribute::kNumSubordinates},
+      {core.op_types.subschema_subentry, ComputedAttribute::kSubschemaSubentry},
+  };
+  for (const auto& [info, which] : extra) {
+    if (info == nullptr) {
+      continue;
+    }
+    schema::EntryAttribute attribute;
+    attribute.description = std::string(info->name);
+    NUMADIR_RETURN_IF_ERROR(computed.computed_values(which, &attribute.values));
+    out->attributes.push_back(std::move(attribute));
+  }
+  return Status();
+}
+
+void note_unindexed(const DirectoryCore& core, std::string_view attribute) {
+  MutexLock lock(core.log_mu);
+  for (const std::string& logged : core.logged_unindexed) {
+    if (logged == attribute) {
+      return;
+    }
+  }
+  core.logged_unindexed.emplace_back(attribute);
+  std::fprintf(stderr, "numadir: search on unindexed attribute %.*s scans its scope\n",
+               static_cast<int>(attribute.size()), attribute.data());
+}
+
+}  // namespace detail
+}  // namespace numadir::backend

@@ -1,0 +1,92 @@
+// backend/operational.h: operational attributes: the ones stored and maintained on updates
+// (entryUUID, entryCSN, createTimestamp, modifyTimestamp, creatorsName, modifiersName,
+// structuralObjectClass) and the ones computed on read (hasSubordinates, numSubordinates,
+// subschemaSubentry, entryDN); value generators for UUIDs, CSNs and timestamps.
+//
+// Only the attributes the loaded schema defines are written or computed; the canonical names
+// come from the schema (OperationalTypes resolves them once at open).
+//
+// Thread contract: OperationalTypes is immutable after open. make_uuid_v4 and next_csn may be
+// called from any thread (next_csn serializes on a process-wide mutex so that CSNs are strictly
+// increasing across every Directory of the process).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/attribute_catalog.h"
+#include "schema/entry.h"
+
+namespace numadir::backend {
+
+enum class ComputedAttribute : std::uint8_t {
+  kNone,
+  kEntryDn,
+  kHasSubordinates,
+  kNumSubordinates,
+  kSubschemaSubentry,
+};
+
+inline constexpr std::string_view kSubschemaDn = "cn=Subschema";
+
+// The schema's types for the operational attributes (nullptr where the schema lacks one).
+struct OperationalTypes {
+  explicit OperationalTypes(const AttributeCatalog& catalog);
+
+  const AttributeInfo* entry_uuid;
+  const AttributeInfo* entry_csn;
+  const AttributeInfo* create_timestamp;
+  const AttributeInfo* modify_timestamp;
+  const AttributeInfo* creators_name;
+  const AttributeInfo* modifiers_name;
+  const AttributeInfo* structural_object_class;
+  const AttributeInfo* object_class;
+  const AttributeInfo* entry_dn;
+  const AttributeInfo* has_subordinates;
+  const AttributeInfo* num_subordinates;
+  const AttributeInfo* subschema_subentry;
+
+  // Returns: which computed attribute `info` is (kNone for any other).
+  ComputedAttribute computed(const AttributeInfo* info) const;
+};
+
+// Returns: a random (version 4) UUID in RFC 4122 / RFC 4530 string form, lower-case hex,
+// e.g. "3f2504e0-4f89-41d3-9a0c-0305e82c3301".
+std::string make_uuid_v4();
+
+// Returns: the next CSN, "YYYYmmddHHMMSS.uuuuuuZ#cccccc#000#000000" (OpenLDAP's form: UTC time
+// with microseconds, a hex change count, sid 0, mod 0), strictly greater than every CSN this
+// process returned before even when `now` stands still or goes back.
+std::string next_csn(std::chrono::system_clock::time_point now);
+
+// Returns: `t` as GeneralizedTime in UTC with second precision, "YYYYmmddHHMMSSZ".
+std::string generalized_time(std::chrono::system_clock::time_point t);
+
+// What an update stamps into the entry.
+struct Stamp {
+  std::string actor_dn;
+  std::string timestamp;  // generalized_time(now)
+  std::string csn;        // next_csn(now)
+};
+
+// Sets (replacing) attribute `info` of `attributes` to the single `value`. No-op for a null
+// `info`.
+void set_single(std::vector<schema::EntryAttribute>& attributes, const AttributeInfo* info,
+                std::string_view value);
+// Adds `info` = `value` unless an attribute of that canonical description is present.
+void add_if_missing(std::vector<schema::EntryAttribute>& attributes, const AttributeInfo* info,
+                    std::string_view value);
+
+// Stamps a new entry: entryUUID, creatorsName, createTimestamp, modifiersName,
+// modifyTimestamp, entryCSN and structuralObjectClass (`structural`, the class's name). With
+// `keep_existing` (import), values already present are kept.
+void stamp_new_entry(const OperationalTypes& types, const Stamp& stamp, std::string_view structural,
+                     bool keep_existing, std::vector<schema::EntryAttribute>& attributes);
+// Stamps a modified or renamed entry: modifiersName, modifyTimestamp, entryCSN.
+void stamp_modified_entry(const OperationalTypes& types, const Stamp& stamp,
+                          std::vector<schema::EntryAttribute>& attributes);
+
+}  // namespace numadir::backend

@@ -1,0 +1,300 @@
+// backend/search.cc: get and search: base lookup, candidates, scope scans, evaluation and
+// streaming of EntryRefs that view LMDB memory.
+#include <chrono>
+#include <cstdio>
+
+#include "backend/candidates.h"
+#include "backend/detail/directory_core.h"
+
+namespace numadir::backend::detail {
+namespace {
+
+// A result entry: views the stored record; materialize() decodes it in full.
+class StoredEntryRef : public EntryRef {
+ public:
+  StoredEntryRef(const DirectoryCore& core, CursorCache& cursors, EntryId id, const EntryView& view)
+      : core_(core), cursors_(cursors), id_(id), view_(view) {}
+  std::string_view dn() const override { return view_.dn(); }
+  schema::Entry materialize() const override {
+    schema::Entry entry;
+    if (Status status = materialize_entry(core_, cursors_, id_, view_, &entry); !status.ok()) {
+      // The view parsed when it was read, so only a corrupt attribute area gets here; the
+      // interface has no error path, so deliver what decoded.
+      std::fprintf(stderr, "numadir: %s: %s\n", std::string(view_.dn()).c_str(),
+                   status.to_string().c_str());
+    }
+    return entry;
+  }
+  std::vector<std::string_view> values(std::string_view description) const override {
+    std::vector<std::string_view> out;
+    Result<std::string> canonical = core_.catalog.canonical_description(description);
+    if (!canonical.ok()) {
+      return out;
+    }
+    const AttributeInfo* info = core_.catalog.by_canonical(description_type(*canonical));
+    const std::string_view options = description_options(*canonical);
+    AttributeReader reader = view_.attributes();
+    AttributeView attribute;
+    while (reader.next(&attribute)) {
+      if (info->covers(attribute.type) &&
+          options_cover(description_options(attribute.description), options)) {
+        std::string_view value;
+        while (attribute.values.next(&value)) {
+          out.push_back(value);
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  const DirectoryCore& core_;
+  CursorCache& cursors_;
+  EntryId id_;
+  const EntryView& view_;
+};
+
+class Searcher {
+ public:
+  Searcher(const DirectoryCore& core, ReadState& state, const SearchSpec& spec,
+           const std::function<bool(const EntryRef&)>& on_entry)
+      : core_(core), state_(state), spec_(spec), on_entry_(on_entry) {}
+
+  Status run() {
+    if (spec_.base != state_.last_base || state_.last_base.empty()) {
+      Result<std::string> base_key = dn_key_of(spec_.base, core_.normalizer);
+      if (!base_key.ok()) {
+        return base_key.status();
+      }
+      state_.last_base = spec_.base;
+      state_.last_base_key = std::move(*base_key);
+    }
+    base_key_ = state_.last_base_key;
+    if (!key_in_subtree(base_key_, core_.suffix_key)) {
+      return Status(StatusCode::kNoSuchObject, "");
+    }
+    Result<EntryId> base_id = core_.dns.find(state_.txn, base_key_);
+    if (!base_id.ok()) {
+      return base_id.status();
+    }
+    if (*base_id == 0) {
+      Result<std::string> matched = matched_dn(core_, state_.txn, base_key_);
+      if (!matched.ok()) {
+        return matched.status();
+      }
+      return Status(StatusCode::kNoSuchObject, std::move(*matched));
+    }
+    base_id_ = *base_id;
+    state_.filter.compile(*spec_.filter, core_.catalog, core_.op_types);
+
+    if (spec_.scope == Scope::kBase) {
+      Result<bool> stop = visit(base_id_, nullptr);
+      return stop.ok() ? finish_status_ : stop.status();
+    }
+    Candidates candidates;
+    candidates.ids.swap(state_.candidates);  // Reuse the capacity of earlier searches.
+    std::vector<std::string_view> unindexed;
+    Status status = compute_candidates(state_.filter, core_.indexes, state_.cursors,
+                                       txn_id(state_.txn), &candidates, &unindexed);
+    for (std::string_view name : unindexed) {
+      note_unindexed(core_, name);
+    }
+    if (status.ok()) {
+      status = candidates.all ? scan_scope() : scan_candidates(candidates.ids);
+    }
+    state_.candidates.swap(candidates.ids);
+    return status.ok() ? finish_status_ : status;
+  }
+
+ private:
+  // Checks the deadline every few entries (a clock read per entry would show on the hot path).
+  bool past_deadline() {
+    if (!spec_.deadline.has_value() || (++visited_ & 15) != 1) {
+      return false;
+    }
+    return std::chrono::steady_clock::now() >= *spec_.deadline;
+  }
+
+  // Evaluates and delivers one entry. `view`, if given, is the entry already read.
+  // Returns: true to go on, false to stop (finish_status_ says why).
+  Result<bool> visit(EntryId id, const EntryView* view) {
+    if (past_deadline()) {
+      finish_status_ = Status(StatusCode::kTimeLimitExceeded, "time limit exceeded");
+      return false;
+    }
+    EntryView read;
+    if (view == nullptr) {
+      Result<bool> found = read_entry(core_, state_.txn, id, &read);
+      if (!found.ok()) {
+        return found.status();
+      }
+      if (!*found) {
+        return Status(StatusCode::kStorage, "id " + std::to_string(id) + " is indexed but absent");
+      }
+      view = &read;
+    }
+    Status error;
+    const StoredComputed computed(core_, state_.cursors, id, *view);
+    const Tri value = state_.evaluator.evaluate(state_.filter, *view, &computed, &error);
+    NUMADIR_RETURN_IF_ERROR(error);
+    if (value != Tri::kTrue) {
+      return true;
+    }
+    if (spec_.size_limit != 0 && delivered_ >= spec_.size_limit) {
+      finish_status_ = Status(StatusCode::kSizeLimitExceeded, "size limit exceeded");
+      return false;
+    }
+    ++delivered_;
+    const StoredEntryRef ref(core_, state_.cursors, id, *view);
+    return on_entry_(ref);
+  }
+
+  Status scan_candidates(const IdList& ids) {
+    for (const EntryId id : ids) {
+      EntryView view;
+      Result<bool> found = read_entry(core_, state_.txn, id, &view);
+      if (!found.ok()) {
+        return found.status();
+      }
+      if (!*found || !in_scope(view)) {
+        continue;
+      }
+      Result<bool> go_on = visit(id, &view);
+      if (!go_on.ok()) {
+        return go_on.status();
+      }
+      if (!*go_on) {
+        return Status();
+      }
+    }
+    return Status();
+  }
+
+  bool in_scope(const EntryView& view) const {
+    switch (spec_.scope) {
+      case Scope::kBase:
+        return view.dn_key() == base_key_;
+      case Scope::kOneLevel:
+        return view.parent_id() == base_id_;
+      case Scope::kSubtree:
+        return key_in_subtree(view.dn_key(), base_key_);
+      case Scope::kChildren:
+        return key_is_below(view.dn_key(), base_key_);
+    }
+    return false;
+  }
+
+  Status scan_scope() {
+    if (spec_.scope == Scope::kOneLevel) {
+      Result<Cursor*> cursor = state_.cursors.get(core_.dns.children());
+      if (!cursor.ok()) {
+        return cursor.status();
+      }
+      ChildScan scan(**cursor, base_id_);
+      EntryId id = 0;
+      Result<bool> more = scan.next(&id);
+      while (more.ok() && *more) {
+        Result<bool> go_on = visit(id, nullptr);
+        if (!go_on.ok() || !*go_on) {
+          return go_on.status();
+        }
+        more = scan.next(&id);
+      }
+      return more.status();
+    }
+    Result<Cursor*> cursor = state_.cursors.get(core_.dns.dn2id());
+    if (!cursor.ok()) {
+      return cursor.status();
+    }
+    SubtreeScan scan(**cursor, base_key_, spec_.scope == Scope::kSubtree);
+    std::string_view key;
+    EntryId id = 0;
+    Result<bool> more = scan.next(&key, &id);
+    while (more.ok() && *more) {
+      Result<bool> go_on = visit(id, nullptr);
+      if (!go_on.ok() || !*go_on) {
+        return go_on.status();
+      }
+      more = scan.next(&key, &id);
+    }
+    return more.status();
+  }
+
+  const DirectoryCore& core_;
+  ReadState& state_;
+  const SearchSpec& spec_;
+  const std::function<bool(const EntryRef&)>& on_entry_;
+  std::string_view base_key_;
+  EntryId base_id_ = 0;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t visited_ = 0;
+  Status finish_status_;
+};
+
+}  // namespace
+
+Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec& spec,
+                  const std::function<bool(const EntryRef&)>& on_entry) {
+  if (spec.filter == nullptr || spec.filter->empty()) {
+    return invalid_argument("search without a filter");
+  }
+  ReadScope scope(core, state);
+  NUMADIR_RETURN_IF_ERROR(scope.status());
+  return Searcher(core, state, spec, on_entry).run();
+}
+
+// Finds the entry named `dn` in the scope's transaction. Errors: as Directory::get.
+Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::string_view dn,
+                           EntryView* view) {
+  Result<std::string> key = dn_key_of(dn, core.normalizer);
+  if (!key.ok()) {
+    return key.status();
+  }
+  Result<EntryId> id = core.dns.find(state.txn, *key);
+  if (!id.ok()) {
+    return id.status();
+  }
+  Result<bool> found = false;
+  if (*id != 0) {
+    found = read_entry(core, state.txn, *id, view);
+    if (!found.ok()) {
+      return found.status();
+    }
+  }
+  if (!*found) {
+    Result<std::string> matched = matched_dn(core, state.txn, *key);
+    if (!matched.ok()) {
+      return matched.status();
+    }
+    return Status(StatusCode::kNoSuchObject, std::move(*matched));
+  }
+  return *id;
+}
+
+Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::string_view dn) {
+  ReadScope scope(core, state);
+  NUMADIR_RETURN_IF_ERROR(scope.status());
+  EntryView view;
+  Result<EntryId> id = find_named(core, state, dn, &view);
+  if (!id.ok()) {
+    return id.status();
+  }
+  schema::Entry entry;
+  NUMADIR_RETURN_IF_ERROR(materialize_entry(core, state.cursors, *id, view, &entry));
+  return entry;
+}
+
+Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
+                  const std::function<void(const EntryRef&)>& on_entry) {
+  ReadScope scope(core, state);
+  NUMADIR_RETURN_IF_ERROR(scope.status());
+  EntryView view;
+  Result<EntryId> id = find_named(core, state, dn, &view);
+  if (!id.ok()) {
+    return id.status();
+  }
+  on_entry(StoredEntryRef(core, state.cursors, *id, view));
+  return Status();
+}
+
+}  // namespace numadir::backend::detail

@@ -1,0 +1,33 @@
+// numadir check-config: parse the config and load the schema it names, opening nothing else.
+#include <iostream>
+
+#include "server/commands.h"
+#include "server/config.h"
+#include "server/opened_directory.h"
+
+namespace numadir::server {
+
+int run_check_config(const std::filesystem::path& config_path, std::ostream& out,
+                     std::ostream& err) {
+  auto config = load_config(config_path);
+  if (!config.ok()) {
+    err << "numadir check-config: " << config.status().message() << "\n";
+    return 1;
+  }
+  auto schema = load_schema(*config);
+  if (!schema.ok()) {
+    err << "numadir check-config: " << schema.status().message() << "\n";
+    return 1;
+  }
+  for (const backend::IndexSpec& index : config->database.indexes) {
+    if ((*schema)->attribute_type(index.attribute) == nullptr) {
+      err << "numadir check-config: " << config_path.string() << ": database.indexes: attribute \""
+          << index.attribute << "\" is not in the schema\n";
+      return 1;
+    }
+  }
+  out << config_path.string() << ": ok\n";
+  return 0;
+}
+
+}  // namespace numadir::server

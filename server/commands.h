@@ -1,0 +1,49 @@
+// server/commands.h: the numadir subcommands other than `serve`, each a function that returns
+// the process exit status (0 success, 1 failure, 2 usage) and reports on the given streams.
+//
+// Thread contract: each runs on the main thread of a short-lived process.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace numadir::server {
+
+struct ImportOptions {
+  std::filesystem::path config;
+  std::string input;  // An LDIF file, or "-" for standard input.
+  // Progress on standard error: a live bar when it is a terminal, plain lines otherwise.
+  bool progress = true;
+};
+// Loads an LDIF file into an empty directory, in one transaction: a bad record aborts the
+// import with its line and reason, and nothing is committed.
+int run_import(const ImportOptions& options, std::ostream& out, std::ostream& err);
+
+struct ExportOptions {
+  std::filesystem::path config;
+  std::string output = "-";  // A file, or "-" for standard output.
+};
+// Writes every entry (parents first) as LDIF that numadir import and slapadd accept.
+int run_export(const ExportOptions& options, std::ostream& out, std::ostream& err);
+
+struct IndexOptions {
+  std::filesystem::path config;
+  bool verify = false;  // Check instead of rebuilding.
+};
+int run_index(const IndexOptions& options, std::ostream& out, std::ostream& err);
+
+struct PasswdOptions {
+  std::string scheme = "SSHA512";
+  std::optional<std::string> secret;       // -s: the password on the command line.
+  std::optional<std::string> secret_file;  // -T: the password is the file's first line.
+};
+// Prints a userPassword value for a password, like slappasswd.
+int run_passwd(const PasswdOptions& options, std::istream& in, std::ostream& out,
+               std::ostream& err);
+
+// Loads the config, the schema files it names and opens nothing else; reports every problem.
+int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);
+
+}  // namespace numadir::server

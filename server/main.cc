@@ -1,0 +1,88 @@
+// numadir: the directory server's command line. `serve` is not written yet; the other
+// subcommands work on a directory's files directly.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "server/commands.h"
+
+namespace {
+
+constexpr const char* kDefaultConfig = "numadir.toml";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace numadir::server;
+  CLI::App app{"numadir: an LDAPv3 directory server built for authentication load"};
+  app.require_subcommand(1);
+
+  ImportOptions import_options;
+  import_options.config = kDefaultConfig;
+  bool no_progress = false;
+  CLI::App* import = app.add_subcommand("import", "Load an LDIF file into an empty directory");
+  import->add_option("-c,--config", import_options.config, "Config file")->capture_default_str();
+  import->add_option("ldif", import_options.input, "LDIF file, or - for standard input")
+      ->required();
+  import->add_flag("--no-progress", no_progress, "Print no progress");
+
+  ExportOptions export_options;
+  export_options.config = kDefaultConfig;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write every entry as LDIF");
+  export_cmd->add_option("-c,--config", export_options.config, "Config file")
+      ->capture_default_str();
+  export_cmd->add_option("-o,--output", export_options.output, "Output file (default: stdout)");
+
+  IndexOptions index_options;
+  index_options.config = kDefaultConfig;
+  CLI::App* index = app.add_subcommand("index", "Rebuild the attribute indexes (or --verify)");
+  index->add_option("-c,--config", index_options.config, "Config file")->capture_default_str();
+  index->add_flag("--verify", index_options.verify, "Check the indexes instead of rebuilding");
+
+  PasswdOptions passwd_options;
+  std::string secret;
+  std::string secret_file;
+  CLI::App* passwd = app.add_subcommand("passwd", "Print a userPassword hash, like slappasswd");
+  passwd->set_help_flag("--help", "Print this help message and exit");  // -h is the scheme.
+  passwd
+      ->add_option("-h,--scheme", passwd_options.scheme,
+                   "SSHA, SSHA256, SSHA384, SSHA512, PBKDF2-SHA256, PBKDF2-SHA512, ARGON2, "
+                   "CRYPT")
+      ->capture_default_str();
+  CLI::Option* secret_option =
+      passwd->add_option("-s,--secret", secret, "The password (visible to other users!)");
+  CLI::Option* file_option =
+      passwd->add_option("-T,--secret-file", secret_file, "Read the password from a file");
+  secret_option->excludes(file_option);
+
+  std::filesystem::path check_path = kDefaultConfig;
+  CLI::App* check = app.add_subcommand("check-config", "Check a config file and its schema");
+  check->add_option("-c,--config", check_path, "Config file")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+
+  if (import->parsed()) {
+    import_options.progress = !no_progress;
+    return run_import(import_options, std::cout, std::cerr);
+  }
+  if (export_cmd->parsed()) {
+    return run_export(export_options, std::cout, std::cerr);
+  }
+  if (index->parsed()) {
+    return run_index(index_options, std::cout, std::cerr);
+  }
+  if (passwd->parsed()) {
+    if (secret_option->count() > 0) {
+      passwd_options.secret = secret;
+    }
+    if (file_option->count() > 0) {
+      passwd_options.secret_file = secret_file;
+    }
+    return run_passwd(passwd_options, std::cin, std::cout, std::cerr);
+  }
+  return run_check_config(check_path, std::cout, std::cerr);
+}

@@ -1,0 +1,338 @@
+// Tests for Directory::search (backend/search.cc, candidates.cc, filter_eval.cc): scopes, every
+// filter kind indexed and not, three-valued logic, extensible match, limits, missing bases.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "backend/directory.h"
+#include "tests/backend/backend_test_util.h"
+
+namespace numadir::backend {
+namespace {
+
+using namespace testing;
+
+const std::string kPeople = "ou=people," + std::string(kSuffix);
+const std::string kGroups = "ou=groups," + std::string(kSuffix);
+
+std::string user_dn(int n) { return "uid=user" + std::to_string(n) + "," + kPeople; }
+
+// Ten users (uidNumber 1000 + n, mail for even n, cn;lang-de for n == 3), a nested ou with
+// one person: 15 entries with the suffix, ou=people and ou=groups.
+class SearchFixture {
+ public:
+  explicit SearchFixture(std::vector<IndexSpec> indexes = default_indexes())
+      : directory_(open_directory(test_options(dir_.path(), std::move(indexes)))) {
+    add_base_tree(*directory_);
+    for (int n = 0; n < 10; ++n) {
+      schema::Entry entry = person_entry(user_dn(n), "user" + std::to_string(n),
+                                         "User " + std::to_string(n), "Smith" + std::to_string(n));
+      entry.attributes[0].values.push_back("posixAccount");
+      entry.attributes.push_back({"uidNumber", {std::to_string(1000 + n)}});
+      entry.attributes.push_back({"gidNumber", {"100"}});
+      entry.attributes.push_back({"homeDirectory", {"/home/user" + std::to_string(n)}});
+      if (n % 2 == 0) {
+        entry.attributes.push_back({"mail", {"user" + std::to_string(n) + "@Example.COM"}});
+      }
+      if (n == 3) {
+        entry.attributes.push_back({"cn;lang-de", {"Benutzer Drei"}});
+      }
+      require_ok(directory_->add(entry, {}));
+    }
+    require_ok(directory_->add(ou_entry("ou=staff," + kPeople, "staff"), {}));
+    require_ok(
+        directory_->add(person_entry("cn=Boss,ou=staff," + kPeople, "boss", "Boss", "Chief"), {}));
+    txn_ = directory_->begin_read();
+  }
+
+  // Sorted DNs matching `filter` under `base`; REQUIREs success.
+  std::vector<std::string> dns(std::string_view filter, std::string_view base = kSuffix,
+                               Scope scope = Scope::kSubtree) {
+    SearchResult result = search(*directory_, *txn_, base, scope, filter);
+    INFO("filter: ", std::string(filter));
+    REQUIRE_MESSAGE(result.status.ok(), result.status.to_string());
+    std::sort(result.dns.begin(), result.dns.end());
+    return result.dns;
+  }
+  std::size_t count(std::string_view filter) { return dns(filter).size(); }
+
+  Directory& directory() { return *directory_; }
+  ReadTxn& txn() { return *txn_; }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<Directory> directory_;
+  std::unique_ptr<ReadTxn> txn_;
+};
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_CASE("Search: scopes base one subtree and children") {
+  SearchFixture f;
+  CHECK(f.dns("(objectClass=*)", kPeople, Scope::kBase) == std::vector<std::string>{kPeople});
+  CHECK(f.dns("(objectClass=*)", kPeople, Scope::kOneLevel).size() == 11);
+  CHECK(f.dns("(objectClass=*)", kPeople, Scope::kSubtree).size() == 13);
+  CHECK(f.dns("(objectClass=*)", kPeople, Scope::kChildren).size() == 12);
+  CHECK(f.dns("(objectClass=*)").size() == 15);
+  CHECK(f.dns("(uid=user1)", kPeople, Scope::kBase).empty());
+  CHECK(f.dns("(uid=boss)", kPeople, Scope::kOneLevel).empty());
+  CHECK(f.dns("(uid=boss)", kPeople, Scope::kChildren).size() == 1);
+  CHECK(f.dns("(ou=people)", kPeople, Scope::kChildren).empty());
+  CHECK(f.dns("(ou=people)", kPeople, Scope::kSubtree) == std::vector<std::string>{kPeople});
+  CHECK(f.dns("(uid=user1)", kGroups).empty());
+}
+
+TEST_CASE("Search: the auth filter finds one entry by an index lookup") {
+  SearchFixture f;
+  std::size_t calls = 0;
+  const schema::Filter filter = parse_filter("(uid=USER7)");
+  SearchSpec spec{kPeople, Scope::kSubtree, &filter, 0, std::nullopt};
+  require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef& entry) {
+    ++calls;
+    CHECK(entry.dn() == user_dn(7));
+    const schema::Entry full = entry.materialize();
+    CHECK(values_of(full, "uidNumber") == std::vector<std::string>{"1007"});
+    CHECK(values_of(full, "hasSubordinates") == std::vector<std::string>{"FALSE"});
+    return true;
+  }));
+  CHECK(calls == 1);
+}
+
+TEST_CASE("Search: every filter kind with and without indexes") {
+  // The same answers whether attributes are indexed or scanned.
+  std::vector<IndexSpec> indexes = default_indexes();
+  SUBCASE("indexed") {}
+  SUBCASE("unindexed") { indexes.clear(); }
+  SUBCASE("equality only") {
+    indexes = {IndexSpec{"uid", true}, IndexSpec{"cn", true}, IndexSpec{"uidNumber", true}};
+  }
+  SearchFixture f(indexes);
+  CHECK(f.dns("(uid=user3)") == std::vector<std::string>{user_dn(3)});
+  CHECK(f.dns("(uid= User3 )") == std::vector<std::string>{user_dn(3)});
+  CHECK(f.dns("(uid~=user3)") == std::vector<std::string>{user_dn(3)});
+  CHECK(f.count("(uid=*)") == 11);
+  CHECK(f.count("(mail=*)") == 5);
+  CHECK(f.dns("(mail=USER4@example.com)") == std::vector<std::string>{user_dn(4)});
+  CHECK(f.count("(uid=user*)") == 10);
+  CHECK(f.count("(uid=u*)") == 10);
+  CHECK(f.count("(uid=*er1*)") == 1);
+  CHECK(f.count("(uid=*1)") == 1);
+  CHECK(f.count("(uid=*r*)") == 10);
+  CHECK(f.count("(cn=user *)") == 10);
+  CHECK(f.count("(cn=*ser 1*)") == 1);
+  CHECK(f.count("(cn=b*s)") == 1);
+  CHECK(f.count("(mail=*@example.com)") == 5);
+  CHECK(f.count("(mail=user*@*.com)") == 5);
+  CHECK(f.count("(uidNumber>=1005)") == 5);
+  CHECK(f.count("(uidNumber<=1002)") == 3);
+  CHECK(f.count("(&(uidNumber>=1002)(uidNumber<=1004))") == 3);
+  CHECK(f.count("(uidNumber>=999)") == 10);
+  CHECK(f.count("(uidNumber<=999)") == 0);
+  CHECK(f.count("(sn>=a)") == 0);  // sn has no ordering rule: Undefined.
+  CHECK(f.count("(&(objectClass=person)(uid=user1))") == 1);
+  CHECK(f.count("(|(uid=user1)(uid=user2)(cn=boss))") == 3);
+  CHECK(f.count("(&(uid=user1)(uid=user2))") == 0);
+  CHECK(f.count("(!(uid=user1))") == 14);
+  CHECK(f.count("(&(objectClass=inetOrgPerson)(!(mail=*)))") == 6);
+  CHECK(f.count("(&)") == 15);
+  CHECK(f.count("(|)") == 0);
+  CHECK(f.count("(objectClass=2.5.6.6)") == 11);  // person by OID.
+  CHECK(f.count("(objectClass=organizationalUnit)") == 3);
+}
+
+TEST_CASE("Search: undefined items follow RFC 4511 three-valued logic") {
+  SearchFixture f;
+  CHECK(f.count("(noSuchAttr=x)") == 0);
+  CHECK(f.count("(!(noSuchAttr=x))") == 0);
+  CHECK(f.count("(noSuchAttr=*)") == 0);
+  CHECK(f.count("(!(noSuchAttr=*))") == 15);  // Presence of an unknown type is FALSE.
+  CHECK(f.count("(|(noSuchAttr=x)(uid=user1))") == 1);
+  CHECK(f.count("(&(noSuchAttr=x)(uid=user1))") == 0);
+  CHECK(f.count("(!(&(noSuchAttr=x)(uid=user1)))") == 14);  // NOT(FALSE) where uid differs.
+  CHECK(f.count("(!(|(noSuchAttr=x)(uid=user1)))") == 0);   // NOT(Undefined) elsewhere.
+  CHECK(f.count("(uidNumber=abc)") == 0);                   // Invalid assertion value.
+  CHECK(f.count("(!(uidNumber=abc))") == 0);
+  CHECK(f.count("(!(sn>=a))") == 0);
+}
+
+TEST_CASE("Search: attribute subtypes and options") {
+  SearchFixture f;
+  CHECK(f.dns("(name=benutzer drei)") == std::vector<std::string>{user_dn(3)});
+  CHECK(f.dns("(cn=Benutzer Drei)") == std::vector<std::string>{user_dn(3)});
+  CHECK(f.dns("(cn;lang-de=benutzer drei)") == std::vector<std::string>{user_dn(3)});
+  CHECK(f.dns("(cn;lang-de=user 3)").empty());
+  CHECK(f.count("(cn;lang-de=*)") == 1);
+  CHECK(f.count("(name=user 1)") == 1);
+}
+
+TEST_CASE("Search: extensible match") {
+  SearchFixture f;
+  CHECK(f.dns("(uid:caseExactMatch:=user5)") == std::vector<std::string>{user_dn(5)});
+  CHECK(f.dns("(uid:caseExactMatch:=USER5)").empty());
+  CHECK(f.dns("(uid:=USER5)") == std::vector<std::string>{user_dn(5)});
+  CHECK(f.count("(:caseIgnoreMatch:=user 5)") == 1);
+  CHECK(f.count("(ou:dn:=people)") == 13);
+  CHECK(f.count("(ou:=people)") == 1);
+  CHECK(f.count("(:dn:caseIgnoreMatch:=staff)") == 2);
+  CHECK(f.count("(uid:noSuchRule:=user5)") == 0);
+  CHECK(f.count("(!(uid:noSuchRule:=user5))") == 0);
+  CHECK(f.count("(uidNumber:integerMatch:=1004)") == 1);
+  CHECK(f.count("(uid:integerMatch:=1004)") == 0);  // Not usable with uid's syntax.
+}
+
+TEST_CASE("Search: computed operational attributes in filters") {
+  SearchFixture f;
+  CHECK(sorted(f.dns("(hasSubordinates=TRUE)")) ==
+        sorted({std::string(kSuffix), kPeople, "ou=staff," + kPeople}));
+  CHECK(f.dns("(entryDN=UID=User2,OU=People,DC=Example,DC=Com)") ==
+        std::vector<std::string>{user_dn(2)});
+  CHECK(f.count("(numSubordinates>=2)") == 2);
+  CHECK(f.count("(subschemaSubentry=cn=subschema)") == 15);
+}
+
+TEST_CASE("Search: size limit delivers exactly the limit then fails") {
+  SearchFixture f;
+  SearchResult result = search(f.directory(), f.txn(), kPeople, Scope::kOneLevel, "(uid=*)", 4);
+  CHECK(result.status.code() == StatusCode::kSizeLimitExceeded);
+  CHECK(result.dns.size() == 4);
+  result = search(f.directory(), f.txn(), kPeople, Scope::kSubtree, "(uid=user*)", 4);
+  CHECK(result.status.code() == StatusCode::kSizeLimitExceeded);
+  CHECK(result.dns.size() == 4);
+  result = search(f.directory(), f.txn(), kPeople, Scope::kSubtree, "(uid=user*)", 10);
+  CHECK(result.status.ok());
+  CHECK(result.dns.size() == 10);
+}
+
+TEST_CASE("Search: a passed deadline ends with kTimeLimitExceeded") {
+  SearchFixture f;
+  const schema::Filter filter = parse_filter("(objectClass=*)");
+  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0,
+                  std::chrono::steady_clock::now() - std::chrono::seconds(1)};
+  std::size_t delivered = 0;
+  const Status status = f.directory().search(f.txn(), spec, [&](const EntryRef&) {
+    ++delivered;
+    return true;
+  });
+  CHECK(status.code() == StatusCode::kTimeLimitExceeded);
+  CHECK(delivered == 0);
+}
+
+TEST_CASE("Search: the callback stops the stream") {
+  SearchFixture f;
+  const schema::Filter filter = parse_filter("(objectClass=*)");
+  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0, std::nullopt};
+  std::size_t delivered = 0;
+  require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef&) { return ++delivered < 3; }));
+  CHECK(delivered == 3);
+}
+
+TEST_CASE("Search: a missing base reports the matched DN") {
+  SearchFixture f;
+  SearchResult result =
+      search(f.directory(), f.txn(), "uid=x,ou=nowhere," + kPeople, Scope::kSubtree, "(uid=*)");
+  CHECK(result.status.code() == StatusCode::kNoSuchObject);
+  CHECK(result.status.message() == kPeople);
+  result = search(f.directory(), f.txn(), "dc=other,dc=org", Scope::kSubtree, "(uid=*)");
+  CHECK(result.status.code() == StatusCode::kNoSuchObject);
+  CHECK(result.status.message().empty());
+  result = search(f.directory(), f.txn(), "bad dn", Scope::kSubtree, "(uid=*)");
+  CHECK(result.status.code() == StatusCode::kInvalidDnSyntax);
+  CHECK(f.directory().get(f.txn(), "uid=nobody," + kPeople).status() ==
+        Status(StatusCode::kNoSuchObject, kPeople));
+}
+
+TEST_CASE("Search: a read transaction sees later commits on its next operation") {
+  SearchFixture f;
+  CHECK(f.count("(uid=newcomer)") == 0);
+  require_ok(f.directory().add(
+      person_entry("uid=newcomer," + kPeople, "newcomer", "New Comer", "Comer"), {}));
+  CHECK(f.count("(uid=newcomer)") == 1);
+  CHECK(f.count("(cn=*comer)") == 1);
+}
+
+TEST_CASE("Search: an index added later is unused until rebuilt") {
+  TempDir dir;
+  {
+    auto directory = open_directory(test_options(dir.path(), {}));
+    add_base_tree(*directory);
+    for (int n = 0; n < 5; ++n) {
+      require_ok(
+          directory->add(person_entry(user_dn(n), "user" + std::to_string(n), "U", "S"), {}));
+    }
+  }
+  auto directory = open_directory(test_options(dir.path()));
+  auto txn = directory->begin_read();
+  // Maintained but not built: results must still be complete, and older entries (absent from
+  // the new indexes) can still be modified and removed.
+  require_ok(directory->add(person_entry(user_dn(9), "user9", "U", "S"), {}));
+  require_ok(directory->modify(
+      user_dn(2), std::vector<Modification>{{ModificationKind::kReplace, "cn", {"Two"}}}, {}));
+  require_ok(directory->rename(user_dn(3), "uid=user3b", true, std::nullopt, {}));
+  require_ok(directory->remove(user_dn(4), {}));
+  require_ok(directory->add(person_entry(user_dn(4), "user4", "U", "S"), {}));
+  CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user1)").dns.size() == 1);
+  CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user*)").dns.size() == 6);
+  CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user3b)").dns.size() == 1);
+  CHECK(directory->verify_indexes().code() == StatusCode::kInternal);
+  require_ok(directory->rebuild_indexes());
+  require_ok(directory->verify_indexes());
+  CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user1)").dns.size() == 1);
+  CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user*)").dns.size() == 6);
+  txn.reset();
+  directory.reset();
+  // Reopened with the same indexes: they are built.
+  directory = open_directory(test_options(dir.path()));
+  require_ok(directory->verify_indexes());
+  // Reopened without them and again with them: dropped, then unbuilt again.
+  directory.reset();
+  directory = open_directory(test_options(dir.path(), {}));
+  directory.reset();
+  directory = open_directory(test_options(dir.path()));
+  CHECK(directory->verify_indexes().code() == StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace numadir::backend
+
+namespace numadir::backend {
+namespace {
+
+using namespace testing;
+
+TEST_CASE("Search: lookup reads values in place for bind") {
+  SearchFixture f;
+  require_ok(f.directory().modify(
+      user_dn(4),
+      std::vector<Modification>{{ModificationKind::kAdd, "userPassword", {"{SSHA}secret"}},
+                                {ModificationKind::kAdd, "cn;lang-de", {"Vier"}}},
+      {}));
+  std::size_t calls = 0;
+  require_ok(f.directory().lookup(
+      f.txn(), "UID=user4,ou=people,dc=example,dc=com", [&](const EntryRef& entry) {
+        ++calls;
+        CHECK(entry.dn() == "uid=user4," + kPeople);
+        CHECK(entry.values("userPassword") == std::vector<std::string_view>{"{SSHA}secret"});
+        CHECK(entry.values("cn") == std::vector<std::string_view>{"User 4", "Vier"});
+        CHECK(entry.values("cn;lang-de") == std::vector<std::string_view>{"Vier"});
+        CHECK(entry.values("name").size() == 3);  // cn and sn.
+        CHECK(entry.values("mail").size() == 1);
+        CHECK(entry.values("telephoneNumber").empty());
+        CHECK(entry.values("noSuchType").empty());
+      }));
+  CHECK(calls == 1);
+  const Status missing =
+      f.directory().lookup(f.txn(), "uid=nobody," + kPeople, [&](const EntryRef&) { ++calls; });
+  CHECK(missing == Status(StatusCode::kNoSuchObject, kPeople));
+  CHECK(f.directory().lookup(f.txn(), "=bad", [&](const EntryRef&) { ++calls; }).code() ==
+        StatusCode::kInvalidDnSyntax);
+  CHECK(calls == 1);
+}
+
+}  // namespace
+}  // namespace numadir::backend
