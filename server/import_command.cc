@@ -45,6 +45,13 @@ class Progress {
     draw(entries, bytes, total, now);
   }
 
+  // Clears the progress bar so that a message can take its line.
+  void interrupt() {
+    if (enabled_ && terminal_) {
+      err_ << "\r\033[K";
+    }
+  }
+
   void finish(std::uint64_t entries) {
     const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     if (enabled_ && terminal_) {
@@ -125,7 +132,8 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
       while (true) {
         auto more = reader.next(entry);
         if (!more.ok()) {
-          err << "\nnumadir import: " << name << ": " << more.status().message() << "\n";
+          progress.interrupt();
+          err << "numadir import: " << name << ": " << more.status().message() << "\n";
           failed = true;
           break;
         }
@@ -134,9 +142,9 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
         }
         const Status added = (*importer)->add(entry);
         if (!added.ok()) {
-          err << "\nnumadir import: " << name << ":" << reader.record_line() << ": dn \""
-              << entry.dn << "\": " << status_code_name(added.code()) << ": " << added.message()
-              << "\n";
+          progress.interrupt();
+          err << "numadir import: " << name << ":" << reader.record_line() << ": dn \"" << entry.dn
+              << "\": " << status_code_name(added.code()) << ": " << added.message() << "\n";
           failed = true;
           break;
         }
