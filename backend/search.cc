@@ -96,8 +96,10 @@ class Searcher {
     std::vector<std::string_view> unindexed;
     Status status = compute_candidates(state_.filter, core_.indexes, state_.cursors,
                                        txn_id(state_.txn), &candidates, &unindexed);
-    for (std::string_view name : unindexed) {
-      note_unindexed(core_, name);
+    if (candidates.all) {  // Only a scan is worth a note; a narrowed AND is fine.
+      for (std::string_view name : unindexed) {
+        note_unindexed(core_, name);
+      }
     }
     if (status.ok()) {
       status = candidates.all ? scan_scope() : scan_candidates(candidates.ids);

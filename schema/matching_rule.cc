@@ -35,12 +35,12 @@
 
 #include "schema/dn.h"
 #include "schema/string_prep.h"
+#include "schema/syntax.h"
 
 namespace numadir::schema {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -289,40 +289,6 @@ bool uuid(std::string_view value, std::string& out) {
 }
 
 // ---- Object identifiers and first components ----
-
-bool is_numericoid(std::string_view value) {
-  std::size_t arcs = 0;
-  std::size_t i = 0;
-  while (true) {
-    const std::size_t start = i;
-    while (i < value.size() && is_digit(value[i])) {
-      ++i;
-    }
-    if (i == start || (value[start] == '0' && i - start > 1)) {
-      return false;
-    }
-    ++arcs;
-    if (i == value.size()) {
-      return arcs >= 2;
-    }
-    if (value[i] != '.') {
-      return false;
-    }
-    ++i;
-  }
-}
-
-bool is_descr(std::string_view value) {
-  if (value.empty() || !is_alpha(value.front())) {
-    return false;
-  }
-  for (char c : value) {
-    if (!is_alpha(c) && !is_digit(c) && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
 
 bool object_identifier(std::string_view value, std::string& out) {
   if (is_numericoid(value)) {

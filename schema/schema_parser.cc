@@ -1,6 +1,7 @@
 // schema/schema_parser.cc: RFC 4512 §4.1 descriptions, their printed form and OID macros. The
 // file forms are in schema/schema_file_parser.cc.
 #include "schema/schema_parser.h"
+#include "schema/syntax.h"
 
 #include <algorithm>
 #include <limits>
@@ -15,7 +16,6 @@ constexpr char kHexUpper[] = "0123456789ABCDEF";
 
 bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-bool is_keychar(unsigned char c) { return is_alpha(c) || is_digit(c) || c == '-'; }
 bool is_space(unsigned char c) { return detail::is_schema_space(c); }
 
 char to_lower_ascii(char c) {
@@ -48,36 +48,6 @@ int hex_value(unsigned char c) {
     return c - 'A' + 10;
   }
   return -1;
-}
-
-// RFC 4512 `number`: DIGIT / ( LDIGIT 1*DIGIT ).
-bool is_number(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return is_digit(c); })) {
-    return false;
-  }
-  return text.size() == 1 || text.front() != '0';
-}
-
-// RFC 4512 `numericoid`: number 1*( DOT number ).
-bool is_numeric_oid(std::string_view text) {
-  std::size_t arcs = 0;
-  while (true) {
-    const std::size_t dot = text.find('.');
-    if (!is_number(text.substr(0, dot))) {
-      return false;
-    }
-    ++arcs;
-    if (dot == std::string_view::npos) {
-      return arcs >= 2;
-    }
-    text.remove_prefix(dot + 1);
-  }
-}
-
-// RFC 4512 `descr`: ALPHA *( ALPHA / DIGIT / HYPHEN ).
-bool is_descr(std::string_view text) {
-  return !text.empty() && is_alpha(text.front()) &&
-         std::all_of(text.begin(), text.end(), [](char c) { return is_keychar(c); });
 }
 
 // RFC 4512 `xstring`: "X" HYPHEN 1*( ALPHA / HYPHEN / USCORE ); "x-" accepted too.
@@ -304,7 +274,7 @@ class DescriptionParser {
     if (!read_oid_text(text)) {
       return false;
     }
-    if (is_descr(text) || is_numeric_oid(text)) {
+    if (is_descr(text) || is_numericoid(text)) {
       out = std::move(text);
       return true;
     }
@@ -479,7 +449,7 @@ class DescriptionParser {
 
   bool to_numeric(const std::string& text, std::size_t at, std::string_view what,
                   std::string& out) {
-    if (is_numeric_oid(text)) {
+    if (is_numericoid(text)) {
       out = text;
       return true;
     }
@@ -777,7 +747,7 @@ Status OidMacros::define(std::string_view name, std::string_view oid) {
 }
 
 Result<std::string> OidMacros::expand(std::string_view text) const {
-  if (is_numeric_oid(text)) {
+  if (is_numericoid(text)) {
     return std::string(text);
   }
   const std::size_t colon = text.find(':');
@@ -794,7 +764,7 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
   }
   const std::string_view suffix = text.substr(colon + 1);
   std::string result = it->second + "." + std::string(suffix);
-  if (suffix.empty() || !is_numeric_oid(result)) {
+  if (suffix.empty() || !is_numericoid(result)) {
     return malformed("bad OID suffix in " + in_quotes(text));
   }
   return result;

@@ -89,40 +89,6 @@ bool is_ia5_string(std::string_view value) {
   return true;
 }
 
-bool is_numericoid(std::string_view value) {
-  std::size_t arcs = 0;
-  std::size_t i = 0;
-  while (true) {
-    const std::size_t start = i;
-    while (i < value.size() && is_digit(value[i])) {
-      ++i;
-    }
-    if (i == start || (value[start] == '0' && i - start > 1)) {
-      return false;
-    }
-    ++arcs;
-    if (i == value.size()) {
-      return arcs >= 2;
-    }
-    if (value[i] != '.') {
-      return false;
-    }
-    ++i;
-  }
-}
-
-bool is_descr(std::string_view value) {
-  if (value.empty() || !is_alpha(value.front())) {
-    return false;
-  }
-  for (char c : value) {
-    if (!is_alpha(c) && !is_digit(c) && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool is_oid(std::string_view value) { return is_numericoid(value) || is_descr(value); }
 
 // RFC 4512 number: DIGIT / LDIGIT 1*DIGIT.
@@ -865,6 +831,40 @@ constexpr std::array kSyntaxes = {
 #undef NUMADIR_SYNTAX
 
 }  // namespace
+
+bool is_numericoid(std::string_view value) {
+  std::size_t arcs = 0;
+  std::size_t i = 0;
+  while (true) {
+    const std::size_t start = i;
+    while (i < value.size() && is_digit(value[i])) {
+      ++i;
+    }
+    if (i == start || (value[start] == '0' && i - start > 1)) {
+      return false;
+    }
+    ++arcs;
+    if (i == value.size()) {
+      return arcs >= 2;
+    }
+    if (value[i] != '.') {
+      return false;
+    }
+    ++i;
+  }
+}
+
+bool is_descr(std::string_view value) {
+  if (value.empty() || !is_alpha(value.front())) {
+    return false;
+  }
+  for (char c : value) {
+    if (!is_alpha(c) && !is_digit(c) && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
 
 const Syntax* find_syntax(std::string_view oid) {
   for (const Syntax& syntax : kSyntaxes) {

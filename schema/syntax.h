@@ -17,7 +17,7 @@ struct Syntax {
   // Returns: true if `value` is a valid value of this syntax (RFC 4517's grammar). Binary
   // syntaxes (Octet String, JPEG, certificates, ...) accept any bytes.
   bool (*validate)(std::string_view value);
-  bool human_readable;           // RFC 4517 X-NOT-HUMAN-READABLE is the opposite.
+  bool human_readable;  // RFC 4517 X-NOT-HUMAN-READABLE is the opposite.
 };
 
 // Returns: the syntax with `oid` (exact numeric OID), or nullptr if it is not built in.
@@ -25,5 +25,10 @@ const Syntax* find_syntax(std::string_view oid);
 
 // Returns: every built-in syntax, in a stable order (for the subschema subentry).
 std::span<const Syntax> all_syntaxes();
+
+// RFC 4512 §1.4: numericoid = number 1*( DOT number ), no leading zeros in a number.
+bool is_numericoid(std::string_view value);
+// RFC 4512 §1.4: descr = ALPHA *( ALPHA / DIGIT / HYPHEN ).
+bool is_descr(std::string_view value);
 
 }  // namespace numadir::schema

@@ -2,6 +2,7 @@
 // primitive type as views into the input, nesting, and one bad-input test per rejection rule,
 // each checking the recorded problem and its byte offset.
 #include "listener/wire/ber_reader.h"
+#include "tests/listener/wire/pdu_bytes.h"
 
 #include <doctest/doctest.h>
 
@@ -19,24 +20,8 @@
 namespace numadir::listener::wire {
 namespace {
 
-// Returns: the bytes spelled by `text`: pairs of hex digits, spaces ignored.
-std::string hex(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    while (i < text.size() && text[i] == ' ') {
-      ++i;
-    }
-    if (i == text.size()) {
-      break;
-    }
-    unsigned byte = 0;
-    const char* const end = text.data() + std::min(i + 2, text.size());
-    const auto [last, error] = std::from_chars(text.data() + i, end, byte, 16);
-    NUMADIR_CHECK(error == std::errc() && last == text.data() + i + 2, "hex(): bad digit pair");
-    out.push_back(static_cast<char>(byte));
-  }
-  return out;
-}
+using testing::hex;
+using testing::points_into;
 
 // Returns: "ok", or "<what> @ <offset>", so a failed CHECK shows both.
 std::string describe(const BerError& error) {
@@ -44,13 +29,6 @@ std::string describe(const BerError& error) {
     return "ok";
   }
   return std::string(error.what) + " @ " + std::to_string(error.offset);
-}
-
-// Returns: true if `view` lies inside `buffer` (a view into it, not a copy).
-bool points_into(std::string_view view, std::string_view buffer) {
-  const std::less_equal<const char*> le;
-  return le(buffer.data(), view.data()) &&
-         le(view.data() + view.size(), buffer.data() + buffer.size());
 }
 
 constexpr std::uint32_t kDepth = 8;
