@@ -101,6 +101,8 @@ TEST_CASE("Config: each mistake names its key") {
        "test.toml: passwords.default_scheme:"},
       {"read-only scheme", db + "[passwords]\ndefault_scheme = \"SHA\"\n",
        "test.toml: passwords.default_scheme: \"SHA\" can be read but not written"},
+      {"non-ASCII between tokens", "[ \xef\xba\xbf\"dc=x\"]\n",
+       "test.toml:1: non-ASCII character outside a string or comment"},
       {"cleartext flag type", db + "[passwords]\nallow_cleartext = \"yes\"\n",
        "test.toml: passwords.allow_cleartext: must be true or false"},
   };
@@ -111,6 +113,14 @@ TEST_CASE("Config: each mistake names its key") {
       CHECK(message.rfind(c.message, 0) == 0);
     }
   }
+}
+
+TEST_CASE("Config: non-ASCII text inside strings and comments is fine") {
+  auto config = parse(
+      "# Caf\xc3\xa9 config\n[database]\npath = \"d\xc3\xa9\"\n"
+      "suffix = \"dc=example,dc=com\"\n");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->database.path == "/etc/nd/d\xc3\xa9");
 }
 
 TEST_CASE("Config: sizes and index specs parse on their own") {
