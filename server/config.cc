@@ -188,55 +188,22 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
   }
 }
 
-// TOML allows non-ASCII only inside strings and comments. toml++ 3.3 reaches an unreachable
-// point on some non-ASCII code points between tokens, so such text is refused here first. A
-// quote opens a string only where TOML allows one (a key at the start of a line, or after '=',
-// '[', ',', '{' or '.'), so that malformed text is never read as a string here and as
-// something else by toml++.
-// Returns: the 1-based line of the first non-ASCII byte outside a string or comment, or 0.
-std::size_t non_ascii_outside_strings(std::string_view text) {
+// toml++ 3.3 reaches __builtin_unreachable on some non-ASCII code points where it expects
+// whitespace, and where it expects whitespace on malformed input cannot be told from outside.
+// So numadir.toml is ASCII outside comments (a comment runs from any '#' to the end of its
+// line); DNs with other characters are written with RFC 4514 \XX escapes.
+// Returns: the 1-based line of the first non-ASCII byte outside a comment, or 0.
+std::size_t non_ascii_outside_comments(std::string_view text) {
   std::size_t line = 1;
-  char previous = '\n';  // The last byte other than space or tab on this line.
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const char c = text[i];
+  bool comment = false;
+  for (const char c : text) {
     if (c == '\n') {
       ++line;
-      previous = '\n';
-      ++i;
-    } else if (c == ' ' || c == '\t' || c == '\r') {
-      ++i;
+      comment = false;
     } else if (c == '#') {
-      while (i < text.size() && text[i] != '\n') {
-        ++i;
-      }
-    } else if ((c == '"' || c == '\'') &&
-               std::string_view("\n=[,{.").find(previous) != std::string_view::npos) {
-      const std::string quote(text.compare(i, 3, std::string(3, c)) == 0 ? 3 : 1, c);
-      i += quote.size();
-      while (i < text.size()) {
-        if (c == '"' && text[i] == '\\') {
-          i += 2;  // An escape never ends the string.
-          continue;
-        }
-        if (text[i] == '\n') {
-          if (quote.size() == 1) {
-            break;  // An unterminated string: toml++ reports it.
-          }
-          ++line;
-        }
-        if (text.compare(i, quote.size(), quote) == 0) {
-          i += quote.size();
-          break;
-        }
-        ++i;
-      }
-      previous = c;
-    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      comment = true;
+    } else if (static_cast<unsigned char>(c) >= 0x80 && !comment) {
       return line;
-    } else {
-      previous = c;
-      ++i;
     }
   }
   return 0;
@@ -316,9 +283,10 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text) {
 
 Result<Config> parse_config(std::string_view text, std::string_view origin,
                             const std::filesystem::path& base_dir) {
-  if (const std::size_t line = non_ascii_outside_strings(text); line != 0) {
+  if (const std::size_t line = non_ascii_outside_comments(text); line != 0) {
     return invalid_argument(std::string(origin) + ":" + std::to_string(line) +
-                            ": non-ASCII character outside a string or comment");
+                            ": non-ASCII character (only comments may have them; write DNs "
+                            "with \\XX escapes)");
   }
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) {
