@@ -189,21 +189,91 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
 }
 
 // toml++ 3.3 reaches __builtin_unreachable on some non-ASCII code points where it expects
-// whitespace, and where it expects whitespace on malformed input cannot be told from outside.
-// So numadir.toml is ASCII outside comments (a comment runs from any '#' to the end of its
-// line); DNs with other characters are written with RFC 4514 \XX escapes.
-// Returns: the 1-based line of the first non-ASCII byte outside a comment, or 0.
-std::size_t non_ascii_outside_comments(std::string_view text) {
+// whitespace (e.g. after a line-ending backslash in a multi-line string), so toml++ never sees
+// a byte above 0x7f. numadir.toml is ASCII outside comments (DNs with other characters are
+// written with RFC 4514 \XX escapes); comments may hold anything, and the copy handed to toml++
+// has those bytes replaced by '?', which keeps every line and column where it was.
+// A small TOML lexer finds the comments: '#' outside strings, to the end of the line; strings
+// are "...", '...', """...""" and '''...''' (an unterminated one-line string ends at the newline,
+// where toml++ reports it).
+// Returns: the 1-based line of the first non-ASCII byte outside a comment, or 0; `ascii` gets
+// the text with comment bytes above 0x7f replaced.
+std::size_t mask_comment_non_ascii(std::string_view text, std::string& ascii) {
+  ascii.assign(text);
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+  In in = In::kCode;
   std::size_t line = 1;
-  bool comment = false;
-  for (const char c : text) {
+  const auto starts = [&](std::size_t i, std::string_view what) {
+    return text.substr(i, what.size()) == what;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      if (in != In::kComment) {
+        return line;
+      }
+      ascii[i] = '?';
+      continue;
+    }
     if (c == '\n') {
       ++line;
-      comment = false;
-    } else if (c == '#') {
-      comment = true;
-    } else if (static_cast<unsigned char>(c) >= 0x80 && !comment) {
-      return line;
+      if (in == In::kComment || in == In::kBasic || in == In::kLiteral) {
+        in = In::kCode;
+      }
+      continue;
+    }
+    switch (in) {
+      case In::kCode:
+        if (c == '#') {
+          in = In::kComment;
+        } else if (starts(i, "\"\"\"")) {
+          in = In::kMultiBasic;
+          i += 2;
+        } else if (starts(i, "\'\'\'")) {
+          in = In::kMultiLiteral;
+          i += 2;
+        } else if (c == '"') {
+          in = In::kBasic;
+        } else if (c == '\'') {
+          in = In::kLiteral;
+        }
+        break;
+      case In::kComment:
+        break;
+      case In::kBasic:
+      case In::kMultiBasic:
+        if (c == '\\') {
+          if (i + 1 < text.size() && text[i + 1] != '\n') {
+            ++i;  // the escaped character (a non-ASCII one is caught on the next round)
+            if (static_cast<unsigned char>(text[i]) >= 0x80) {
+              return line;
+            }
+          }
+        } else if (in == In::kBasic && c == '"') {
+          in = In::kCode;
+        } else if (in == In::kMultiBasic && starts(i, "\"\"\"")) {
+          // Up to two more quotes belong to the string's content.
+          while (i + 3 < text.size() && text[i + 3] == '"') {
+            ++i;
+          }
+          i += 2;
+          in = In::kCode;
+        }
+        break;
+      case In::kLiteral:
+        if (c == '\'') {
+          in = In::kCode;
+        }
+        break;
+      case In::kMultiLiteral:
+        if (starts(i, "\'\'\'")) {
+          while (i + 3 < text.size() && text[i + 3] == '\'') {
+            ++i;
+          }
+          i += 2;
+          in = In::kCode;
+        }
+        break;
     }
   }
   return 0;
@@ -283,12 +353,13 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text) {
 
 Result<Config> parse_config(std::string_view text, std::string_view origin,
                             const std::filesystem::path& base_dir) {
-  if (const std::size_t line = non_ascii_outside_comments(text); line != 0) {
+  std::string ascii;
+  if (const std::size_t line = mask_comment_non_ascii(text, ascii); line != 0) {
     return invalid_argument(std::string(origin) + ":" + std::to_string(line) +
                             ": non-ASCII character (only comments may have them; write DNs "
                             "with \\XX escapes)");
   }
-  toml::parse_result parsed = toml::parse(text, origin);
+  toml::parse_result parsed = toml::parse(ascii, origin);
   if (!parsed) {
     const toml::parse_error& error = parsed.error();
     std::ostringstream message;

@@ -109,6 +109,7 @@ def main() -> int:
     parser.add_argument("--numadir", required=True)
     parser.add_argument("--gen", required=True)
     parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--bin-dir", help="the build directory (unused here)")
     args = parser.parse_args()
     for tool in ("/usr/sbin/slapadd", "/usr/sbin/slapcat"):
         if not os.access(tool, os.X_OK):
