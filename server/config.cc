@@ -351,6 +351,112 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text) {
   return spec;
 }
 
+namespace {
+
+// Reads an optional non-negative integer key no larger than `max`.
+bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
+               std::uint64_t max, std::uint64_t& out, Problems& problems) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) {
+    return false;
+  }
+  const auto* value = node->as_integer();
+  if (value == nullptr || value->get() < 0 || static_cast<std::uint64_t>(value->get()) > max) {
+    problems.add(std::string(prefix) + "." + std::string(key),
+                 "must be an integer from 0 to " + std::to_string(max));
+    return false;
+  }
+  out = static_cast<std::uint64_t>(value->get());
+  return true;
+}
+
+void parse_server(const toml::table& table, Config& config, Problems& problems) {
+  check_keys(table, "server",
+             {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections",
+              "max_pdu_size", "max_outstanding_per_connection", "queue_capacity",
+              "allow_unauthenticated_bind"},
+             problems);
+  ServerSettings& server = config.server;
+  std::vector<std::string> urls;
+  if (get_strings(table, "server", "listen", urls, problems)) {
+    if (urls.empty()) {
+      problems.add("server.listen", "needs at least one URL");
+    }
+    for (const std::string& text : urls) {
+      auto url = listener::parse_listen_url(text);
+      if (!url.ok()) {
+        problems.add("server.listen", url.status().message());
+        break;
+      }
+      server.listen.push_back(*url);
+    }
+  }
+  if (get_string(table, "server", "rootdn", server.root_dn, problems)) {
+    auto dn = schema::Dn::parse(server.root_dn);
+    if (!dn.ok()) {
+      problems.add("server.rootdn", dn.status().message());
+    }
+  }
+  if (get_string(table, "server", "rootpw", server.root_password, problems)) {
+    if (server.root_dn.empty()) {
+      problems.add("server.rootpw", "set without server.rootdn");
+    } else if (!backend::stored_password_scheme(server.root_password).ok() &&
+               !config.allow_cleartext_passwords) {
+      problems.add("server.rootpw",
+                   "must be hashed ({SSHA512}..., made by numadir passwd) unless "
+                   "passwords.allow_cleartext is true");
+    }
+  }
+  std::uint64_t number = 0;
+  if (get_count(table, "server", "listeners", 1024, number, problems)) {
+    server.listeners = number;
+  }
+  if (get_count(table, "server", "workers", 4096, number, problems)) {
+    server.workers = number;
+  }
+  if (get_count(table, "server", "max_connections", 1'000'000, number, problems)) {
+    server.max_connections = number;
+  }
+  if (get_count(table, "server", "max_outstanding_per_connection", 65536, number, problems)) {
+    if (number == 0) {
+      problems.add("server.max_outstanding_per_connection", "must be at least 1");
+    }
+    server.max_outstanding_per_connection = static_cast<std::uint32_t>(number);
+  }
+  if (get_count(table, "server", "queue_capacity", 65000, number, problems)) {
+    if (number == 0) {
+      problems.add("server.queue_capacity", "must be at least 1");
+    }
+    server.queue_capacity = number;
+  }
+  std::string text;
+  if (get_string(table, "server", "max_pdu_size", text, problems)) {
+    auto bytes = parse_size_bytes(text);
+    if (!bytes.ok()) {
+      problems.add("server.max_pdu_size", bytes.status().message());
+    } else if (*bytes < 1024 || *bytes > (std::uint64_t{1} << 31)) {
+      problems.add("server.max_pdu_size", "must be from 1KiB to 2GiB");
+    } else {
+      server.max_pdu_bytes = *bytes;
+    }
+  }
+  get_bool(table, "server", "allow_unauthenticated_bind", server.allow_unauthenticated_bind,
+           problems);
+}
+
+void parse_limits(const toml::table& table, Config& config, Problems& problems) {
+  check_keys(table, "limits", {"size_limit", "time_limit"}, problems);
+  std::uint64_t number = 0;
+  if (get_count(table, "limits", "size_limit", UINT32_MAX, number, problems)) {
+    config.server.size_limit = number;
+  }
+  if (get_count(table, "limits", "time_limit", UINT32_MAX, number, problems)) {
+    config.server.time_limit_s = static_cast<std::uint32_t>(number);
+  }
+}
+
+}  // namespace
+
 Result<Config> parse_config(std::string_view text, std::string_view origin,
                             const std::filesystem::path& base_dir) {
   std::string ascii;
@@ -369,7 +475,7 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   const toml::table& root = parsed.table();
   Problems problems(origin);
-  check_keys(root, "", {"database", "schema", "passwords"}, problems);
+  check_keys(root, "", {"database", "schema", "passwords", "server", "limits"}, problems);
 
   Config config;
   if (const toml::table* database = get_table(root, "database", problems)) {
@@ -403,6 +509,16 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
     }
     get_bool(*passwords, "passwords", "allow_cleartext", config.allow_cleartext_passwords,
              problems);
+  }
+  // After [passwords]: whether a cleartext rootpw is allowed depends on it.
+  if (const toml::table* server = get_table(root, "server", problems)) {
+    parse_server(*server, config, problems);
+  }
+  if (const toml::table* limits = get_table(root, "limits", problems)) {
+    parse_limits(*limits, config, problems);
+  }
+  if (config.server.listen.empty()) {
+    config.server.listen.push_back(listener::ListenUrl{"ldap", "", 389});
   }
   if (problems.any()) {
     return problems.status();

@@ -11,12 +11,30 @@
 //   [schema]
 //   files = ["/etc/numadir/local.schema"]  # loaded after the shipped schema, in order
 //
+//   [server]
+//   listen = ["ldap://127.0.0.1:389"]     # listen URLs (default ldap://:389, every address)
+//   rootdn = "cn=admin,dc=example,dc=com" # the all-powerful identity (optional)
+//   rootpw = "{SSHA512}..."              # its password, hashed (numadir passwd)
+//   listeners = 1                        # listener threads (0 = auto)
+//   workers = 2                          # worker threads (0 = auto: one per CPU)
+//   max_connections = 4096
+//   max_pdu_size = "4MiB"
+//   max_outstanding_per_connection = 64
+//   queue_capacity = 4096                # requests waiting for a worker
+//   allow_unauthenticated_bind = false   # RFC 4513 5.1.2: a DN with an empty password
+//
+//   [limits]
+//   size_limit = 500                     # entries per search for anonymous and users (0 = none)
+//   time_limit = 3600                    # seconds per search (0 = none); rootdn: unlimited
+//
 //   [passwords]
 //   default_scheme = "SSHA512"           # scheme for passwords numadir hashes
 //   allow_cleartext = false              # accept stored cleartext userPassword values
 //
 // Thread contract: parsed once at startup; immutable afterwards.
 #pragma once
+
+#include "listener/listen_url.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -30,12 +48,28 @@
 
 namespace numadir::server {
 
+struct ServerSettings {
+  std::vector<listener::ListenUrl> listen;  // Default: ldap://:389.
+  std::string root_dn;
+  std::string root_password;
+  std::size_t listeners = 0;  // 0 = auto.
+  std::size_t workers = 0;    // 0 = auto.
+  std::size_t max_connections = 4096;
+  std::size_t max_pdu_bytes = 4 * 1024 * 1024;
+  std::uint32_t max_outstanding_per_connection = 64;
+  std::size_t queue_capacity = 4096;
+  bool allow_unauthenticated_bind = false;
+  std::uint64_t size_limit = 500;
+  std::uint32_t time_limit_s = 3600;
+};
+
 struct Config {
   std::filesystem::path source;  // The file it came from (empty for text).
   backend::DirectoryOptions database;
   std::vector<std::filesystem::path> schema_files;
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
   bool allow_cleartext_passwords = false;
+  ServerSettings server;
 };
 
 // Parses numadir.toml text. Relative paths are taken relative to `base_dir`.

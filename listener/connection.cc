@@ -1,0 +1,157 @@
+// listener/connection.cc: see connection.h.
+#include "listener/connection.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "listener/listener.h"
+#include "listener/request.h"
+
+namespace numadir::listener {
+
+Connection::Connection(int fd, ConnectionInfo info, Listener& owner)
+    : fd_(fd), info_(std::move(info)), owner_(owner) {}
+
+Connection::~Connection() {
+  held_.clear();  // Their references go before the socket does.
+  session_.reset();
+  ::close(fd_);
+}
+
+void Connection::release_from_worker() {
+  // After this fetch_sub the owner may destroy the connection: read what is needed first.
+  Listener& owner = owner_;
+  const std::uint64_t id = info_.id;
+  const std::uint64_t before = state_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+  if ((before & kWatchBit) != 0) {
+    owner.notify(id);
+  }
+}
+
+std::uint64_t Connection::watch() {
+  return state_.fetch_or(kWatchBit, std::memory_order_seq_cst) >> 1;
+}
+
+void Connection::abandon(std::int32_t message_id) {
+  MutexLock lock(mu_);
+  if (std::find(running_ids_.begin(), running_ids_.end(), message_id) == running_ids_.end()) {
+    return;  // Finished or never sent: nothing to abandon (RFC 4511 §4.11).
+  }
+  abandoned_ids_.push_back(message_id);
+  abandoned_count_.store(static_cast<std::uint32_t>(abandoned_ids_.size()),
+                         std::memory_order_release);
+}
+
+bool Connection::is_abandoned(std::int32_t message_id) const {
+  if (abandon_all_.load(std::memory_order_acquire)) {
+    return true;
+  }
+  if (abandoned_count_.load(std::memory_order_acquire) == 0) {
+    return false;
+  }
+  MutexLock lock(mu_);
+  return std::find(abandoned_ids_.begin(), abandoned_ids_.end(), message_id) !=
+         abandoned_ids_.end();
+}
+
+void Connection::begin_operation(std::int32_t message_id) {
+  MutexLock lock(mu_);
+  running_ids_.push_back(message_id);
+}
+
+void Connection::end_operation(std::int32_t message_id) {
+  MutexLock lock(mu_);
+  if (auto it = std::find(running_ids_.begin(), running_ids_.end(), message_id);
+      it != running_ids_.end()) {
+    *it = running_ids_.back();
+    running_ids_.pop_back();
+  }
+  if (auto it = std::find(abandoned_ids_.begin(), abandoned_ids_.end(), message_id);
+      it != abandoned_ids_.end()) {
+    *it = abandoned_ids_.back();
+    abandoned_ids_.pop_back();
+    abandoned_count_.store(static_cast<std::uint32_t>(abandoned_ids_.size()),
+                           std::memory_order_release);
+  }
+}
+
+std::size_t Connection::pending_output_bytes() const {
+  MutexLock lock(mu_);
+  return out_.size();
+}
+
+void Connection::send_bytes(std::string_view bytes) {
+  {
+    MutexLock lock(mu_);
+    if (output_failed_.load(std::memory_order_relaxed)) {
+      return;
+    }
+    out_.append(bytes);
+    if (writing_) {
+      return;  // The current writer (or the owner's EPOLLOUT) takes these bytes too.
+    }
+    writing_ = true;
+  }
+  if (!write_pending()) {
+    owner_.notify(info_.id);  // Blocked or failed: the owner takes over or closes.
+  }
+}
+
+bool Connection::flush_from_owner() {
+  {
+    MutexLock lock(mu_);
+    if (!blocked_) {
+      return !writing_;
+    }
+    blocked_ = false;  // The owner is the writer now.
+  }
+  return write_pending();
+}
+
+bool Connection::write_pending() {
+  std::string chunk;
+  for (;;) {
+    {
+      MutexLock lock(mu_);
+      if (out_.empty()) {
+        writing_ = false;
+        return true;
+      }
+      chunk.swap(out_);
+      out_.clear();
+    }
+    std::size_t done = 0;
+    while (done < chunk.size()) {
+      const ssize_t n = ::send(fd_, chunk.data() + done, chunk.size() - done, MSG_NOSIGNAL);
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      MutexLock lock(mu_);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        // Keep the order: what is left of this chunk goes before bytes appended meanwhile.
+        out_.insert(0, chunk, done, std::string::npos);
+        blocked_ = true;  // writing_ stays true: the owner writes on EPOLLOUT.
+      } else {
+        output_failed_.store(true, std::memory_order_release);
+        out_.clear();
+        writing_ = false;
+      }
+      return false;
+    }
+    chunk.clear();
+  }
+}
+
+bool Connection::output_blocked() const {
+  MutexLock lock(mu_);
+  return blocked_;
+}
+
+}  // namespace numadir::listener

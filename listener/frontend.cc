@@ -1,0 +1,142 @@
+// listener/frontend.cc: see frontend.h.
+#include "listener/frontend.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace numadir::listener {
+namespace {
+
+// errno, translated once for the listener (STYLE.md): "<what>: <strerror>".
+Status errno_status(const std::string& what) {
+  return Status(StatusCode::kIo, what + ": " + std::strerror(errno));
+}
+
+// Returns: a bound, listening, non-blocking SO_REUSEPORT socket for `url` on `port`.
+Result<int> open_listen_socket(const ListenUrl& url, std::uint16_t port) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  const bool v4 = !url.host.empty() && url.host.find(':') == std::string::npos;
+  if (v4) {
+    auto& in = reinterpret_cast<sockaddr_in&>(address);
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    inet_pton(AF_INET, url.host.c_str(), &in.sin_addr);
+    length = sizeof(in);
+  } else {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    in6.sin6_addr = in6addr_any;
+    if (!url.host.empty()) {
+      inet_pton(AF_INET6, url.host.c_str(), &in6.sin6_addr);
+    }
+    length = sizeof(in6);
+  }
+  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return errno_status(url.to_string() + ": socket");
+  }
+  const int on = 1;
+  const int off = 0;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+  if (!v4 && url.host.empty()) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));  // Dual stack.
+  }
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    Status status = errno_status(url.to_string() + ": bind");
+    ::close(fd);
+    return status;
+  }
+  if (listen(fd, SOMAXCONN) != 0) {
+    Status status = errno_status(url.to_string() + ": listen");
+    ::close(fd);
+    return status;
+  }
+  return fd;
+}
+
+std::uint16_t bound_port(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return ntohs(address.ss_family == AF_INET
+                   ? reinterpret_cast<const sockaddr_in&>(address).sin_port
+                   : reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options,
+                                                  RequestHandler& handler) {
+  if (options.listeners == 0 || options.workers == 0 || options.urls.empty()) {
+    return invalid_argument("the server needs at least one listen URL, listener and worker");
+  }
+  if (options.queue_capacity == 0 ||
+      options.queue_capacity > threadpool::BoundedQueue<threadpool::Task>::kMaxCapacity) {
+    return invalid_argument(
+        "queue capacity must be 1.." +
+        std::to_string(threadpool::BoundedQueue<threadpool::Task>::kMaxCapacity));
+  }
+  std::unique_ptr<Frontend> frontend(new Frontend());
+  // Sockets first: a port in use fails the start before any thread runs.
+  std::vector<std::vector<int>> fds(options.listeners);
+  auto close_all = [&fds] {
+    for (auto& list : fds) {
+      for (const int fd : list) {
+        ::close(fd);
+      }
+    }
+  };
+  for (const ListenUrl& url : options.urls) {
+    ListenUrl bound = url;
+    for (std::size_t i = 0; i < options.listeners; ++i) {
+      Result<int> fd = open_listen_socket(url, bound.port);
+      if (!fd.ok()) {
+        close_all();
+        return fd.status();
+      }
+      bound.port = bound_port(*fd);
+      fds[i].push_back(*fd);
+    }
+    frontend->bound_urls_.push_back(bound);
+  }
+  frontend->shared_.handler = &handler;
+  frontend->shared_.limits = options.limits;
+  threadpool::WorkerPoolOptions pool_options;
+  pool_options.threads = options.workers;
+  pool_options.queue_capacity = options.queue_capacity;
+  frontend->pool_ = std::make_unique<threadpool::WorkerPool>(pool_options);
+  frontend->shared_.pool = frontend->pool_.get();
+  frontend->pool_->start();
+  for (std::size_t i = 0; i < options.listeners; ++i) {
+    frontend->listeners_.push_back(
+        std::make_unique<Listener>(i, std::move(fds[i]), frontend->shared_));
+  }
+  for (auto& listener : frontend->listeners_) {
+    listener->start();
+  }
+  return frontend;
+}
+
+Frontend::~Frontend() { stop(); }
+
+void Frontend::stop() {
+  if (stopped_) {
+    return;
+  }
+  stopped_ = true;
+  for (auto& listener : listeners_) {
+    listener->stop();
+  }
+  pool_->stop();
+  listeners_.clear();
+}
+
+}  // namespace numadir::listener

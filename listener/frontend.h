@@ -1,0 +1,61 @@
+// listener/frontend.h: the server's network side, assembled: the listen sockets (one
+// SO_REUSEPORT socket per listener thread and listen URL), the listener threads and the worker
+// pool that runs the handler.
+//
+// Thread contract: start/stop/destroy on one controlling thread (the server's main thread).
+// The RequestHandler must outlive the Frontend.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "listener/listen_url.h"
+#include "listener/listener.h"
+#include "listener/request_handler.h"
+#include "threadpool/worker_pool.h"
+
+namespace numadir::listener {
+
+struct FrontendOptions {
+  std::vector<ListenUrl> urls;
+  std::size_t listeners = 1;  // Listener threads.
+  std::size_t workers = 2;    // Worker threads.
+  std::size_t queue_capacity = 4096;
+  ListenerLimits limits;
+};
+
+class Frontend {
+ public:
+  // Binds every URL (port 0: the kernel picks, the same port for every listener), starts the
+  // pool and the listeners.
+  // Errors: kInvalidArgument for counts out of range; kIo naming the URL and errno's text when
+  //   a socket cannot be created, bound or listened on (e.g. the port is in use).
+  static Result<std::unique_ptr<Frontend>> start(const FrontendOptions& options,
+                                                 RequestHandler& handler);
+  Frontend(const Frontend&) = delete;
+  Frontend& operator=(const Frontend&) = delete;
+  ~Frontend();  // Stops.
+
+  // Returns: the URLs as bound (ports resolved).
+  const std::vector<ListenUrl>& bound_urls() const { return bound_urls_; }
+  // Stops accepting and reading, lets started requests finish, closes every connection, then
+  // stops the workers. Idempotent.
+  void stop();
+
+  std::size_t listener_count() const { return listeners_.size(); }
+  const Listener& listener(std::size_t i) const { return *listeners_[i]; }
+  const threadpool::WorkerPool& pool() const { return *pool_; }
+
+ private:
+  Frontend() = default;
+
+  std::vector<ListenUrl> bound_urls_;
+  ListenerShared shared_;
+  std::unique_ptr<threadpool::WorkerPool> pool_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  bool stopped_ = false;
+};
+
+}  // namespace numadir::listener

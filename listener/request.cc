@@ -1,0 +1,40 @@
+// listener/request.cc: see request.h.
+#include "listener/request.h"
+
+#include "listener/wire/message_encoder.h"
+
+namespace numadir::listener {
+
+Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu)
+    : connection_(connection), handler_(handler), pdu_(pdu) {}
+
+Request::~Request() {
+  if (started_) {
+    connection_.release_from_worker();
+  }
+}
+
+void Request::run() {
+  // The listener registered the operation (begin_operation) before handing it over, so an
+  // Abandon read meanwhile finds it. One abandoned before it starts never runs.
+  if (!connection_.is_abandoned(message_.message_id)) {
+    handler_.handle(message_, *connection_.session_, *this);
+  }
+  if (out_.size() > 0) {
+    connection_.send_bytes(out_.view());
+    out_.clear();
+  }
+  connection_.end_operation(message_.message_id);
+}
+
+void Request::send(const wire::LdapMessage& response) {
+  wire::encode_message(response, out_);
+  if (out_.size() >= kFlushBytes) {
+    connection_.send_bytes(out_.view());
+    out_.clear();
+  }
+}
+
+bool Request::abandoned() const { return connection_.is_abandoned(message_.message_id); }
+
+}  // namespace numadir::listener

@@ -1,0 +1,67 @@
+// listener/request.h: one decoded request of a connection, on its way from the listener to a
+// worker: the PDU's bytes (the decoded message views into them), the connection it came on,
+// and the response buffer the handler's results are encoded into.
+//
+// Thread contract: created and decoded by the connection's listener thread; run() and the
+// destructor on the worker that took it (or on the listener, for a request dropped unrun). A
+// Request holds a reference to its Connection from construction to destruction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "listener/connection.h"
+#include "listener/request_handler.h"
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/ldap_message.h"
+#include "listener/wire/message_decoder.h"
+#include "threadpool/worker_pool.h"
+
+namespace numadir::listener {
+
+class Request final : public threadpool::Task, private ResponseSink {
+ public:
+  Request(Connection& connection, RequestHandler& handler, std::string_view pdu);
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  // Drops the connection reference of a started request (telling the owner if it watches).
+  ~Request() override;
+
+  // Owner: the request is being handed to a worker: it takes a reference on the connection,
+  // which a worker drops when done. cancel_start() undoes it when the pool refused the request.
+  void start() {
+    connection_.add_ref();
+    started_ = true;
+  }
+  void cancel_start() {
+    connection_.release_from_owner();
+    started_ = false;
+  }
+
+  // Errors: kMalformed from the decoder.
+  Status decode(const wire::DecodeLimits& limits) {
+    return wire::decode_message(pdu_, message_, limits);
+  }
+  const wire::LdapMessage& message() const { return message_; }
+
+  // Worker: runs the handler and writes its responses.
+  void run() override;
+
+ private:
+  // Responses bigger than this go to the socket while the handler is still producing them.
+  static constexpr std::size_t kFlushBytes = 64 * 1024;
+
+  void send(const wire::LdapMessage& response) override;
+  bool abandoned() const override;
+
+  Connection& connection_;
+  RequestHandler& handler_;
+  bool started_ = false;
+  std::string pdu_;
+  wire::LdapMessage message_;
+  wire::BerWriter out_;
+};
+
+}  // namespace numadir::listener

@@ -1,0 +1,109 @@
+// threadpool/worker_pool.cc: see worker_pool.h.
+#include "threadpool/worker_pool.h"
+
+#include <pthread.h>
+
+#include <utility>
+
+#include "base/check.h"
+
+namespace numadir::threadpool {
+namespace {
+
+// Added to queued_ by stop() so that every parked worker sees a non-zero count and wakes.
+constexpr std::int64_t kStopWake = std::int64_t{1} << 40;
+
+}  // namespace
+
+WorkerPool::WorkerPool(WorkerPoolOptions options)
+    : options_(std::move(options)),
+      queue_(options_.queue_capacity),
+      counters_(new WorkerCounters[options_.threads]) {
+  NUMADIR_CHECK(options_.threads > 0, "WorkerPool needs at least one thread");
+}
+
+WorkerPool::~WorkerPool() { stop(); }
+
+void WorkerPool::start() {
+  NUMADIR_CHECK(threads_.empty(), "WorkerPool started twice");
+  threads_.reserve(options_.threads);
+  for (std::size_t i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this, i] { run_worker(i); });
+    const std::string name = (options_.name + "-" + std::to_string(i)).substr(0, 15);
+    pthread_setname_np(threads_.back().native_handle(), name.c_str());
+  }
+}
+
+void WorkerPool::stop() {
+  if (stopping_.exchange(true, std::memory_order_seq_cst)) {
+    return;
+  }
+  queued_.fetch_add(kStopWake, std::memory_order_seq_cst);
+  queued_.notify_all();
+  for (std::thread& thread : threads_) {
+    thread.join();
+  }
+  threads_.clear();
+}
+
+bool WorkerPool::try_submit(std::unique_ptr<Task>& task) {
+  if (stopping_.load(std::memory_order_relaxed) || !queue_.try_push(task)) {
+    return false;
+  }
+  // seq_cst pairs with the parking worker's parked_ increment and queued_ check: either the
+  // worker sees this increment before it waits, or this thread sees parked_ and notifies.
+  const std::int64_t depth = queued_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  std::int64_t high = high_water_.load(std::memory_order_relaxed);
+  while (depth > high &&
+         !high_water_.compare_exchange_weak(high, depth, std::memory_order_relaxed)) {
+  }
+  if (parked_.load(std::memory_order_seq_cst) > 0) {
+    wake_one();
+  }
+  return true;
+}
+
+void WorkerPool::wake_one() { queued_.notify_one(); }
+
+std::size_t WorkerPool::queue_depth() const {
+  const std::int64_t depth = queued_.load(std::memory_order_relaxed);
+  return depth > 0 && depth < kStopWake ? static_cast<std::size_t>(depth) : 0;
+}
+
+std::size_t WorkerPool::queue_high_water() const {
+  return static_cast<std::size_t>(high_water_.load(std::memory_order_relaxed));
+}
+
+void WorkerPool::run_worker(std::size_t index) {
+  WorkerCounters& counters = counters_[index];
+  std::uint32_t idle_rounds = 0;
+  for (;;) {
+    if (std::unique_ptr<Task> task = queue_.try_pop()) {
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      idle_rounds = 0;
+      task->run();
+      counters.tasks.store(counters.tasks.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+      continue;
+    }
+    if (stopping_.load(std::memory_order_acquire)) {
+      return;  // The queue is drained.
+    }
+    if (++idle_rounds < options_.spin_before_park) {
+      continue;
+    }
+    idle_rounds = 0;
+    parked_.fetch_add(1, std::memory_order_seq_cst);
+    // queued_ may be briefly negative (a task popped before its submitter counted it) or hold
+    // a task another worker is about to take; either way waking once more is harmless.
+    const std::int64_t seen = queued_.load(std::memory_order_seq_cst);
+    if (seen <= 0) {
+      counters.parks.store(counters.parks.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+      queued_.wait(seen, std::memory_order_seq_cst);
+    }
+    parked_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+}  // namespace numadir::threadpool

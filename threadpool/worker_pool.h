@@ -1,0 +1,86 @@
+// threadpool/worker_pool.h: a pool of worker threads taking tasks from one bounded lock-free
+// queue; idle workers park (C++20 atomic wait) after a short bounded spin, so an idle pool
+// costs no CPU.
+//
+// Thread contract: create/start/stop/destroy on one controlling thread. try_submit may be
+// called from any thread, concurrently. Tasks run on the pool's threads; a task's run() must
+// not block for long (it holds a worker).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/cache_line.h"
+#include "threadpool/bounded_queue.h"
+
+namespace numadir::threadpool {
+
+// A unit of work. The pool owns a task from a successful try_submit until run() returns, then
+// destroys it.
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual void run() = 0;
+};
+
+struct WorkerPoolOptions {
+  std::string name = "worker";  // Thread names: "<name>-<i>".
+  std::size_t threads = 2;
+  std::size_t queue_capacity = 4096;  // <= BoundedQueue::kMaxCapacity.
+  // Pops tried before a worker parks. Bounded: an idle worker sleeps within microseconds.
+  std::uint32_t spin_before_park = 64;
+};
+
+// Per-worker counters, each on its own cache line (written by its worker only; read by anyone).
+struct alignas(kCacheLineSize) WorkerCounters {
+  std::atomic<std::uint64_t> tasks{0};
+  std::atomic<std::uint64_t> parks{0};
+};
+
+class WorkerPool {
+ public:
+  // Requires: 0 < options.threads; 0 < options.queue_capacity <= BoundedQueue::kMaxCapacity.
+  explicit WorkerPool(WorkerPoolOptions options);
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  // Stops the pool if running; tasks still queued are destroyed without running.
+  ~WorkerPool();
+
+  void start();
+  // Lets the workers finish the tasks already queued, then joins them. try_submit fails after.
+  void stop();
+
+  // Returns false when the queue is full (backpressure: the caller keeps `task` and retries
+  // later) or the pool is stopping. On success `task` is left empty.
+  [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task);
+
+  std::size_t threads() const { return options_.threads; }
+  const WorkerCounters& counters(std::size_t worker) const { return counters_[worker]; }
+  // Returns: tasks queued and not yet taken (approximate while threads run).
+  std::size_t queue_depth() const;
+  // Returns: the most tasks ever queued at once (approximate).
+  std::size_t queue_high_water() const;
+
+ private:
+  void run_worker(std::size_t index);
+  void wake_one();
+
+  const WorkerPoolOptions options_;
+  BoundedQueue<Task> queue_;
+  // Queued tasks, maintained beside the queue for depth figures and for parking: a worker parks
+  // only while it reads 0 (seq_cst with the submitter's increment, so no wake-up is lost).
+  alignas(kCacheLineSize) std::atomic<std::int64_t> queued_{0};
+  alignas(kCacheLineSize) std::atomic<std::int64_t> high_water_{0};
+  // Workers parked in wait(); a submitter notifies only when there is one.
+  alignas(kCacheLineSize) std::atomic<std::uint32_t> parked_{0};
+  alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
+  std::unique_ptr<WorkerCounters[]> counters_;
+  std::vector<std::thread> threads_;  // Owner: the controlling thread.
+};
+
+}  // namespace numadir::threadpool
