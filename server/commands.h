@@ -1,4 +1,4 @@
-// server/commands.h: the numadir subcommands other than `serve`, each a function that returns
+// server/commands.h: the numadir subcommands, each a function that returns
 // the process exit status (0 success, 1 failure, 2 usage) and reports on the given streams.
 //
 // Thread contract: each runs on the main thread of a short-lived process.
@@ -42,6 +42,14 @@ struct PasswdOptions {
 // Prints a userPassword value for a password, like slappasswd.
 int run_passwd(const PasswdOptions& options, std::istream& in, std::ostream& out,
                std::ostream& err);
+
+struct ServeOptions {
+  std::filesystem::path config;
+  std::filesystem::path pid_file;  // Empty: none.
+};
+// Runs the server in the foreground until SIGTERM or SIGINT; prints one line per bound listen
+// URL ("numadir: listening on ldap://127.0.0.1:389 ...") once it accepts connections.
+int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err);
 
 // Loads the config, the schema files it names and opens nothing else; reports every problem.
 int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);

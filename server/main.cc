@@ -1,5 +1,5 @@
-// numadir: the directory server's command line. `serve` is not written yet; the other
-// subcommands work on a directory's files directly.
+// numadir: the directory server's command line: `serve` runs the server; the other subcommands
+// work on a directory's files directly.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -16,6 +16,12 @@ int main(int argc, char** argv) {
   using namespace numadir::server;
   CLI::App app{"numadir: an LDAPv3 directory server built for authentication load"};
   app.require_subcommand(1);
+
+  ServeOptions serve_options;
+  serve_options.config = kDefaultConfig;
+  CLI::App* serve = app.add_subcommand("serve", "Run the server in the foreground");
+  serve->add_option("-c,--config", serve_options.config, "Config file")->capture_default_str();
+  serve->add_option("--pidfile", serve_options.pid_file, "Write the process id to this file");
 
   ImportOptions import_options;
   import_options.config = kDefaultConfig;
@@ -65,6 +71,9 @@ int main(int argc, char** argv) {
     return app.exit(error);
   }
 
+  if (serve->parsed()) {
+    return run_serve(serve_options, std::cout, std::cerr);
+  }
   if (import->parsed()) {
     import_options.progress = !no_progress;
     return run_import(import_options, std::cout, std::cerr);

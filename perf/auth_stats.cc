@@ -1,0 +1,76 @@
+#include "perf/auth_stats.h"
+
+#include <algorithm>
+
+namespace numadir::perf {
+namespace {
+
+std::uint64_t load_relaxed(const std::uint64_t& counter) {
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(counter))
+      .load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::string_view auth_error_name(AuthError kind) {
+  switch (kind) {
+    case AuthError::kLdapResult:
+      return "ldap_result";
+    case AuthError::kNoEntry:
+      return "no_entry";
+    case AuthError::kMultipleEntries:
+      return "multiple_entries";
+    case AuthError::kConnectFailed:
+      return "connect_failed";
+    case AuthError::kConnectionDropped:
+      return "connection_dropped";
+    case AuthError::kProtocolError:
+      return "protocol_error";
+  }
+  return "unknown";
+}
+
+void AuthTotals::add_live(const WorkerStats& live) {
+  auths += load_relaxed(live.auths);
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    errors[i] += load_relaxed(live.errors[i]);
+  }
+  for (std::size_t i = 0; i < result_codes.size(); ++i) {
+    result_codes[i] += load_relaxed(live.result_codes[i]);
+  }
+  LatencyHistogram copy;
+  copy.load_from(live.latency);
+  latency.merge(copy);
+}
+
+void AuthTotals::add(const AuthTotals& other) {
+  auths += other.auths;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    errors[i] += other.errors[i];
+  }
+  for (std::size_t i = 0; i < result_codes.size(); ++i) {
+    result_codes[i] += other.result_codes[i];
+  }
+  latency.merge(other.latency);
+}
+
+void AuthTotals::subtract(const AuthTotals& earlier) {
+  auths -= std::min(auths, earlier.auths);
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    errors[i] -= std::min(errors[i], earlier.errors[i]);
+  }
+  for (std::size_t i = 0; i < result_codes.size(); ++i) {
+    result_codes[i] -= std::min(result_codes[i], earlier.result_codes[i]);
+  }
+  latency.subtract(earlier.latency);
+}
+
+std::uint64_t AuthTotals::error_total() const {
+  std::uint64_t total = 0;
+  for (std::uint64_t count : errors) {
+    total += count;
+  }
+  return total;
+}
+
+}  // namespace numadir::perf

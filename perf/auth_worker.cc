@@ -1,0 +1,396 @@
+#include "perf/auth_worker.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "base/check.h"
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/framing.h"
+#include "listener/wire/ldap_message.h"
+#include "listener/wire/message_decoder.h"
+#include "listener/wire/message_encoder.h"
+#include "perf/detail/auth_slot.h"
+
+namespace numadir::perf {
+
+namespace wire = listener::wire;
+using detail::kNsPerMs;
+
+namespace {
+
+constexpr int kMaxEvents = 256;
+
+// epoll_event.data.u64 of a connection: its open generation (high 32 bits), its slot's index
+// and its place in the slot. The generation makes an event that a closed socket left in the
+// current batch (its connection since reopened, maybe on the same fd number) recognisably
+// stale. The stop eventfd and the timerfd use tags no connection can have.
+constexpr std::uint64_t kStopTag = ~std::uint64_t{0};
+constexpr std::uint64_t kTimerTag = ~std::uint64_t{0} - 1;
+
+}  // namespace
+
+std::string_view auth_mode_name(AuthMode mode) {
+  switch (mode) {
+    case AuthMode::kSame:
+      return "same";
+    case AuthMode::kSplit:
+      return "split";
+    case AuthMode::kBindOnly:
+      return "bind-only";
+    case AuthMode::kSearchOnly:
+      return "search-only";
+  }
+  return "unknown";
+}
+
+Result<AuthMode> parse_auth_mode(std::string_view name) {
+  for (AuthMode mode :
+       {AuthMode::kSame, AuthMode::kSplit, AuthMode::kBindOnly, AuthMode::kSearchOnly}) {
+    if (name == auth_mode_name(mode)) {
+      return mode;
+    }
+  }
+  return invalid_argument("--mode must be same, split, bind-only or search-only, not '" +
+                          std::string(name) + "'");
+}
+
+std::int64_t monotonic_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+AuthWorker::AuthWorker(WorkerConfig config, WorkerStats& stats)
+    : config_(std::move(config)),
+      stats_(stats),
+      rng_(config_.seed),
+      scratch_(std::make_unique<Scratch>()) {
+  NUMADIR_CHECK(config_.workload != nullptr && config_.slots > 0, "AuthWorker: bad config");
+  for (int i = 0; i < config_.slots; ++i) {
+    auto slot = std::make_unique<Slot>();
+    for (std::uint64_t place = 0; place < 2; ++place) {
+      slot->connections[place].slot = slot.get();
+      slot->connections[place].tag_base = static_cast<std::uint64_t>(i) << 1 | place;
+    }
+    slots_.push_back(std::move(slot));
+  }
+  idle_.reserve(slots_.size());
+  deferred_.reserve(slots_.size());
+  if (config_.rate_per_sec > 0) {
+    interval_ns_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(1e9 / config_.rate_per_sec));
+  }
+}
+
+AuthWorker::~AuthWorker() {
+  for (auto& slot : slots_) {
+    for (Connection& conn : slot->connections) {
+      if (conn.fd >= 0) {
+        ::close(conn.fd);
+      }
+    }
+  }
+  if (timer_fd_ >= 0) {
+    ::close(timer_fd_);
+  }
+  if (epoll_fd_ >= 0) {
+    ::close(epoll_fd_);
+  }
+}
+
+Status AuthWorker::run() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (epoll_fd_ < 0 || timer_fd_ < 0) {
+    return status_error(StatusCode::kIo, std::string("epoll/timerfd: ") + std::strerror(errno));
+  }
+  epoll_event stop_event{EPOLLIN, {.u64 = kStopTag}};
+  epoll_event timer_event{EPOLLIN, {.u64 = kTimerTag}};
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, config_.stop_fd, &stop_event) != 0 ||
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &timer_event) != 0) {
+    return status_error(StatusCode::kIo, std::string("epoll_ctl: ") + std::strerror(errno));
+  }
+  const bool split = config_.mode == AuthMode::kSplit;
+  for (auto& slot : slots_) {
+    if (!config_.reconnect) {
+      open_connection(slot->connections[0]);
+      if (split) {
+        open_connection(slot->connections[1]);
+      }
+    }
+    if (interval_ns_ == 0) {
+      start_auth(*slot, monotonic_ns());
+    } else {
+      idle_.push_back(slot.get());
+    }
+  }
+  epoll_event events[kMaxEvents];
+  for (;;) {
+    run_timers(monotonic_ns());
+    arm_timer();
+    const int count = epoll_wait(epoll_fd_, events, kMaxEvents, -1);
+    if (count < 0) {
+      NUMADIR_CHECK(errno == EINTR, "epoll_wait failed with valid arguments");
+      continue;
+    }
+    for (int i = 0; i < count; ++i) {
+      const std::uint64_t tag = events[i].data.u64;
+      if (tag == kStopTag) {
+        for (auto& slot : slots_) {
+          for (Connection& conn : slot->connections) {
+            close_connection(conn, /*send_unbind=*/true);
+          }
+        }
+        return Status();
+      }
+      if (tag == kTimerTag) {
+        std::uint64_t expirations = 0;
+        // Draining the counter; its value does not matter (run_timers looks at the clock).
+        [[maybe_unused]] const ssize_t n = ::read(timer_fd_, &expirations, sizeof expirations);
+        armed_ns_ = 0;
+        continue;
+      }
+      Connection& conn = slots_[(tag & 0xffff'ffff) >> 1]->connections[tag & 1];
+      if (conn.fd >= 0 && tag >> 32 == conn.generation) {
+        on_event(conn, events[i].events);
+      }
+    }
+  }
+}
+
+void AuthWorker::run_timers(std::int64_t now_ns) {
+  if (!deferred_.empty()) {
+    for (std::size_t i = 0; i < deferred_.size();) {
+      Slot& slot = *deferred_[i];
+      if (slot.retry_ns > now_ns) {
+        ++i;
+        continue;
+      }
+      deferred_[i] = deferred_.back();
+      deferred_.pop_back();
+      slot.deferred = false;
+      next_auth(slot);
+    }
+  }
+  if (interval_ns_ > 0 && now_ns >= config_.rate_start_ns) {
+    due_ = static_cast<std::uint64_t>((now_ns - config_.rate_start_ns) / interval_ns_) + 1;
+    while (started_ < due_ && !idle_.empty()) {
+      Slot& slot = *idle_.back();
+      idle_.pop_back();
+      start_auth(slot, config_.rate_start_ns + static_cast<std::int64_t>(started_) * interval_ns_);
+      ++started_;
+    }
+  }
+}
+
+void AuthWorker::arm_timer() {
+  std::int64_t deadline = 0;
+  for (const Slot* slot : deferred_) {
+    deadline = deadline == 0 ? slot->retry_ns : std::min(deadline, slot->retry_ns);
+  }
+  // The next intended send only matters when a slot is free to take it.
+  if (interval_ns_ > 0 && !idle_.empty()) {
+    const std::int64_t next =
+        config_.rate_start_ns + static_cast<std::int64_t>(started_) * interval_ns_;
+    deadline = deadline == 0 ? next : std::min(deadline, next);
+  }
+  if (deadline == armed_ns_) {
+    return;
+  }
+  itimerspec spec{};
+  if (deadline != 0) {
+    // An absolute time already past fires at once, so a 0-delay defer needs no special case.
+    spec.it_value.tv_sec = deadline / 1'000'000'000;
+    spec.it_value.tv_nsec = std::max<std::int64_t>(deadline % 1'000'000'000, 1);
+  }
+  NUMADIR_CHECK(timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0,
+                "timerfd_settime failed with valid arguments");
+  armed_ns_ = deadline;
+}
+void AuthWorker::on_message(Connection& conn) {
+  const wire::LdapMessage& message = scratch_->response;
+  Slot& slot = *conn.slot;
+  if (message.message_id == wire::kUnsolicitedMessageId) {
+    // A Notice of Disconnection (or another unsolicited notice): the server is closing.
+    drop(conn, AuthError::kConnectionDropped, 0);
+    return;
+  }
+  if (!slot.active || conn.pending_id == 0 || message.message_id != conn.pending_id ||
+      &phase_connection(slot) != &conn) {
+    drop(conn, AuthError::kProtocolError, 0);
+    return;
+  }
+  const bool search = slot.phase == Slot::Phase::kSearch;
+  switch (message.op) {
+    case wire::ProtocolOp::kSearchResultEntry:
+      if (!search) {
+        break;
+      }
+      if (++slot.entries == 1) {
+        slot.dn.assign(message.search_entry.object_name);
+      }
+      return;
+    case wire::ProtocolOp::kSearchResultReference:
+      if (!search) {
+        break;
+      }
+      return;
+    case wire::ProtocolOp::kSearchResultDone:
+      if (!search) {
+        break;
+      }
+      conn.pending_id = 0;
+      if (message.result.code != wire::ResultCode::kSuccess) {
+        fail_auth(slot, static_cast<std::int32_t>(message.result.code));
+      } else if (slot.entries != 1) {
+        stats_.count_error(slot.entries == 0 ? AuthError::kNoEntry : AuthError::kMultipleEntries);
+        slot.active = false;
+        next_auth(slot);
+      } else if (config_.mode == AuthMode::kSearchOnly) {
+        complete_auth(slot);
+      } else {
+        slot.phase = Slot::Phase::kBind;
+        slot.request_sent = false;
+        config_.workload->password(slot.user, slot.password);
+        advance(slot);
+      }
+      return;
+    case wire::ProtocolOp::kBindResponse:
+      if (search) {
+        break;
+      }
+      conn.pending_id = 0;
+      if (message.result.code != wire::ResultCode::kSuccess) {
+        fail_auth(slot, static_cast<std::int32_t>(message.result.code));
+      } else {
+        complete_auth(slot);
+      }
+      return;
+    default:
+      break;
+  }
+  drop(conn, AuthError::kProtocolError, 0);
+}
+
+AuthWorker::Connection& AuthWorker::phase_connection(Slot& slot) {
+  const bool second = config_.mode == AuthMode::kSplit && slot.phase == Slot::Phase::kBind;
+  return slot.connections[second ? 1 : 0];
+}
+
+void AuthWorker::start_auth(Slot& slot, std::int64_t intended_ns) {
+  slot.active = true;
+  slot.request_sent = false;
+  slot.start_ns = intended_ns;
+  slot.user = config_.workload->pick_user(rng_);
+  slot.entries = 0;
+  if (config_.mode == AuthMode::kBindOnly) {
+    slot.phase = Slot::Phase::kBind;
+    config_.workload->bind_dn(slot.user, slot.dn);
+    config_.workload->password(slot.user, slot.password);
+  } else {
+    slot.phase = Slot::Phase::kSearch;
+  }
+  advance(slot);
+}
+
+void AuthWorker::advance(Slot& slot) {
+  Connection& conn = phase_connection(slot);
+  switch (conn.state) {
+    case Connection::State::kClosed:
+      open_connection(conn);  // on_connected() comes back here; a failure defers the slot.
+      return;
+    case Connection::State::kConnecting:
+      return;
+    case Connection::State::kOpen:
+      send_request(slot, conn);
+      return;
+  }
+}
+
+void AuthWorker::send_request(Slot& slot, Connection& conn) {
+  wire::LdapMessage& request = scratch_->request;
+  const std::int32_t id = conn.next_id;
+  conn.next_id = conn.next_id == INT32_MAX ? 1 : conn.next_id + 1;
+  const WorkloadOptions& options = config_.workload->options();
+  if (slot.phase == Slot::Phase::kSearch) {
+    request.reset(id, wire::ProtocolOp::kSearchRequest);
+    wire::SearchRequest& search = request.search_request;
+    search.base_object = options.base;
+    search.scope = wire::SearchScope::kWholeSubtree;
+    config_.workload->build_filter(slot.user, search.filter, scratch_->filter_strings);
+    for (const std::string& attribute : options.attributes) {
+      search.attributes.push_back(attribute);
+    }
+  } else {
+    request.reset(id, wire::ProtocolOp::kBindRequest);
+    request.bind_request.name = slot.dn;
+    request.bind_request.simple_password = slot.password;
+  }
+  wire::encode_message(request, conn.output);
+  conn.pending_id = id;
+  slot.request_sent = true;
+  flush(conn);
+}
+
+void AuthWorker::complete_auth(Slot& slot) {
+  const std::int64_t latency = monotonic_ns() - slot.start_ns;
+  stats_.count_auth(static_cast<std::uint64_t>(std::max<std::int64_t>(latency, 0)));
+  slot.active = false;
+  next_auth(slot);
+}
+
+void AuthWorker::fail_auth(Slot& slot, std::int32_t result_code) {
+  stats_.count_result_code(result_code);
+  slot.active = false;
+  next_auth(slot);
+}
+
+void AuthWorker::drop(Connection& conn, AuthError kind, std::int64_t delay_ns) {
+  stats_.count_error(kind);
+  close_connection(conn, /*send_unbind=*/false);
+  Slot& slot = *conn.slot;
+  if (slot.active && &phase_connection(slot) == &conn) {
+    // The auth is lost. Its slot starts the next one from the timer, not from here, so a
+    // server that resets every connection cannot recurse us into the ground.
+    slot.active = false;
+    defer(slot, monotonic_ns() + delay_ns);
+  }
+}
+
+void AuthWorker::defer(Slot& slot, std::int64_t at_ns) {
+  slot.retry_ns = at_ns;
+  if (!slot.deferred) {
+    slot.deferred = true;
+    deferred_.push_back(&slot);
+  }
+}
+
+void AuthWorker::next_auth(Slot& slot) {
+  if (config_.reconnect) {
+    for (Connection& conn : slot.connections) {
+      close_connection(conn, /*send_unbind=*/true);
+    }
+  }
+  if (interval_ns_ == 0) {
+    start_auth(slot, monotonic_ns());
+    return;
+  }
+  // Open loop: take the oldest auth that is due (its latency counts the wait), else idle.
+  if (started_ < due_) {
+    const std::int64_t intended =
+        config_.rate_start_ns + static_cast<std::int64_t>(started_) * interval_ns_;
+    ++started_;
+    start_auth(slot, intended);
+    return;
+  }
+  idle_.push_back(&slot);
+}
+
+}  // namespace numadir::perf

@@ -1,0 +1,114 @@
+// perf/auth_worker.h: AuthWorker, one authrate thread: its own epoll loop over its own
+// non-blocking connections, each auth a small state machine (search sent -> entry / done ->
+// bind sent -> response), closed loop (each slot starts its next auth when one ends) or open
+// loop at a fixed rate (latency from the intended send time, so a slow server is not hidden by
+// the generator waiting for it).
+//
+// A slot is one auth in flight: one connection, or two in split mode (search on one, bind on
+// the other, as slapd-auth and UnboundID's authrate do). Failures are counted, never fatal: a
+// dropped connection is reopened, a refused connect retried after kConnectRetryMs.
+//
+// auth_worker.cc holds the loop and the auth state machine, auth_worker_io.cc the sockets, reads
+// and writes; the per-slot state they share is in perf/detail/auth_slot.h.
+//
+// Thread contract: construct on any thread, then run() on exactly one thread, which owns every
+// member (connections, buffers, messages) until run() returns; `stats` is written only by that
+// thread (see auth_stats.h for who reads it). run() returns once the stop eventfd is readable;
+// destroy the worker after run() has returned. The AuthWorkload must outlive the worker.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "perf/auth_stats.h"
+#include "perf/auth_workload.h"
+
+namespace numadir::perf {
+
+enum class AuthMode : std::uint8_t { kSame, kSplit, kBindOnly, kSearchOnly };
+// Returns: "same", "split", "bind-only" or "search-only".
+std::string_view auth_mode_name(AuthMode mode);
+// Errors: kInvalidArgument for any other name.
+Result<AuthMode> parse_auth_mode(std::string_view name);
+
+// After a failed connect, a slot waits this long before trying again (no spinning on a server
+// that is down).
+inline constexpr std::int64_t kConnectRetryMs = 100;
+
+struct WorkerConfig {
+  const AuthWorkload* workload = nullptr;  // Required; outlives the worker.
+  sockaddr_storage address{};              // The server.
+  socklen_t address_len = 0;
+  AuthMode mode = AuthMode::kSame;
+  int slots = 1;            // Auths in flight (connections: slots, or 2 * slots in split mode).
+  bool reconnect = false;   // New connection(s) for every auth.
+  double rate_per_sec = 0;  // This worker's open-loop rate; 0 = closed loop.
+  std::int64_t rate_start_ns = 0;  // CLOCK_MONOTONIC time of this worker's first intended auth.
+  std::uint64_t seed = 1;
+  int stop_fd = -1;  // An eventfd (owned by the caller); readable = return from run().
+};
+
+// Returns: CLOCK_MONOTONIC now, in nanoseconds.
+std::int64_t monotonic_ns();
+
+class AuthWorker {
+ public:
+  AuthWorker(WorkerConfig config, WorkerStats& stats);
+  AuthWorker(const AuthWorker&) = delete;
+  AuthWorker& operator=(const AuthWorker&) = delete;
+  ~AuthWorker();
+
+  // Runs the loop until the stop eventfd is readable, then closes every connection.
+  // Errors: kIo if epoll or timerfd cannot be created (nothing ran).
+  Status run();
+
+ private:
+  struct Connection;
+  struct Slot;
+
+  static std::uint64_t event_tag(const Connection& conn);
+  void open_connection(Connection& conn);
+  void close_connection(Connection& conn, bool send_unbind);
+  void on_event(Connection& conn, std::uint32_t events);
+  void on_connected(Connection& conn);
+  void on_readable(Connection& conn);
+  void on_message(Connection& conn);
+  void flush(Connection& conn);
+  void update_events(Connection& conn);
+
+  void start_auth(Slot& slot, std::int64_t intended_ns);
+  void advance(Slot& slot);
+  void send_request(Slot& slot, Connection& conn);
+  void complete_auth(Slot& slot);
+  void fail_auth(Slot& slot, std::int32_t result_code);
+  // Counts `kind`, closes `conn` and, if it carried the slot's auth, abandons that auth and
+  // defers the slot's next one by `delay_ns`.
+  void drop(Connection& conn, AuthError kind, std::int64_t delay_ns);
+  void next_auth(Slot& slot);
+  void defer(Slot& slot, std::int64_t at_ns);
+  void run_timers(std::int64_t now_ns);
+  void arm_timer();
+  Connection& phase_connection(Slot& slot);
+
+  const WorkerConfig config_;
+  WorkerStats& stats_;
+  Rng rng_;
+  int epoll_fd_ = -1;
+  int timer_fd_ = -1;
+  std::int64_t armed_ns_ = 0;  // The timerfd's deadline; 0 = disarmed.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<Slot*> idle_;       // Open loop: slots waiting for the next intended send time.
+  std::vector<Slot*> deferred_;   // Slots waiting for their retry_ns.
+  std::int64_t interval_ns_ = 0;  // Open loop: between intended sends.
+  std::uint64_t started_ = 0;     // Open loop: auths started (numbered from 0).
+  std::uint64_t due_ = 0;         // Open loop: auths whose intended time has come.
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;  // Request and response messages, reused.
+};
+
+}  // namespace numadir::perf

@@ -1,0 +1,417 @@
+// perf/authrate_main.cc: the `authrate` load generator. Runs the auth cycle (search for the
+// user, bind as the found DN; see DESIGN.md "What we measure") against an LDAP server from
+// several threads, each an AuthWorker with its own epoll loop and connections, prints a line per
+// interval and a summary (text or JSON), and with --server-pid the server's CPU per auth and
+// peak RSS.
+//
+//   authrate -H ldap://127.0.0.1:3389 -t 2 -c 32 -d 30 --warmup 5 --server-pid 1234
+//
+// Exit: 0 when the run completed (auth errors are counted, not fatal); 1 when the server could
+// not be reached at all or no auth succeeded; 2 for a usage error.
+//
+// Thread contract: the main thread parses options, starts the workers and is the reporting
+// thread (it alone reads the workers' stats and prints); SIGINT / SIGTERM are blocked in every
+// thread and taken by the main thread with sigtimedwait, which ends the run early.
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "perf/auth_stats.h"
+#include "perf/auth_worker.h"
+#include "perf/auth_workload.h"
+#include "perf/authrate_report.h"
+#include "perf/proc_stat.h"
+
+namespace numadir::perf {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kPreflightTimeoutMs = 3000;
+
+struct Options {
+  WorkloadOptions workload;
+  std::string url = "ldap://127.0.0.1:389";
+  std::string hot;
+  std::string password_file;
+  std::string mode = "same";
+  int threads = 1;
+  int connections = 16;
+  bool reconnect = false;
+  double rate = 0;
+  double warmup_s = 0;
+  double duration_s = 10;
+  double interval_s = 1;
+  std::uint64_t seed = 1;
+  bool json = false;
+  bool csv = false;
+  int server_pid = 0;
+};
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "authrate: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// Resolves the URL's host and tries one blocking-style connect, so that a server that is not
+// there is reported once, clearly, instead of as a stream of connect errors.
+// Errors: kIo naming the URL and the reason.
+Status resolve_and_probe(const LdapUrl& url, const std::string& text, sockaddr_storage& address,
+                         socklen_t& address_len) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return status_error(StatusCode::kIo, "cannot resolve " + text + ": " + gai_strerror(rc));
+  }
+  std::memcpy(&address, found->ai_addr, found->ai_addrlen);
+  address_len = found->ai_addrlen;
+  freeaddrinfo(found);
+
+  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return status_error(StatusCode::kIo, std::string("socket: ") + std::strerror(errno));
+  }
+  int error = 0;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), address_len) != 0) {
+    error = errno;
+    if (error == EINPROGRESS) {
+      pollfd wait{fd, POLLOUT, 0};
+      if (::poll(&wait, 1, kPreflightTimeoutMs) == 1) {
+        socklen_t length = sizeof error;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      } else {
+        error = ETIMEDOUT;
+      }
+    }
+  }
+  ::close(fd);
+  if (error != 0) {
+    return status_error(StatusCode::kIo, "cannot connect to " + text + ": " + std::strerror(error));
+  }
+  return Status();
+}
+
+// Makes room for `connections` sockets (plus stdio, epoll and the like) under RLIMIT_NOFILE,
+// raising the soft limit up to the hard one if needed.
+// Errors: kLimitExceeded when the hard limit is too low.
+Status raise_fd_limit(int connections) {
+  const auto needed = static_cast<rlim_t>(connections) + 64;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) {
+    return Status();
+  }
+  limit.rlim_cur = std::min(needed, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < needed) {
+    return limit_exceeded(std::to_string(connections) + " connections need " +
+                          std::to_string(needed) + " file descriptors; the hard limit (ulimit " +
+                          "-Hn) is " + std::to_string(limit.rlim_max));
+  }
+  return Status();
+}
+
+AuthTotals snapshot(const std::vector<std::unique_ptr<WorkerStats>>& stats) {
+  AuthTotals totals;
+  for (const auto& worker : stats) {
+    totals.add_live(*worker);
+  }
+  return totals;
+}
+
+int run(Options& options) {
+  Result<LdapUrl> url = parse_ldap_url(options.url);
+  if (!url.ok()) {
+    return usage_error(url.status().message());
+  }
+  Result<AuthMode> mode = parse_auth_mode(options.mode);
+  if (!mode.ok()) {
+    return usage_error(mode.status().message());
+  }
+  if (!options.hot.empty()) {
+    Result<HotSet> hot = parse_hot_set(options.hot);
+    if (!hot.ok()) {
+      return usage_error(hot.status().message());
+    }
+    options.workload.hot = *hot;
+  }
+  if (!options.password_file.empty()) {
+    std::ifstream in(options.password_file);
+    if (!in) {
+      return usage_error("--password-file " + options.password_file + ": " + std::strerror(errno));
+    }
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') {
+        line.pop_back();
+      }
+      options.workload.passwords.push_back(std::move(line));
+    }
+  }
+  if (options.workload.attributes.empty()) {
+    options.workload.attributes = {"1.1"};
+  }
+  Result<AuthWorkload> workload = AuthWorkload::create(std::move(options.workload));
+  if (!workload.ok()) {
+    return usage_error(workload.status().message());
+  }
+  const bool split = *mode == AuthMode::kSplit;
+  if (split && options.connections < 2) {
+    return usage_error("--mode split needs --connections of at least 2 (search + bind)");
+  }
+  if (options.server_pid != 0) {
+    Result<ProcCpuTicks> probe = read_proc_cpu_ticks(options.server_pid);
+    if (!probe.ok()) {
+      return usage_error("--server-pid " + std::to_string(options.server_pid) + ": " +
+                         probe.status().message());
+    }
+  }
+
+  sockaddr_storage address{};
+  socklen_t address_len = 0;
+  if (Status probe = resolve_and_probe(*url, options.url, address, address_len); !probe.ok()) {
+    std::fprintf(stderr, "authrate: %s\n", probe.message().c_str());
+    return kExitFailed;
+  }
+
+  // Slots (auths in flight) spread as evenly as they go over the threads.
+  const int total_slots = split ? options.connections / 2 : options.connections;
+  const int threads = std::min(options.threads, total_slots);
+  const int connections = split ? 2 * total_slots : total_slots;
+  if (threads < options.threads) {
+    std::fprintf(stderr, "authrate: %d threads for %d connections\n", threads, connections);
+  }
+  if (Status limit = raise_fd_limit(connections); !limit.ok()) {
+    return usage_error(limit.message());
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // Inherited by the workers.
+
+  const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd < 0) {
+    std::fprintf(stderr, "authrate: eventfd: %s\n", std::strerror(errno));
+    return kExitFailed;
+  }
+  const std::int64_t start_ns = monotonic_ns();
+  std::vector<std::unique_ptr<WorkerStats>> stats;
+  std::vector<std::unique_ptr<AuthWorker>> workers;
+  std::vector<std::thread> running;
+  for (int i = 0; i < threads; ++i) {
+    WorkerConfig config;
+    config.workload = &*workload;
+    config.address = address;
+    config.address_len = address_len;
+    config.mode = *mode;
+    config.slots = total_slots / threads + (i < total_slots % threads ? 1 : 0);
+    config.reconnect = options.reconnect;
+    if (options.rate > 0) {
+      config.rate_per_sec = options.rate * config.slots / total_slots;
+      // Stagger the threads' schedules so their sends interleave instead of bunching.
+      config.rate_start_ns = start_ns + static_cast<std::int64_t>(i * 1e9 / options.rate);
+    }
+    config.seed = options.seed + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(i);
+    config.stop_fd = stop_fd;
+    stats.push_back(std::make_unique<WorkerStats>());
+    workers.push_back(std::make_unique<AuthWorker>(config, *stats.back()));
+  }
+  for (auto& worker : workers) {
+    running.emplace_back([&worker] {
+      if (Status status = worker->run(); !status.ok()) {
+        std::fprintf(stderr, "authrate: worker: %s\n", status.message().c_str());
+      }
+    });
+  }
+
+  std::FILE* interval_out = options.json ? stderr : stdout;
+  if (options.csv) {
+    std::fputs(interval_csv_header().c_str(), interval_out);
+  }
+  const auto seconds_ns = [](double s) { return static_cast<std::int64_t>(s * 1e9); };
+  const std::int64_t interval_ns = std::max<std::int64_t>(seconds_ns(options.interval_s), 1000);
+  const std::int64_t warmup_end_ns = start_ns + seconds_ns(options.warmup_s);
+  const std::int64_t end_ns =
+      options.duration_s > 0 ? warmup_end_ns + seconds_ns(options.duration_s) : INT64_MAX;
+  std::int64_t next_tick_ns = start_ns + interval_ns;
+  std::int64_t previous_tick_ns = start_ns;
+  bool measuring = options.warmup_s <= 0;
+  std::int64_t measure_start_ns = start_ns;
+  AuthTotals base;
+  AuthTotals previous;
+  std::optional<ProcCpuTicks> cpu_start;
+  if (measuring && options.server_pid != 0) {
+    Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
+    cpu_start = ticks.ok() ? std::optional(*ticks) : std::nullopt;
+  }
+  std::int64_t now_ns = start_ns;
+  for (;;) {
+    std::int64_t wake_ns = std::min(next_tick_ns, end_ns);
+    if (!measuring) {
+      wake_ns = std::min(wake_ns, warmup_end_ns);
+    }
+    const std::int64_t wait_ns = std::max<std::int64_t>(wake_ns - monotonic_ns(), 0);
+    const timespec timeout{static_cast<time_t>(wait_ns / 1'000'000'000),
+                           static_cast<long>(wait_ns % 1'000'000'000)};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    now_ns = monotonic_ns();
+    if (signal == SIGINT || signal == SIGTERM) {
+      break;
+    }
+    if (now_ns >= next_tick_ns) {
+      AuthTotals current = snapshot(stats);
+      AuthTotals recent = current;
+      recent.subtract(previous);
+      const double span_s = static_cast<double>(now_ns - previous_tick_ns) / 1e9;
+      previous_tick_ns = now_ns;
+      IntervalLine line;
+      line.elapsed_s = static_cast<double>(now_ns - start_ns) / 1e9;
+      line.auths_per_sec = static_cast<double>(recent.auths) / span_s;
+      line.overall_auths_per_sec = static_cast<double>(current.auths) / line.elapsed_s;
+      line.mean_ms = recent.latency.mean() / 1e6;
+      line.p99_ms = static_cast<double>(recent.latency.value_at_percentile(99)) / 1e6;
+      line.errors_per_sec = static_cast<double>(recent.error_total()) / span_s;
+      const std::string text = options.csv ? format_interval_csv(line) : format_interval_text(line);
+      std::fputs(text.c_str(), interval_out);
+      std::fflush(interval_out);
+      previous = std::move(current);
+      next_tick_ns += interval_ns;
+    }
+    if (!measuring && now_ns >= warmup_end_ns) {
+      base = snapshot(stats);
+      measure_start_ns = now_ns;
+      measuring = true;
+      if (options.server_pid != 0) {
+        Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
+        cpu_start = ticks.ok() ? std::optional(*ticks) : std::nullopt;
+      }
+    }
+    if (now_ns >= end_ns) {
+      break;
+    }
+  }
+  const std::int64_t measure_end_ns = now_ns;
+  std::optional<ProcCpuTicks> cpu_end;
+  AuthrateReport report;
+  if (options.server_pid != 0) {
+    Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
+    cpu_end = ticks.ok() ? std::optional(*ticks) : std::nullopt;
+    Result<std::uint64_t> rss = read_peak_rss_kib(options.server_pid);
+    if (rss.ok()) {
+      report.server_peak_rss_kib = *rss;
+    } else {
+      std::fprintf(stderr, "authrate: server peak RSS: %s\n", rss.status().message().c_str());
+    }
+  }
+  const std::uint64_t one = 1;
+  NUMADIR_CHECK(::write(stop_fd, &one, sizeof one) == sizeof one, "eventfd write failed");
+  for (std::thread& thread : running) {
+    thread.join();
+  }
+  ::close(stop_fd);
+
+  if (!measuring) {
+    base = AuthTotals();  // Stopped during warm-up: report the whole run.
+    measure_start_ns = start_ns;
+  }
+  report.totals = snapshot(stats);
+  report.totals.subtract(base);
+  report.duration_s = static_cast<double>(measure_end_ns - measure_start_ns) / 1e9;
+  report.connections = connections;
+  report.threads = threads;
+  report.mode = std::string(auth_mode_name(*mode));
+  if (cpu_start && cpu_end && report.totals.auths > 0) {
+    const double cpu_us = static_cast<double>(cpu_end->total() - cpu_start->total()) * 1e6 /
+                          static_cast<double>(clock_ticks_per_second());
+    report.server_cpu_us_per_auth = cpu_us / static_cast<double>(report.totals.auths);
+  } else if (options.server_pid != 0) {
+    std::fprintf(stderr, "authrate: no server CPU figure (process gone, or no auths)\n");
+  }
+  const std::string summary =
+      options.json ? format_summary_json(report) : format_summary_text(report);
+  std::fputs(summary.c_str(), stdout);
+  std::fflush(stdout);
+  if (report.totals.auths == 0) {
+    std::fprintf(stderr, "authrate: no auth succeeded against %s (%llu errors)\n",
+                 options.url.c_str(), static_cast<unsigned long long>(report.totals.error_total()));
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace numadir::perf
+
+int main(int argc, char** argv) {
+  using numadir::perf::Options;
+  Options options;
+  CLI::App app{"authrate: LDAP search+bind load generator (numadir perf/)"};
+  app.add_option("-H,--url", options.url, "server URL, ldap://host:port")->capture_default_str();
+  app.add_option("-b,--base", options.workload.base, "search base")->capture_default_str();
+  app.add_option("-f,--filter", options.workload.filter_template,
+                 "search filter template; %d is the user number")
+      ->capture_default_str();
+  app.add_option("--first", options.workload.first_user, "first user number")
+      ->capture_default_str();
+  app.add_option("--last", options.workload.last_user, "last user number")->capture_default_str();
+  app.add_option("--hot", options.hot, "X:Y: X% of auths on the first Y% of users");
+  auto* password = app.add_option("-w,--password", options.workload.password_template,
+                                  "password template; %d is the user number")
+                       ->capture_default_str();
+  app.add_option("--password-file", options.password_file,
+                 "one password per line; line i is user i's")
+      ->excludes(password);
+  app.add_option("-a,--attrs", options.workload.attributes, "attributes to request")
+      ->delimiter(',');
+  app.add_option("--bind-dn-template", options.workload.bind_dn_template,
+                 "bind-only mode: bind DN template (default uid=user%d,<base>)");
+  app.add_option("-t,--threads", options.threads, "worker threads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("-c,--connections", options.connections, "connections in total")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--mode", options.mode, "same | split | bind-only | search-only")
+      ->capture_default_str();
+  app.add_flag("--reconnect", options.reconnect, "a new connection for every auth");
+  app.add_option("--rate", options.rate, "open loop: auths/s in total (0 = closed loop)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", options.warmup_s, "seconds before measuring")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("-d,--duration", options.duration_s, "seconds measured (0 = until SIGINT)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("-i,--interval", options.interval_s, "seconds between report lines")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--seed", options.seed, "random seed")->capture_default_str();
+  app.add_flag("--json", options.json, "summary as one JSON object (intervals go to stderr)");
+  app.add_flag("--csv", options.csv, "interval lines as CSV");
+  app.add_option("--server-pid", options.server_pid, "server process: CPU per auth, peak RSS")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : numadir::perf::kExitUsage;
+  }
+  return numadir::perf::run(options);
+}

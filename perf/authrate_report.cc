@@ -1,0 +1,135 @@
+#include "perf/authrate_report.h"
+
+#include <cstdio>
+#include <string_view>
+
+namespace numadir::perf {
+namespace {
+
+// Appends printf-style text; the formats here are short.
+template <typename... Args>
+void append(std::string& out, const char* format, Args... args) {
+  char line[256];
+  const int n = std::snprintf(line, sizeof line, format, args...);
+  if (n > 0) {
+    out.append(line, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1));
+  }
+}
+
+double ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+double auths_per_sec(const AuthrateReport& report) {
+  return report.duration_s > 0 ? static_cast<double>(report.totals.auths) / report.duration_s : 0;
+}
+
+}  // namespace
+
+std::string format_interval_text(const IntervalLine& line) {
+  std::string out;
+  append(out, "%7.1f s  auths/s %.0f  overall %.0f  mean %.3f ms  p99 %.3f ms  errors/s %.0f\n",
+         line.elapsed_s, line.auths_per_sec, line.overall_auths_per_sec, line.mean_ms, line.p99_ms,
+         line.errors_per_sec);
+  return out;
+}
+
+std::string interval_csv_header() {
+  return "elapsed_s,auths_per_sec,overall_auths_per_sec,mean_ms,p99_ms,errors_per_sec\n";
+}
+
+std::string format_interval_csv(const IntervalLine& line) {
+  std::string out;
+  append(out, "%.3f,%.1f,%.1f,%.4f,%.4f,%.1f\n", line.elapsed_s, line.auths_per_sec,
+         line.overall_auths_per_sec, line.mean_ms, line.p99_ms, line.errors_per_sec);
+  return out;
+}
+
+std::string format_summary_text(const AuthrateReport& report) {
+  const AuthTotals& totals = report.totals;
+  const LatencyHistogram& latency = totals.latency;
+  std::string out;
+  append(out, "mode %s, %d connections on %d threads, measured %.1f s\n", report.mode.c_str(),
+         report.connections, report.threads, report.duration_s);
+  append(out, "auths        %llu\n", static_cast<unsigned long long>(totals.auths));
+  append(out, "auths/s      %.1f\n", auths_per_sec(report));
+  append(out, "latency ms   p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n",
+         ms(latency.value_at_percentile(50)), ms(latency.value_at_percentile(90)),
+         ms(latency.value_at_percentile(99)), ms(latency.value_at_percentile(99.9)),
+         ms(latency.max()), latency.mean() / 1e6);
+  append(out, "errors       %llu\n", static_cast<unsigned long long>(totals.error_total()));
+  for (std::size_t kind = 0; kind < kAuthErrorKinds; ++kind) {
+    if (totals.errors[kind] != 0) {
+      const std::string_view name = auth_error_name(static_cast<AuthError>(kind));
+      append(out, "  %-20.*s %llu\n", static_cast<int>(name.size()), name.data(),
+             static_cast<unsigned long long>(totals.errors[kind]));
+    }
+  }
+  for (std::size_t code = 0; code < kResultCodeSlots; ++code) {
+    if (totals.result_codes[code] != 0) {
+      if (code == kOtherResultCodeSlot) {
+        append(out, "  result code other    %llu\n",
+               static_cast<unsigned long long>(totals.result_codes[code]));
+      } else {
+        append(out, "  result code %-8zu %llu\n", code,
+               static_cast<unsigned long long>(totals.result_codes[code]));
+      }
+    }
+  }
+  if (report.server_cpu_us_per_auth) {
+    append(out, "server CPU   %.1f us/auth\n", *report.server_cpu_us_per_auth);
+  }
+  if (report.server_peak_rss_kib) {
+    append(out, "server RSS   %llu KiB peak\n",
+           static_cast<unsigned long long>(*report.server_peak_rss_kib));
+  }
+  return out;
+}
+
+std::string format_summary_json(const AuthrateReport& report) {
+  const AuthTotals& totals = report.totals;
+  const LatencyHistogram& latency = totals.latency;
+  std::string out = "{";
+  append(out, "\"auths\": %llu, \"auths_per_sec\": %.3f, ",
+         static_cast<unsigned long long>(totals.auths), auths_per_sec(report));
+  append(out,
+         "\"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"p999\": %.6f, "
+         "\"max\": %.6f, \"mean\": %.6f}, ",
+         ms(latency.value_at_percentile(50)), ms(latency.value_at_percentile(90)),
+         ms(latency.value_at_percentile(99)), ms(latency.value_at_percentile(99.9)),
+         ms(latency.max()), latency.mean() / 1e6);
+  append(out, "\"errors\": {\"total\": %llu, \"by_kind\": {",
+         static_cast<unsigned long long>(totals.error_total()));
+  for (std::size_t kind = 0; kind < kAuthErrorKinds; ++kind) {
+    const std::string_view name = auth_error_name(static_cast<AuthError>(kind));
+    append(out, "%s\"%.*s\": %llu", kind == 0 ? "" : ", ", static_cast<int>(name.size()),
+           name.data(), static_cast<unsigned long long>(totals.errors[kind]));
+  }
+  out += "}, \"by_code\": {";
+  bool first = true;
+  for (std::size_t code = 0; code < kResultCodeSlots; ++code) {
+    if (totals.result_codes[code] == 0) {
+      continue;
+    }
+    const std::string key = code == kOtherResultCodeSlot ? "other" : std::to_string(code);
+    append(out, "%s\"%s\": %llu", first ? "" : ", ", key.c_str(),
+           static_cast<unsigned long long>(totals.result_codes[code]));
+    first = false;
+  }
+  out += "}}, ";
+  if (report.server_cpu_us_per_auth) {
+    append(out, "\"server_cpu_us_per_auth\": %.3f, ", *report.server_cpu_us_per_auth);
+  } else {
+    out += "\"server_cpu_us_per_auth\": null, ";
+  }
+  if (report.server_peak_rss_kib) {
+    append(out, "\"server_peak_rss_kib\": %llu, ",
+           static_cast<unsigned long long>(*report.server_peak_rss_kib));
+  } else {
+    out += "\"server_peak_rss_kib\": null, ";
+  }
+  // The mode names are fixed identifiers: no JSON escaping needed.
+  append(out, "\"connections\": %d, \"threads\": %d, \"duration_s\": %.3f, \"mode\": \"%s\"}\n",
+         report.connections, report.threads, report.duration_s, report.mode.c_str());
+  return out;
+}
+
+}  // namespace numadir::perf

@@ -1,0 +1,50 @@
+// perf/authrate_report.h: what authrate prints: one line per reporting interval (text or CSV)
+// and the final summary (text, or one JSON object for scripts).
+//
+// Thread contract: plain values and functions of their arguments; the reporting thread builds
+// and formats them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "perf/auth_stats.h"
+
+namespace numadir::perf {
+
+struct IntervalLine {
+  double elapsed_s = 0;
+  double auths_per_sec = 0;          // In this interval.
+  double overall_auths_per_sec = 0;  // Since the start of the run.
+  double mean_ms = 0;                // Latency of this interval's auths.
+  double p99_ms = 0;
+  double errors_per_sec = 0;
+};
+
+// Returns: one line (with its newline), e.g.
+//   "    2.0 s  auths/s 31234  overall 30877  mean 0.126 ms  p99 0.410 ms  errors/s 0\n".
+std::string format_interval_text(const IntervalLine& line);
+// Returns: the CSV header line, and one CSV line, each with its newline.
+std::string interval_csv_header();
+std::string format_interval_csv(const IntervalLine& line);
+
+struct AuthrateReport {
+  AuthTotals totals;  // The measured window (after warm-up).
+  double duration_s = 0;
+  int connections = 0;
+  int threads = 0;
+  std::string mode;
+  std::optional<double> server_cpu_us_per_auth;
+  std::optional<std::uint64_t> server_peak_rss_kib;
+};
+
+// Returns: the human-readable summary, several lines.
+std::string format_summary_text(const AuthrateReport& report);
+// Returns: one JSON object and a newline, with keys auths, auths_per_sec, latency_ms {p50, p90,
+//   p99, p999, max, mean}, errors {total, by_kind {<kind>: n}, by_code {"<code>": n}},
+//   server_cpu_us_per_auth and server_peak_rss_kib (null without --server-pid), connections,
+//   threads, duration_s, mode.
+std::string format_summary_json(const AuthrateReport& report);
+
+}  // namespace numadir::perf

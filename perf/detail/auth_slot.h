@@ -1,0 +1,67 @@
+// perf/detail/auth_slot.h: the state AuthWorker keeps per slot and per connection, shared by
+// its two source files (auth_worker.cc: the loop and the auth state machine; auth_worker_io.cc:
+// sockets, reads and writes). Private to perf/.
+//
+// Thread contract: every object here belongs to the AuthWorker's run() thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/ldap_message.h"
+#include "perf/auth_worker.h"
+
+namespace numadir::perf {
+
+namespace detail {
+
+inline constexpr std::size_t kInitialInputBytes = 16 * 1024;
+inline constexpr std::int64_t kNsPerMs = 1'000'000;
+
+}  // namespace detail
+
+struct AuthWorker::Connection {
+  enum class State : std::uint8_t { kClosed, kConnecting, kOpen };
+
+  Slot* slot = nullptr;
+  std::uint64_t tag_base = 0;    // Slot index and place, as in epoll_event.data.u64.
+  std::uint32_t generation = 0;  // Bumped by every open.
+  int fd = -1;
+  State state = State::kClosed;
+  bool want_write = false;      // EPOLLOUT is registered.
+  std::int32_t next_id = 1;     // The next request's message ID.
+  std::int32_t pending_id = 0;  // The outstanding request's ID; 0 = none.
+  std::unique_ptr<char[]> input;
+  std::size_t input_capacity = 0;
+  std::size_t input_begin = 0;  // Unconsumed bytes are [input_begin, input_end).
+  std::size_t input_end = 0;
+  listener::wire::BerWriter output;
+  std::size_t output_sent = 0;
+};
+
+struct AuthWorker::Slot {
+  enum class Phase : std::uint8_t { kSearch, kBind };
+
+  Connection connections[2];  // [1] only in split mode (the bind connection).
+  bool active = false;        // An auth is in progress.
+  bool request_sent = false;  // The current phase's request is written (or queued).
+  bool deferred = false;      // On deferred_, to run next_auth() at retry_ns.
+  Phase phase = Phase::kSearch;
+  std::uint64_t user = 0;
+  std::int64_t start_ns = 0;
+  std::uint32_t entries = 0;
+  std::int64_t retry_ns = 0;
+  std::string dn;  // The found entry's DN, or the bind-only DN.
+  std::string password;
+};
+
+struct AuthWorker::Scratch {
+  listener::wire::LdapMessage request;
+  listener::wire::LdapMessage response;
+  std::vector<std::string> filter_strings;
+};
+
+}  // namespace numadir::perf

@@ -1,0 +1,117 @@
+// server/bind_operation.cc: the Bind operation (RFC 4511 §4.2, RFC 4513 §5): anonymous, simple
+// with the rootdn's password or an entry's userPassword; SASL is not offered.
+//
+// Privacy: a simple bind that fails for any reason tied to the name or the password (bad DN
+// syntax, no such entry, no userPassword, a wrong password, a stored value we cannot read)
+// gets invalidCredentials with the same empty diagnostic, so a client cannot tell which.
+#include <string>
+
+#include "backend/password_scheme.h"
+#include "server/operation_handler.h"
+
+namespace numadir::server {
+
+using listener::wire::BindMethod;
+using listener::wire::LdapMessage;
+using listener::wire::ResultCode;
+
+namespace {
+
+// Returns: true if `password` matches one of `stored`. Values we cannot read (unknown scheme,
+// malformed, over the cost policy, cleartext while refused) never match.
+template <typename Values>
+bool any_value_matches(std::string_view password, const Values& stored,
+                       const backend::VerifyPolicy& policy) {
+  for (const auto& value : stored) {
+    if (Result<bool> verified = backend::verify_password(password, value, policy);
+        verified.ok() && *verified) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
+                            listener::ResponseSink& sink) const {
+  const listener::wire::BindRequest& bind = request.bind_request;
+  // Whatever happens below, a bind first drops the identity the connection had (RFC 4513 §4:
+  // a failed bind leaves the connection anonymous).
+  session.set_identity(Identity{});
+
+  if (bind.version != 3) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kProtocolError,
+                                   "requested protocol version not "
+                                   "supported"),
+                sink);
+    return;
+  }
+  if (bind.method == BindMethod::kSasl) {
+    send_result(
+        request,
+        OwnedResult::error(ResultCode::kAuthMethodNotSupported, "SASL mechanism not supported"),
+        sink);
+    return;
+  }
+  const OwnedResult invalid = OwnedResult::error(ResultCode::kInvalidCredentials, "");
+  if (bind.simple_password.empty()) {
+    if (bind.name.empty()) {
+      send_result(request, OwnedResult::success(), sink);  // Anonymous (RFC 4513 §5.1.1).
+      return;
+    }
+    if (!options_.allow_unauthenticated_bind) {
+      send_result(request,
+                  OwnedResult::error(ResultCode::kUnwillingToPerform,
+                                     "unauthenticated bind (DN with no password) disallowed"),
+                  sink);
+      return;
+    }
+    // RFC 4513 §5.1.2: the name is not checked and the connection stays anonymous.
+    send_result(request, OwnedResult::success(), sink);
+    return;
+  }
+
+  Result<std::string> ndn = normalize_dn(bind.name);
+  if (!ndn.ok() || ndn->empty()) {
+    send_result(request, invalid, sink);
+    return;
+  }
+
+  if (!root_ndn_.empty() && *ndn == root_ndn_ && !options_.root_password.empty()) {
+    const std::string_view stored[] = {options_.root_password};
+    if (any_value_matches(bind.simple_password, stored, verify_policy_)) {
+      session.set_identity(Identity{std::string(bind.name), std::move(*ndn), /*root=*/true});
+      send_result(request, OwnedResult::success(), sink);
+      return;
+    }
+    // As slapd: a rootdn that also names an entry may still bind with the entry's password.
+  }
+
+  // RFC 4513 §5.1.3: the check is made as anonymous, which the policy must grant `auth`.
+  const Identity anonymous;
+  if (access_.level(anonymous, *ndn, user_password_type_) < AccessLevel::kAuth) {
+    send_result(request, invalid, sink);
+    return;
+  }
+  bool matched = false;
+  const Status status =
+      directory_.lookup(read_txn(), bind.name, [&](const backend::EntryRef& entry) {
+        matched =
+            any_value_matches(bind.simple_password, entry.values("userPassword"), verify_policy_);
+      });
+  if (!status.ok() && status.code() != StatusCode::kNoSuchObject &&
+      status.code() != StatusCode::kInvalidDnSyntax) {
+    send_status(request, status, sink);  // A storage failure is not the client's doing.
+    return;
+  }
+  if (!matched) {
+    send_result(request, invalid, sink);
+    return;
+  }
+  session.set_identity(Identity{std::string(bind.name), std::move(*ndn), /*root=*/false});
+  send_result(request, OwnedResult::success(), sink);
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,231 @@
+// server/operation_handler.cc: construction, sessions, request dispatch and control checks,
+// the per-thread read transactions, and sending results. The operations themselves live in
+// bind_operation.cc, search_operation.cc, update_operations.cc and extended_operations.cc.
+#include "server/operation_handler.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "schema/dn.h"
+#include "server/root_dse.h"
+#include "server/subschema.h"
+
+namespace numadir::server {
+
+using listener::wire::LdapMessage;
+using listener::wire::ProtocolOp;
+using listener::wire::ResultCode;
+
+namespace {
+
+// Handler ids for the thread-local transaction cache. Never reused, so a cache entry left
+// behind by a destroyed handler can never be mistaken for a live one's.
+std::atomic<std::uint64_t> next_handler_key{1};  // Relaxed: only uniqueness matters.
+
+struct CachedTxn {
+  std::uint64_t key;
+  backend::ReadTxn* txn;  // Owned by the handler with that key.
+};
+thread_local std::vector<CachedTxn> cached_txns;
+
+// Returns: the response operation answering `op`, or nullopt for operations that have none.
+std::optional<ProtocolOp> response_op(ProtocolOp op) {
+  switch (op) {
+    case ProtocolOp::kBindRequest:
+      return ProtocolOp::kBindResponse;
+    case ProtocolOp::kSearchRequest:
+      return ProtocolOp::kSearchResultDone;
+    case ProtocolOp::kModifyRequest:
+      return ProtocolOp::kModifyResponse;
+    case ProtocolOp::kAddRequest:
+      return ProtocolOp::kAddResponse;
+    case ProtocolOp::kDelRequest:
+      return ProtocolOp::kDelResponse;
+    case ProtocolOp::kModifyDnRequest:
+      return ProtocolOp::kModifyDnResponse;
+    case ProtocolOp::kCompareRequest:
+      return ProtocolOp::kCompareResponse;
+    case ProtocolOp::kExtendedRequest:
+      return ProtocolOp::kExtendedResponse;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Returns: an error result when a control of `request` cannot be honoured: an unknown critical
+//   control, or a known one used where it does not apply while marked critical (RFC 4511
+//   §4.1.11); nullopt when the operation may proceed. Non-critical unknown controls are ignored.
+std::optional<OwnedResult> check_controls(const LdapMessage& request) {
+  for (const listener::wire::Control& control : request.controls) {
+    if (control.type == kManageDsaItOid) {
+      if (control.value.has_value()) {
+        return OwnedResult::error(ResultCode::kProtocolError,
+                                  "manageDSAit control value not absent");
+      }
+      continue;
+    }
+    if (control.type == kPagedResultsOid && request.op == ProtocolOp::kSearchRequest) {
+      continue;  // Decoded by search().
+    }
+    if (control.criticality) {
+      return OwnedResult::error(ResultCode::kUnavailableCriticalExtension,
+                                "critical extension is unavailable");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions options)
+    : directory_(directory),
+      options_(std::move(options)),
+      catalog_(directory.schema()),
+      dn_normalizer_(directory.schema()),
+      access_(directory.schema()),
+      verify_policy_{.allow_cleartext = options_.allow_cleartext_passwords},
+      user_password_type_(directory.schema().attribute_type("userPassword")),
+      root_dse_(make_root_dse(RootDseOptions{directory.options().suffix, options_.vendor_version,
+                                             /*start_tls=*/false})),
+      subschema_(make_subschema_entry(directory.schema(), std::chrono::system_clock::now())),
+      subschema_ndn_(schema::Dn::parse(kSubschemaEntryDn)->normalized(&dn_normalizer_)),
+      txn_key_(next_handler_key.fetch_add(1, std::memory_order_relaxed)) {
+  if (!options_.root_dn.empty()) {
+    if (Result<std::string> ndn = normalize_dn(options_.root_dn); ndn.ok()) {
+      root_ndn_ = std::move(*ndn);
+    }
+  }
+}
+
+OperationHandler::~OperationHandler() = default;
+
+std::unique_ptr<listener::Session> OperationHandler::open_session(
+    const listener::ConnectionInfo& info) {
+  return std::make_unique<ServerSession>(info);
+}
+
+void OperationHandler::handle(const LdapMessage& request, listener::Session& session,
+                              listener::ResponseSink& sink) {
+  if (!response_op(request.op).has_value()) {
+    return;  // Not a request we answer (the listener handles unbind and abandon).
+  }
+  auto& server_session = static_cast<ServerSession&>(session);
+  if (std::optional<OwnedResult> refused = check_controls(request); refused.has_value()) {
+    if (request.op == ProtocolOp::kExtendedRequest) {
+      send_extended(request, *refused, std::nullopt, sink);
+    } else {
+      send_result(request, *refused, sink);
+    }
+    return;
+  }
+  switch (request.op) {
+    case ProtocolOp::kBindRequest:
+      bind(request, server_session, sink);
+      return;
+    case ProtocolOp::kSearchRequest:
+      search(request, server_session, sink);
+      return;
+    case ProtocolOp::kExtendedRequest:
+      extended(request, server_session, sink);
+      return;
+    default:
+      break;
+  }
+  const Identity who = server_session.identity();
+  switch (request.op) {
+    case ProtocolOp::kCompareRequest:
+      compare(request, who, sink);
+      return;
+    case ProtocolOp::kAddRequest:
+      add(request, who, sink);
+      return;
+    case ProtocolOp::kModifyRequest:
+      modify(request, who, sink);
+      return;
+    case ProtocolOp::kDelRequest:
+      remove(request, who, sink);
+      return;
+    case ProtocolOp::kModifyDnRequest:
+      rename(request, who, sink);
+      return;
+    default:
+      return;
+  }
+}
+
+backend::ReadTxn& OperationHandler::read_txn() const {
+  for (const CachedTxn& cached : cached_txns) {
+    if (cached.key == txn_key_) {
+      return *cached.txn;
+    }
+  }
+  std::unique_ptr<backend::ReadTxn> txn = directory_.begin_read();
+  backend::ReadTxn* raw = txn.get();
+  {
+    MutexLock lock(txns_mu_);
+    txns_.push_back(std::move(txn));
+  }
+  cached_txns.push_back(CachedTxn{txn_key_, raw});
+  return *raw;
+}
+
+Result<std::string> OperationHandler::normalize_dn(std::string_view dn) const {
+  Result<schema::Dn> parsed = schema::Dn::parse(dn);
+  if (!parsed.ok()) {
+    return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
+  }
+  return parsed->normalized(&dn_normalizer_);
+}
+
+const schema::AttributeType* OperationHandler::attribute_type(std::string_view description) const {
+  const backend::AttributeInfo* info =
+      catalog_.resolve(schema::split_description(description).first);
+  return info != nullptr ? info->type : nullptr;
+}
+
+void OperationHandler::send_result(const LdapMessage& request, const OwnedResult& result,
+                                   listener::ResponseSink& sink) const {
+  const std::optional<ProtocolOp> op = response_op(request.op);
+  if (!op.has_value()) {
+    return;
+  }
+  LdapMessage response;
+  response.message_id = request.message_id;
+  response.op = *op;
+  response.result.code = result.code;
+  response.result.matched_dn = result.matched_dn;
+  response.result.diagnostic_message = result.diagnostic;
+  sink.send(response);
+}
+
+void OperationHandler::send_extended(const LdapMessage& request, const OwnedResult& result,
+                                     std::optional<std::string_view> value,
+                                     listener::ResponseSink& sink) const {
+  LdapMessage response;
+  response.message_id = request.message_id;
+  response.op = ProtocolOp::kExtendedResponse;
+  response.result.code = result.code;
+  response.result.matched_dn = result.matched_dn;
+  response.result.diagnostic_message = result.diagnostic;
+  response.extended.value = value;
+  sink.send(response);
+}
+
+void OperationHandler::send_status(const LdapMessage& request, const Status& status,
+                                   listener::ResponseSink& sink) const {
+  const OwnedResult result = result_from_status(status);
+  if (result.code == ResultCode::kOther) {
+    std::fprintf(stderr, "numadir: %s (message %d): %s\n",
+                 std::string(listener::wire::protocol_op_name(request.op)).c_str(),
+                 request.message_id, status.to_string().c_str());
+  }
+  if (request.op == ProtocolOp::kExtendedRequest) {
+    send_extended(request, result, std::nullopt, sink);
+  } else {
+    send_result(request, result, sink);
+  }
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,137 @@
+// server/operation_handler.h: the server's operation handlers: every LDAP operation (RFC 4511,
+// 4513, 4532, 3062, 2696) carried out against a backend::Directory, behind the listener's
+// RequestHandler seam. Network-independent: a request comes in as a decoded LdapMessage and its
+// responses go out through a ResponseSink.
+//
+// What it does, in slapd's manner where the RFCs leave room: simple bind (rootdn, or an entry's
+// userPassword; every failure the same invalidCredentials), search (root DSE, cn=Subschema,
+// the directory; attribute selection, size and time limits, paged results), compare, add,
+// modify, delete, modify DN, and the WhoAmI, Password Modify and StartTLS extended operations.
+// Access is decided by AccessControl (server/access_control.h); Status codes become LDAP
+// results in server/result_codes.h only.
+//
+// Thread contract: constructed on the main thread before the listener starts; after that
+// open_session() and handle() may be called from any number of threads at once: the handler's
+// own state is immutable except the registry of read transactions, which a mutex guards. Each
+// worker thread gets its own backend::ReadTxn the first time it runs an operation here, and
+// reuses it for every later one (a thread_local cache keyed by this handler's unique id); the
+// handler owns those transactions and closes them when it is destroyed. Destroy the handler
+// only after the listener has stopped calling it, and before the Directory (which must outlive
+// the handler and every Session it opened).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/attribute_catalog.h"
+#include "backend/directory.h"
+#include "backend/dn_index.h"
+#include "backend/password_scheme.h"
+#include "base/status.h"
+#include "base/thread_annotations.h"
+#include "listener/request_handler.h"
+#include "listener/wire/ldap_message.h"
+#include "schema/entry.h"
+#include "server/access_control.h"
+#include "server/result_codes.h"
+#include "server/server_session.h"
+
+namespace numadir::server {
+
+struct HandlerOptions {
+  std::string root_dn;        // Empty: no rootdn.
+  std::string root_password;  // A userPassword-style value ({SSHA}..., or cleartext if allowed).
+  bool allow_cleartext_passwords = false;
+  backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
+  bool allow_unauthenticated_bind = false;  // RFC 4513 §5.1.2; default: refuse with 53.
+  // Server-side limits per identity class (0 = none), like slapd's `limits`. The client's own
+  // limits apply on top (the smaller one wins); the rootdn has no time limit of the server's.
+  std::uint64_t size_limit_anonymous = 500, size_limit_users = 500, size_limit_root = 0;
+  std::uint32_t time_limit_s = 3600;
+  std::string vendor_version;  // e.g. "numadir 0.1.0"; vendorVersion of the root DSE.
+};
+
+class OperationHandler final : public listener::RequestHandler {
+ public:
+  // Requires: `directory` outlives this handler. A root_dn that does not parse as a DN is
+  // ignored (no rootdn); the config check reports it before this is built.
+  OperationHandler(backend::Directory& directory, HandlerOptions options);
+  ~OperationHandler() override;
+  OperationHandler(const OperationHandler&) = delete;
+  OperationHandler& operator=(const OperationHandler&) = delete;
+
+  // Returns: a ServerSession, bound anonymously.
+  std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
+  // Runs `request` and sends its responses through `sink`, each with the request's message ID.
+  // Requires: `session` came from this handler's open_session(). Never throws: every failure
+  // is an LDAP result. Requests that have no response (responses sent by a confused client)
+  // are dropped.
+  void handle(const listener::wire::LdapMessage& request, listener::Session& session,
+              listener::ResponseSink& sink) override;
+
+ private:
+  void bind(const listener::wire::LdapMessage& request, ServerSession& session,
+            listener::ResponseSink& sink) const;
+  void search(const listener::wire::LdapMessage& request, ServerSession& session,
+              listener::ResponseSink& sink) const;
+  void compare(const listener::wire::LdapMessage& request, const Identity& who,
+               listener::ResponseSink& sink) const;
+  void add(const listener::wire::LdapMessage& request, const Identity& who,
+           listener::ResponseSink& sink) const;
+  void modify(const listener::wire::LdapMessage& request, const Identity& who,
+              listener::ResponseSink& sink) const;
+  void remove(const listener::wire::LdapMessage& request, const Identity& who,
+              listener::ResponseSink& sink) const;
+  void rename(const listener::wire::LdapMessage& request, const Identity& who,
+              listener::ResponseSink& sink) const;
+  void extended(const listener::wire::LdapMessage& request, ServerSession& session,
+                listener::ResponseSink& sink) const;
+  void password_modify(const listener::wire::LdapMessage& request, const Identity& who,
+                       listener::ResponseSink& sink) const;
+
+  // Search helpers (search_operation.cc).
+  // Sends the entries of a search of the root DSE or cn=Subschema; returns false if `base_ndn`
+  // is neither.
+  bool search_special(const listener::wire::LdapMessage& request, const Identity& who,
+                      std::string_view base_ndn, listener::ResponseSink& sink) const;
+
+  // Returns: the calling thread's read transaction for this handler's directory.
+  backend::ReadTxn& read_txn() const;
+  // Returns: the normalized form of `dn` (the schema's equality rules; what identities and
+  //   rootdn are compared by). Errors: kInvalidDnSyntax.
+  Result<std::string> normalize_dn(std::string_view dn) const;
+  // Returns: the schema type of an attribute description's type part, or nullptr.
+  const schema::AttributeType* attribute_type(std::string_view description) const;
+
+  // Sends the response `request` calls for (BindResponse for a BindRequest, ...) with `result`.
+  void send_result(const listener::wire::LdapMessage& request, const OwnedResult& result,
+                   listener::ResponseSink& sink) const;
+  // Sends an ExtendedResponse with `result` and, when given, responseValue `value`.
+  void send_extended(const listener::wire::LdapMessage& request, const OwnedResult& result,
+                     std::optional<std::string_view> value, listener::ResponseSink& sink) const;
+  // Sends the result for a failed Status (logging storage and internal errors once).
+  void send_status(const listener::wire::LdapMessage& request, const Status& status,
+                   listener::ResponseSink& sink) const;
+
+  backend::Directory& directory_;
+  const HandlerOptions options_;
+  const backend::AttributeCatalog catalog_;
+  const backend::SchemaDnNormalizer dn_normalizer_;
+  const AccessControl access_;
+  const backend::VerifyPolicy verify_policy_;
+  const schema::AttributeType* const user_password_type_;  // nullptr if the schema lacks it.
+  std::string root_ndn_;  // Set in the constructor, then immutable; empty: no rootdn.
+  const schema::Entry root_dse_;
+  const schema::Entry subschema_;
+  const std::string subschema_ndn_;
+
+  const std::uint64_t txn_key_;  // Unique per handler for the process's life.
+  mutable Mutex txns_mu_;
+  mutable std::vector<std::unique_ptr<backend::ReadTxn>> txns_ NUMADIR_GUARDED_BY(txns_mu_);
+};
+
+}  // namespace numadir::server

@@ -1,0 +1,135 @@
+// numadir serve: opens the directory, starts the listeners and workers, and runs until SIGTERM
+// or SIGINT. Foreground; tells systemd when it is ready (Type=notify) and writes a pid file on
+// request.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "listener/frontend.h"
+#include "server/commands.h"
+#include "server/config.h"
+#include "server/opened_directory.h"
+#include "server/operation_handler.h"
+
+namespace numadir::server {
+namespace {
+
+// sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET ("@" = abstract namespace).
+void notify_systemd(const char* state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (path == nullptr || path[0] == '\0' || std::strlen(path) >= sizeof(sockaddr_un::sun_path)) {
+    return;
+  }
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return;
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path, sizeof(address.sun_path) - 1);
+  if (address.sun_path[0] == '@') {
+    address.sun_path[0] = '\0';
+  }
+  const socklen_t length =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + std::strlen(path));
+  sendto(fd, state, std::strlen(state), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&address),
+         length);
+  ::close(fd);
+}
+
+std::size_t online_cpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<std::size_t>(n) : 1;
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err) {
+  auto config = load_config(options.config);
+  if (!config.ok()) {
+    err << "numadir serve: " << config.status().message() << "\n";
+    return 1;
+  }
+  auto opened = open_directory(*config);
+  if (!opened.ok()) {
+    err << "numadir serve: " << opened.status().message() << "\n";
+    return 1;
+  }
+  const ServerSettings& settings = config->server;
+  HandlerOptions handler_options;
+  handler_options.root_dn = settings.root_dn;
+  handler_options.root_password = settings.root_password;
+  handler_options.allow_cleartext_passwords = config->allow_cleartext_passwords;
+  handler_options.default_password_scheme = config->default_password_scheme;
+  handler_options.allow_unauthenticated_bind = settings.allow_unauthenticated_bind;
+  handler_options.size_limit_anonymous = settings.size_limit;
+  handler_options.size_limit_users = settings.size_limit;
+  handler_options.time_limit_s = settings.time_limit_s;
+  handler_options.vendor_version = "numadir " NUMADIR_VERSION;
+  OperationHandler handler(*opened->directory, handler_options);
+
+  // Signals are taken by sigwait on this thread only: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  listener::FrontendOptions frontend_options;
+  frontend_options.urls = settings.listen;
+  const std::size_t cpus = online_cpus();
+  frontend_options.listeners = settings.listeners != 0 ? settings.listeners : (cpus + 3) / 4;
+  frontend_options.workers = settings.workers != 0 ? settings.workers : cpus;
+  frontend_options.queue_capacity = settings.queue_capacity;
+  frontend_options.limits.max_connections = settings.max_connections;
+  frontend_options.limits.max_pdu_bytes = settings.max_pdu_bytes;
+  frontend_options.limits.max_outstanding_per_connection = settings.max_outstanding_per_connection;
+  auto frontend = listener::Frontend::start(frontend_options, handler);
+  if (!frontend.ok()) {
+    err << "numadir serve: " << frontend.status().message() << "\n";
+    return 1;
+  }
+  if (!options.pid_file.empty()) {
+    std::ofstream pid(options.pid_file, std::ios::trunc);
+    pid << getpid() << "\n";
+    if (!pid) {
+      err << "numadir serve: " << options.pid_file.string() << ": cannot be written\n";
+      (*frontend)->stop();
+      return 1;
+    }
+  }
+  for (const listener::ListenUrl& url : (*frontend)->bound_urls()) {
+    out << "numadir: listening on " << url.to_string() << " (" << frontend_options.listeners
+        << " listeners, " << frontend_options.workers << " workers)" << std::endl;
+  }
+  notify_systemd("READY=1");
+
+  for (;;) {
+    int signal_number = 0;
+    if (sigwait(&signals, &signal_number) != 0) {
+      continue;
+    }
+    if (signal_number == SIGHUP) {
+      continue;  // Nothing to reopen yet: the server logs to standard error.
+    }
+    break;
+  }
+  notify_systemd("STOPPING=1");
+  out << "numadir: shutting down" << std::endl;
+  (*frontend)->stop();
+  if (!options.pid_file.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(options.pid_file, ignored);
+  }
+  return 0;
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,328 @@
+// server/update_operations.cc: Compare (RFC 4511 §4.10), Add (§4.7), Modify (§4.6), Delete
+// (§4.8) and Modify DN (§4.9): the wire request checked as slapd's frontend checks it, access
+// decided by AccessControl, then one Directory call whose Status becomes the result.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schema/dn.h"
+#include "server/operation_handler.h"
+
+namespace numadir::server {
+
+using listener::wire::LdapMessage;
+using listener::wire::ModifyOperation;
+using listener::wire::ResultCode;
+
+namespace {
+
+struct ParsedName {
+  std::string ndn;
+  std::string parent_ndn;
+};
+
+OwnedResult invalid_dn() { return OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid DN"); }
+
+OwnedResult no_parent_access() {
+  return OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to parent");
+}
+
+backend::ModificationKind modification_kind(ModifyOperation operation) {
+  switch (operation) {
+    case ModifyOperation::kAdd:
+      return backend::ModificationKind::kAdd;
+    case ModifyOperation::kDelete:
+      return backend::ModificationKind::kDelete;
+    case ModifyOperation::kReplace:
+      return backend::ModificationKind::kReplace;
+    case ModifyOperation::kIncrement:
+      return backend::ModificationKind::kIncrement;
+  }
+  return backend::ModificationKind::kReplace;
+}
+
+// Parses `dn` into its normalized form and its parent's.
+std::optional<ParsedName> parse_name(std::string_view dn,
+                                     const schema::DnValueNormalizer& normalizer) {
+  Result<schema::Dn> parsed = schema::Dn::parse(dn);
+  if (!parsed.ok()) {
+    return std::nullopt;
+  }
+  return ParsedName{parsed->normalized(&normalizer), parsed->parent().normalized(&normalizer)};
+}
+
+}  // namespace
+
+void OperationHandler::compare(const LdapMessage& request, const Identity& who,
+                               listener::ResponseSink& sink) const {
+  const listener::wire::CompareRequest& compare = request.compare_request;
+  Result<std::string> ndn = normalize_dn(compare.entry);
+  if (!ndn.ok()) {
+    send_result(request, invalid_dn(), sink);
+    return;
+  }
+  Result<std::string> wanted = catalog_.canonical_description(compare.attribute);
+  const backend::AttributeInfo* info =
+      wanted.ok() ? catalog_.by_canonical(schema::split_description(*wanted).first) : nullptr;
+  if (info == nullptr) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kUndefinedAttributeType, "attribute type undefined"),
+                sink);
+    return;
+  }
+  if (access_.level(who, *ndn, info->type) < AccessLevel::kCompare) {
+    send_result(request, OwnedResult::error(ResultCode::kInsufficientAccessRights, ""), sink);
+    return;
+  }
+  if (info->type->equality == nullptr) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kInappropriateMatching, "no equality matching rule"),
+                sink);
+    return;
+  }
+  const schema::MatchingRule& rule = *info->type->equality;
+  std::string assertion;
+  if (!catalog_.normalize(rule, compare.value, assertion)) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kInvalidAttributeSyntax,
+                                   "value does not conform to assertion syntax"),
+                sink);
+    return;
+  }
+
+  std::optional<schema::Entry> fetched;
+  const schema::Entry* entry = nullptr;
+  if (ndn->empty()) {
+    entry = &root_dse_;
+  } else if (*ndn == subschema_ndn_) {
+    entry = &subschema_;
+  } else {
+    Result<schema::Entry> got = directory_.get(read_txn(), compare.entry);
+    if (!got.ok()) {
+      send_status(request, got.status(), sink);
+      return;
+    }
+    fetched = std::move(*got);
+    entry = &*fetched;
+  }
+
+  const std::string_view wanted_options = backend::description_options(*wanted);
+  bool present = false;
+  std::string normalized;
+  for (const schema::EntryAttribute& attribute : entry->attributes) {
+    const std::string_view type = schema::split_description(attribute.description).first;
+    const backend::AttributeInfo* have = catalog_.by_canonical(type);
+    if (have == nullptr) {
+      have = catalog_.resolve(type);
+    }
+    if (have == nullptr || !info->covers(have->name) ||
+        !backend::options_cover(backend::description_options(attribute.description),
+                                wanted_options)) {
+      continue;
+    }
+    present = true;
+    for (const std::string& value : attribute.values) {
+      if (catalog_.normalize(rule, value, normalized) && normalized == assertion) {
+        send_result(request, OwnedResult{ResultCode::kCompareTrue, "", ""}, sink);
+        return;
+      }
+    }
+  }
+  send_result(request,
+              present ? OwnedResult{ResultCode::kCompareFalse, "", ""}
+                      : OwnedResult::error(ResultCode::kNoSuchAttribute, ""),
+              sink);
+}
+
+void OperationHandler::add(const LdapMessage& request, const Identity& who,
+                           listener::ResponseSink& sink) const {
+  const listener::wire::AddRequest& add = request.add_request;
+  for (const auto& attribute : add.attributes.attributes()) {
+    if (attribute.value_count == 0) {
+      send_result(request,
+                  OwnedResult::error(ResultCode::kProtocolError, "no values for attribute type"),
+                  sink);
+      return;
+    }
+  }
+  const std::optional<ParsedName> name = parse_name(add.entry, dn_normalizer_);
+  if (!name.has_value()) {
+    send_result(request, invalid_dn(), sink);
+    return;
+  }
+  if (add.attributes.empty()) {
+    send_result(request, OwnedResult::error(ResultCode::kProtocolError, "no attributes provided"),
+                sink);
+    return;
+  }
+  if (name->ndn.empty()) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kEntryAlreadyExists, "root DSE already exists"),
+                sink);
+    return;
+  }
+  if (name->ndn == subschema_ndn_) {
+    send_result(
+        request,
+        OwnedResult::error(ResultCode::kEntryAlreadyExists, "subschema subentry already exists"),
+        sink);
+    return;
+  }
+  if (!access_.may_write_children(who, name->parent_ndn)) {
+    send_result(request, no_parent_access(), sink);
+    return;
+  }
+  schema::Entry entry;
+  entry.dn = std::string(add.entry);
+  for (const auto& attribute : add.attributes.attributes()) {
+    // An attribute listed twice is merged, as slapd does.
+    schema::EntryAttribute* target = entry.find(attribute.type);
+    if (target == nullptr) {
+      entry.attributes.push_back(schema::EntryAttribute{std::string(attribute.type), {}});
+      target = &entry.attributes.back();
+    }
+    for (std::string_view value : add.attributes.values(attribute)) {
+      target->values.emplace_back(value);
+    }
+  }
+  const Status status = directory_.add(entry, backend::UpdateContext{who.dn, std::nullopt});
+  if (!status.ok()) {
+    send_status(request, status, sink);
+    return;
+  }
+  send_result(request, OwnedResult::success(), sink);
+}
+
+void OperationHandler::modify(const LdapMessage& request, const Identity& who,
+                              listener::ResponseSink& sink) const {
+  const listener::wire::ModifyRequest& modify = request.modify_request;
+  Result<std::string> ndn = normalize_dn(modify.object);
+  if (!ndn.ok()) {
+    send_result(request, invalid_dn(), sink);
+    return;
+  }
+  if (modify.modifications.empty()) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kProtocolError, "no modifications specified"), sink);
+    return;
+  }
+  if (ndn->empty() || *ndn == subschema_ndn_) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kUnwillingToPerform,
+                                   ndn->empty() ? "modification of the root DSE not supported"
+                                                : "modification of subschema not supported"),
+                sink);
+    return;
+  }
+  if (access_.level(who, *ndn, nullptr) < AccessLevel::kWrite) {
+    send_result(
+        request,
+        OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to entry"),
+        sink);
+    return;
+  }
+  std::vector<backend::Modification> modifications;
+  modifications.reserve(modify.modifications.size());
+  const auto attributes = modify.modifications.attributes();
+  for (std::size_t i = 0; i < attributes.size(); ++i) {
+    const schema::AttributeType* type = attribute_type(attributes[i].type);
+    if (type != nullptr && !access_.may_write(who, *ndn, type)) {
+      send_result(
+          request,
+          OwnedResult::error(ResultCode::kInsufficientAccessRights,
+                             "no write access to attribute " + std::string(type->primary_name())),
+          sink);
+      return;
+    }
+    backend::Modification modification;
+    modification.kind = i < modify.operations.size() ? modification_kind(modify.operations[i])
+                                                     : backend::ModificationKind::kReplace;
+    modification.description = std::string(attributes[i].type);
+    for (std::string_view value : modify.modifications.values(attributes[i])) {
+      modification.values.emplace_back(value);
+    }
+    modifications.push_back(std::move(modification));
+  }
+  const Status status =
+      directory_.modify(modify.object, modifications, backend::UpdateContext{who.dn, std::nullopt});
+  if (!status.ok()) {
+    send_status(request, status, sink);
+    return;
+  }
+  send_result(request, OwnedResult::success(), sink);
+}
+
+void OperationHandler::remove(const LdapMessage& request, const Identity& who,
+                              listener::ResponseSink& sink) const {
+  const std::optional<ParsedName> name = parse_name(request.dn, dn_normalizer_);
+  if (!name.has_value()) {
+    send_result(request, invalid_dn(), sink);
+    return;
+  }
+  if (name->ndn.empty() || name->ndn == subschema_ndn_) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kUnwillingToPerform,
+                                   name->ndn.empty() ? "cannot delete the root DSE"
+                                                     : "cannot delete the subschema subentry"),
+                sink);
+    return;
+  }
+  if (!access_.may_write_children(who, name->parent_ndn)) {
+    send_result(request, no_parent_access(), sink);
+    return;
+  }
+  const Status status = directory_.remove(request.dn, backend::UpdateContext{who.dn, std::nullopt});
+  if (!status.ok()) {
+    send_status(request, status, sink);
+    return;
+  }
+  send_result(request, OwnedResult::success(), sink);
+}
+
+void OperationHandler::rename(const LdapMessage& request, const Identity& who,
+                              listener::ResponseSink& sink) const {
+  const listener::wire::ModifyDnRequest& rename = request.modify_dn_request;
+  const std::optional<ParsedName> name = parse_name(rename.entry, dn_normalizer_);
+  if (!name.has_value()) {
+    send_result(request, invalid_dn(), sink);
+    return;
+  }
+  Result<schema::Dn> new_rdn = schema::Dn::parse(rename.new_rdn);
+  if (!new_rdn.ok() || new_rdn->rdn_count() != 1) {
+    send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid new RDN"), sink);
+    return;
+  }
+  std::optional<std::string> new_parent_ndn;
+  if (rename.new_superior.has_value()) {
+    Result<std::string> parsed = normalize_dn(*rename.new_superior);
+    if (!parsed.ok()) {
+      send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid newSuperior"),
+                  sink);
+      return;
+    }
+    new_parent_ndn = std::move(*parsed);
+  }
+  if (name->ndn.empty() || name->ndn == subschema_ndn_) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kUnwillingToPerform,
+                                   name->ndn.empty() ? "cannot rename the root DSE"
+                                                     : "cannot rename the subschema subentry"),
+                sink);
+    return;
+  }
+  if (!access_.may_write_children(who, name->parent_ndn) ||
+      (new_parent_ndn.has_value() && !access_.may_write_children(who, *new_parent_ndn))) {
+    send_result(request, no_parent_access(), sink);
+    return;
+  }
+  const Status status =
+      directory_.rename(rename.entry, rename.new_rdn, rename.delete_old_rdn, rename.new_superior,
+                        backend::UpdateContext{who.dn, std::nullopt});
+  if (!status.ok()) {
+    send_status(request, status, sink);
+    return;
+  }
+  send_result(request, OwnedResult::success(), sink);
+}
+
+}  // namespace numadir::server

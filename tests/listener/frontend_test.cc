@@ -1,0 +1,424 @@
+// Tests of the listener side (Frontend, Listener, Connection, Request) over real loopback
+// sockets, with a fake RequestHandler whose behaviour each request picks by its base DN:
+//   "gate"   waits for the test to open the gate, then answers (or sends nothing if abandoned);
+//   other    answers one entry named after the base, then SearchResultDone.
+// A bind checks that nothing else of its connection runs beside it.
+#include "listener/frontend.h"
+
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/framing.h"
+#include "listener/wire/message_decoder.h"
+#include "listener/wire/message_encoder.h"
+#include "schema/filter.h"
+
+namespace numadir::listener {
+namespace {
+
+using wire::LdapMessage;
+using wire::ProtocolOp;
+
+class FakeSession : public Session {
+ public:
+  std::atomic<int> running{0};
+};
+
+class FakeHandler : public RequestHandler {
+ public:
+  std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
+    sessions_opened.fetch_add(1);
+    return std::make_unique<FakeSession>();
+  }
+
+  void handle(const LdapMessage& request, Session& session, ResponseSink& sink) override {
+    auto& fake = static_cast<FakeSession&>(session);
+    const int beside = fake.running.fetch_add(1);
+    if (request.op == ProtocolOp::kBindRequest && beside != 0) {
+      bind_violations.fetch_add(1);
+    }
+    LdapMessage response;
+    if (request.op == ProtocolOp::kBindRequest) {
+      response.reset(request.message_id, ProtocolOp::kBindResponse);
+      sink.send(response);
+    } else if (request.op == ProtocolOp::kSearchRequest) {
+      const std::string_view base = request.search_request.base_object;
+      if (base == "gate") {
+        std::unique_lock lock(mu_);
+        gate_waiters_++;
+        arrived_.notify_all();
+        opened_.wait(lock, [this] { return gate_open_; });
+      }
+      if (!sink.abandoned()) {
+        response.reset(request.message_id, ProtocolOp::kSearchResultEntry);
+        response.search_entry.object_name = base;
+        sink.send(response);
+        response.reset(request.message_id, ProtocolOp::kSearchResultDone);
+        sink.send(response);
+      } else {
+        abandoned_seen.fetch_add(1);
+      }
+    }
+    fake.running.fetch_sub(1);
+  }
+
+  // Blocks until `count` requests wait at the gate.
+  void wait_at_gate(int count) {
+    std::unique_lock lock(mu_);
+    arrived_.wait(lock, [&] { return gate_waiters_ >= count; });
+  }
+  void open_gate() {
+    std::lock_guard lock(mu_);
+    gate_open_ = true;
+    opened_.notify_all();
+  }
+
+  std::atomic<int> sessions_opened{0};
+  std::atomic<int> bind_violations{0};
+  std::atomic<int> abandoned_seen{0};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable arrived_;
+  std::condition_variable opened_;
+  int gate_waiters_ = 0;
+  bool gate_open_ = false;
+};
+
+// A blocking test client over one socket.
+class Client {
+ public:
+  explicit Client(std::uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  }
+  ~Client() { close(); }
+  void close() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+
+  void send_raw(std::string_view bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(bytes.size()));
+  }
+  // Appends a request to `pending_` (sent by flush(), so several go in one write).
+  void search(std::int32_t id, std::string_view base) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kSearchRequest);
+    message.search_request.base_object = base;
+    message.search_request.filter = *schema::Filter::parse("(objectClass=*)");
+    wire::encode_message(message, writer_);
+  }
+  void bind(std::int32_t id) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kBindRequest);
+    wire::encode_message(message, writer_);
+  }
+  void abandon(std::int32_t id, std::int32_t target) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kAbandonRequest);
+    message.abandon_id = target;
+    wire::encode_message(message, writer_);
+  }
+  void unbind(std::int32_t id) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kUnbindRequest);
+    wire::encode_message(message, writer_);
+  }
+  void flush() {
+    send_raw(writer_.view());
+    writer_.clear();
+  }
+
+  // Returns: the next response, or false at EOF.
+  bool receive(LdapMessage& message) {
+    for (;;) {
+      const wire::Frame frame = wire::frame_pdu(buffer_);
+      if (frame.state == wire::FrameState::kComplete) {
+        pdu_ = buffer_.substr(0, frame.pdu_bytes);
+        buffer_.erase(0, frame.pdu_bytes);
+        REQUIRE(wire::decode_message(pdu_, message).ok());
+        return true;
+      }
+      REQUIRE(frame.state == wire::FrameState::kNeedMore);
+      char chunk[4096];
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) {
+        return false;
+      }
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  // Receives an entry and a done for `id`, checking the entry's name.
+  void expect_search(std::int32_t id, std::string_view base) {
+    LdapMessage message;
+    REQUIRE(receive(message));
+    CHECK(message.message_id == id);
+    REQUIRE(message.op == ProtocolOp::kSearchResultEntry);
+    CHECK(message.search_entry.object_name == base);
+    REQUIRE(receive(message));
+    CHECK(message.message_id == id);
+    CHECK(message.op == ProtocolOp::kSearchResultDone);
+  }
+
+ private:
+  int fd_ = -1;
+  wire::BerWriter writer_;
+  std::string buffer_;
+  std::string pdu_;
+};
+
+struct Server {
+  explicit Server(FrontendOptions options = {}) {
+    if (options.urls.empty()) {
+      options.urls.push_back(ListenUrl{"ldap", "127.0.0.1", 0});
+    }
+    auto started = Frontend::start(options, handler);
+    REQUIRE_MESSAGE(started.ok(), started.status().to_string());
+    frontend = std::move(*started);
+    port = frontend->bound_urls()[0].port;
+  }
+  FakeHandler handler;
+  std::unique_ptr<Frontend> frontend;
+  std::uint16_t port = 0;
+};
+
+TEST_CASE("Frontend: pipelined searches are each answered with their message ID") {
+  Server server;
+  Client client(server.port);
+  for (int i = 1; i <= 50; ++i) {
+    client.search(i, "cn=" + std::to_string(i));
+  }
+  client.flush();
+  // Answers may come out of order across workers, but each entry is followed by its done.
+  std::vector<int> answered(51, 0);
+  LdapMessage message;
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(client.receive(message));
+    REQUIRE(message.message_id >= 1);
+    REQUIRE(message.message_id <= 50);
+    if (message.op == ProtocolOp::kSearchResultEntry) {
+      CHECK(message.search_entry.object_name == "cn=" + std::to_string(message.message_id));
+    } else {
+      CHECK(message.op == ProtocolOp::kSearchResultDone);
+      ++answered[static_cast<std::size_t>(message.message_id)];
+    }
+  }
+  for (int i = 1; i <= 50; ++i) {
+    CHECK(answered[static_cast<std::size_t>(i)] == 1);
+  }
+}
+
+TEST_CASE("Frontend: a bind waits for what is outstanding and nothing runs beside it") {
+  Server server;
+  Client client(server.port);
+  client.search(1, "gate");
+  client.bind(2);
+  client.search(3, "after");
+  client.flush();
+  server.handler.wait_at_gate(1);
+  server.handler.open_gate();
+  client.expect_search(1, "gate");
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.message_id == 2);
+  CHECK(message.op == ProtocolOp::kBindResponse);
+  client.expect_search(3, "after");
+  CHECK(server.handler.bind_violations == 0);
+}
+
+TEST_CASE("Frontend: an abandoned search sends nothing and the connection goes on") {
+  Server server;
+  Client client(server.port);
+  client.search(1, "gate");
+  client.flush();
+  server.handler.wait_at_gate(1);  // Running: the abandon reaches it through sink.abandoned().
+  client.abandon(2, 1);
+  client.search(3, "quick");
+  client.flush();
+  // Search 3 answered: the listener read the abandon before it.
+  client.expect_search(3, "quick");
+  server.handler.open_gate();
+  client.search(4, "later");
+  client.flush();
+  client.expect_search(4, "later");
+  server.frontend->stop();
+  CHECK(server.handler.abandoned_seen == 1);
+}
+
+TEST_CASE(
+    "Frontend: a malformed PDU gets a Notice of Disconnection and only that connection closes") {
+  Server server;
+  Client bad(server.port);
+  Client good(server.port);
+  good.search(1, "first");
+  good.flush();
+  good.expect_search(1, "first");
+  // A SEQUENCE holding an INTEGER message ID and then a tag no operation has.
+  bad.send_raw(std::string("\x30\x05\x02\x01\x07\x7f\x00", 7));
+  LdapMessage message;
+  REQUIRE(bad.receive(message));
+  CHECK(message.message_id == 0);
+  CHECK(message.op == ProtocolOp::kExtendedResponse);
+  CHECK(message.result.code == wire::ResultCode::kProtocolError);
+  CHECK(message.extended.name == wire::kNoticeOfDisconnectionOid);
+  CHECK_FALSE(bad.receive(message));  // Closed.
+  good.search(2, "second");
+  good.flush();
+  good.expect_search(2, "second");
+}
+
+TEST_CASE("Frontend: garbage that is not an LDAPMessage gets a notice and a close") {
+  Server server;
+  Client bad(server.port);
+  bad.send_raw("GET / HTTP/1.1\r\n\r\n");
+  LdapMessage message;
+  REQUIRE(bad.receive(message));
+  CHECK(message.extended.name == wire::kNoticeOfDisconnectionOid);
+  CHECK_FALSE(bad.receive(message));
+}
+
+TEST_CASE("Frontend: unbind closes the connection") {
+  Server server;
+  Client client(server.port);
+  client.search(1, "x");
+  client.flush();
+  client.expect_search(1, "x");
+  client.unbind(2);
+  client.flush();
+  LdapMessage message;
+  CHECK_FALSE(client.receive(message));
+}
+
+TEST_CASE("Frontend: connections over max_connections are closed at once") {
+  FrontendOptions options;
+  options.limits.max_connections = 1;
+  Server server(options);
+  Client first(server.port);
+  first.search(1, "one");
+  first.flush();
+  first.expect_search(1, "one");  // Accepted and counted.
+  Client second(server.port);
+  LdapMessage message;
+  CHECK_FALSE(second.receive(message));
+  first.search(2, "two");
+  first.flush();
+  first.expect_search(2, "two");
+}
+
+TEST_CASE("Frontend: a PDU over max_pdu_bytes gets a notice and a close") {
+  FrontendOptions options;
+  options.limits.max_pdu_bytes = 1024;
+  Server server(options);
+  Client client(server.port);
+  const std::string huge("\x30\x82\x10\x00", 4);  // Announces 4096 bytes.
+  client.send_raw(huge);
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.extended.name == wire::kNoticeOfDisconnectionOid);
+  CHECK_FALSE(client.receive(message));
+}
+
+TEST_CASE("Frontend: a client gone in the middle of an operation leaves nothing behind") {
+  Server server;
+  {
+    Client client(server.port);
+    client.search(1, "gate");
+    client.flush();
+    server.handler.wait_at_gate(1);
+  }  // Closed while its search waits.
+  server.handler.open_gate();
+  Client other(server.port);
+  other.search(1, "still here");
+  other.flush();
+  other.expect_search(1, "still here");
+  server.frontend->stop();  // Joins everything; ASan reports any leak.
+}
+
+TEST_CASE("Frontend: fewer connections than listeners are served") {
+  FrontendOptions options;
+  options.listeners = 4;
+  Server server(options);
+  Client client(server.port);
+  client.search(1, "only");
+  client.flush();
+  client.expect_search(1, "only");
+}
+
+TEST_CASE("Frontend: many clients with pipelining and disconnects get only their own answers") {
+  FrontendOptions options;
+  options.listeners = 2;
+  options.workers = 3;
+  options.limits.max_outstanding_per_connection = 8;  // Exercises holding requests back.
+  Server server(options);
+  constexpr int kClients = 6;
+  constexpr int kRounds = 40;
+  const unsigned seed = 20261130;
+  MESSAGE("seed " << seed);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      std::mt19937 random(seed + static_cast<unsigned>(c));
+      for (int round = 0; round < kRounds; ++round) {
+        Client client(server.port);
+        const int count = 1 + static_cast<int>(random() % 20);
+        for (int i = 1; i <= count; ++i) {
+          client.search(
+              i, "c" + std::to_string(c) + "r" + std::to_string(round) + "i" + std::to_string(i));
+          if (random() % 10 == 0) {
+            client.bind(1000 + i);
+          }
+        }
+        client.flush();
+        if (random() % 4 == 0) {
+          continue;  // Disconnect with everything outstanding.
+        }
+        int done = 0;
+        LdapMessage message;
+        while (done < count) {
+          if (!client.receive(message)) {
+            failures.fetch_add(1);
+            break;
+          }
+          if (message.op == ProtocolOp::kSearchResultEntry) {
+            const std::string expected = "c" + std::to_string(c) + "r" + std::to_string(round) +
+                                         "i" + std::to_string(message.message_id);
+            if (message.search_entry.object_name != expected) {
+              failures.fetch_add(1);
+            }
+          } else if (message.op == ProtocolOp::kSearchResultDone) {
+            ++done;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  CHECK(failures == 0);
+  CHECK(server.handler.bind_violations == 0);
+}
+
+}  // namespace
+}  // namespace numadir::listener

@@ -1,0 +1,91 @@
+#include "perf/authrate_report.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+namespace numadir::perf {
+namespace {
+
+AuthrateReport sample_report() {
+  WorkerStats stats;
+  for (int i = 0; i < 100; ++i) {
+    stats.count_auth(100'000 + 1'000 * static_cast<std::uint64_t>(i));
+  }
+  stats.count_result_code(49);
+  stats.count_result_code(49);
+  stats.count_result_code(5000);
+  stats.count_error(AuthError::kNoEntry);
+  AuthrateReport report;
+  report.totals.add_live(stats);
+  report.duration_s = 2;
+  report.connections = 4;
+  report.threads = 2;
+  report.mode = "same";
+  return report;
+}
+
+TEST_CASE("AuthTotals: collects a worker's counts and subtracts an earlier total") {
+  WorkerStats stats;
+  stats.count_auth(1000);
+  stats.count_error(AuthError::kConnectionDropped);
+  AuthTotals earlier;
+  earlier.add_live(stats);
+  stats.count_auth(2000);
+  stats.count_result_code(32);
+  AuthTotals later;
+  later.add_live(stats);
+  later.subtract(earlier);
+  CHECK(later.auths == 1);
+  CHECK(later.latency.count() == 1);
+  CHECK(later.errors[static_cast<std::size_t>(AuthError::kConnectionDropped)] == 0);
+  CHECK(later.errors[static_cast<std::size_t>(AuthError::kLdapResult)] == 1);
+  CHECK(later.result_codes[32] == 1);
+  CHECK(later.error_total() == 1);
+}
+
+TEST_CASE("format_summary_json: has every key scripts read") {
+  AuthrateReport report = sample_report();
+  std::string json = format_summary_json(report);
+  for (const char* key :
+       {"\"auths\": 100", "\"auths_per_sec\": 50.000", "\"latency_ms\": {\"p50\": ", "\"p90\": ",
+        "\"p99\": ", "\"p999\": ", "\"max\": ", "\"mean\": ", "\"errors\": {\"total\": 4",
+        "\"ldap_result\": 3", "\"no_entry\": 1", "\"by_code\": {\"49\": 2, \"other\": 1}",
+        "\"server_cpu_us_per_auth\": null", "\"server_peak_rss_kib\": null", "\"connections\": 4",
+        "\"threads\": 2", "\"duration_s\": 2.000", "\"mode\": \"same\""}) {
+    CAPTURE(key);
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(json.front() == '{');
+  CHECK(json.back() == '\n');
+
+  report.server_cpu_us_per_auth = 12.5;
+  report.server_peak_rss_kib = 4096;
+  json = format_summary_json(report);
+  CHECK(json.find("\"server_cpu_us_per_auth\": 12.500") != std::string::npos);
+  CHECK(json.find("\"server_peak_rss_kib\": 4096") != std::string::npos);
+}
+
+TEST_CASE("format_summary_text: names errors by kind and by code") {
+  const std::string text = format_summary_text(sample_report());
+  CHECK(text.find("auths        100") != std::string::npos);
+  CHECK(text.find("no_entry") != std::string::npos);
+  CHECK(text.find("result code 49") != std::string::npos);
+  CHECK(text.find("result code other") != std::string::npos);
+  CHECK(text.find("server CPU") == std::string::npos);
+}
+
+TEST_CASE("format_interval_csv: one field per header column") {
+  IntervalLine line;
+  line.elapsed_s = 1;
+  line.auths_per_sec = 1000;
+  const std::string header = interval_csv_header();
+  const std::string row = format_interval_csv(line);
+  CHECK(std::count(header.begin(), header.end(), ',') == std::count(row.begin(), row.end(), ','));
+  CHECK(row.back() == '\n');
+  CHECK(format_interval_text(line).find("auths/s 1000") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace numadir::perf
