@@ -60,10 +60,39 @@ bool Connection::is_abandoned(std::int32_t message_id) const {
 void Connection::begin_operation(std::int32_t message_id) {
   MutexLock lock(mu_);
   running_ids_.push_back(message_id);
+  ops_.fetch_add(kRefUnit, std::memory_order_seq_cst);
 }
 
-void Connection::end_operation(std::int32_t message_id) {
+void Connection::cancel_operation(std::int32_t message_id) {
   MutexLock lock(mu_);
+  forget_operation(message_id);
+  ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+}
+
+void Connection::finish_operation(std::int32_t message_id, std::string_view last_bytes) {
+  bool write_now = false;
+  std::uint64_t before = 0;
+  {
+    MutexLock lock(mu_);
+    forget_operation(message_id);
+    if (!last_bytes.empty() && !output_failed_.load(std::memory_order_relaxed)) {
+      out_.append(last_bytes);
+      write_now = !writing_;
+      writing_ = true;
+    }
+    // Ends under the lock, after the bytes are queued: a request the owner starts because of
+    // this queues its response behind them.
+    before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+  }
+  if ((before & kWatchBit) != 0) {
+    owner_.notify(info_.id);
+  }
+  if (write_now && !write_pending()) {
+    owner_.notify(info_.id);  // Blocked or failed: the owner takes over or closes.
+  }
+}
+
+void Connection::forget_operation(std::int32_t message_id) {
   if (auto it = std::find(running_ids_.begin(), running_ids_.end(), message_id);
       it != running_ids_.end()) {
     *it = running_ids_.back();

@@ -47,7 +47,7 @@ class Connection {
 
   // References: the owner's (1, until close) plus one per request taken by a worker. The
   // "watch" bit asks the worker that drops a reference to tell the owner (Listener::notify),
-  // which then looks at the connection again (to close it, or to run the requests it held back).
+  // which then finishes closing the connection.
   void add_ref() { state_.fetch_add(kRefUnit, std::memory_order_relaxed); }
   // Owner: takes back a reference it added for a request the pool refused.
   void release_from_owner() { state_.fetch_sub(kRefUnit, std::memory_order_seq_cst); }
@@ -56,16 +56,31 @@ class Connection {
   void release_from_worker();
   // Owner: sets the watch bit. Returns: the references held now.
   std::uint64_t watch();
-  void unwatch() { state_.fetch_and(~kWatchBit, std::memory_order_seq_cst); }
   std::uint64_t refs() const { return state_.load(std::memory_order_seq_cst) >> 1; }
+
+  // Operations outstanding (handed to a worker, last response not yet queued): what the
+  // per-connection rules count. An operation ends when its last bytes are queued for the socket,
+  // before they are written, so a client that reacts to a response never finds the operation
+  // still outstanding. With the watch bit set, the worker that ends one tells the owner, which
+  // then runs the requests it held back.
+  std::uint64_t operations() const { return ops_.load(std::memory_order_seq_cst) >> 1; }
+  // Owner: sets the watch bit. Returns: the operations outstanding now.
+  std::uint64_t watch_operations() {
+    return ops_.fetch_or(kWatchBit, std::memory_order_seq_cst) >> 1;
+  }
+  void unwatch_operations() { ops_.fetch_and(~kWatchBit, std::memory_order_seq_cst); }
 
   // Abandon marks: AbandonRequest marks one message ID, Unbind / close mark everything.
   void abandon(std::int32_t message_id);
   void abandon_all() { abandon_all_.store(true, std::memory_order_release); }
   bool is_abandoned(std::int32_t message_id) const;
-  // The owner registers a request before a worker may run it; the worker finishes it.
+  // Owner: registers an operation before a worker may run it (so an Abandon finds it).
   void begin_operation(std::int32_t message_id);
-  void end_operation(std::int32_t message_id);
+  // Owner: takes back an operation the pool refused.
+  void cancel_operation(std::int32_t message_id);
+  // Worker: queues the operation's last response bytes, ends the operation (telling the owner
+  // if it watches) and writes them when the output is idle.
+  void finish_operation(std::int32_t message_id, std::string_view last_bytes);
 
   bool output_failed() const { return output_failed_.load(std::memory_order_acquire); }
   // Returns: true when the socket was full and the owner must write on EPOLLOUT.
@@ -88,6 +103,8 @@ class Connection {
 
   // Writes `out_` until done or EAGAIN, as the single writer. Returns true when all is written.
   bool write_pending();
+  // Removes `message_id` from the running and abandoned lists.
+  void forget_operation(std::int32_t message_id) NUMADIR_REQUIRES(mu_);
 
   const int fd_;
   const ConnectionInfo info_;
@@ -96,6 +113,8 @@ class Connection {
   // must see each other, so either the owner sees the last reference go or the worker sees the
   // watch bit and notifies).
   std::atomic<std::uint64_t> state_{kRefUnit};
+  // Shared: outstanding operations << 1 | watch bit (seq_cst, as state_).
+  std::atomic<std::uint64_t> ops_{0};
   std::atomic<bool> abandon_all_{false};
   std::atomic<std::uint32_t> abandoned_count_{0};
   std::atomic<bool> output_failed_{false};

@@ -85,8 +85,10 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
         std::to_string(threadpool::BoundedQueue<threadpool::Task>::kMaxCapacity));
   }
   std::unique_ptr<Frontend> frontend(new Frontend());
+  const bool single = options.dispatcher == Dispatcher::kSingle;
+  const std::size_t listeners = single ? 1 : options.listeners;
   // Sockets first: a port in use fails the start before any thread runs.
-  std::vector<std::vector<int>> fds(options.listeners);
+  std::vector<std::vector<int>> fds(listeners);
   auto close_all = [&fds] {
     for (auto& list : fds) {
       for (const int fd : list) {
@@ -96,7 +98,7 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   };
   for (const ListenUrl& url : options.urls) {
     ListenUrl bound = url;
-    for (std::size_t i = 0; i < options.listeners; ++i) {
+    for (std::size_t i = 0; i < listeners; ++i) {
       Result<int> fd = open_listen_socket(url, bound.port);
       if (!fd.ok()) {
         close_all();
@@ -112,10 +114,14 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   threadpool::WorkerPoolOptions pool_options;
   pool_options.threads = options.workers;
   pool_options.queue_capacity = options.queue_capacity;
-  frontend->pool_ = std::make_unique<threadpool::WorkerPool>(pool_options);
+  if (single) {
+    frontend->pool_ = std::make_unique<threadpool::LockedQueuePool>(pool_options);
+  } else {
+    frontend->pool_ = std::make_unique<threadpool::WorkerPool>(pool_options);
+  }
   frontend->shared_.pool = frontend->pool_.get();
   frontend->pool_->start();
-  for (std::size_t i = 0; i < options.listeners; ++i) {
+  for (std::size_t i = 0; i < listeners; ++i) {
     frontend->listeners_.push_back(
         std::make_unique<Listener>(i, std::move(fds[i]), frontend->shared_));
   }

@@ -14,13 +14,20 @@
 #include "listener/listen_url.h"
 #include "listener/listener.h"
 #include "listener/request_handler.h"
+#include "threadpool/locked_queue_pool.h"
 #include "threadpool/worker_pool.h"
 
 namespace numadir::listener {
 
+enum class Dispatcher : std::uint8_t {
+  kPerCpu,  // Listener threads, each with its own sockets, into the lock-free pool.
+  kSingle,  // The classic design: one listener, one mutex + condvar queue, unpinned workers.
+};
+
 struct FrontendOptions {
   std::vector<ListenUrl> urls;
-  std::size_t listeners = 1;  // Listener threads.
+  Dispatcher dispatcher = Dispatcher::kPerCpu;
+  std::size_t listeners = 1;  // Listener threads (kSingle: always 1).
   std::size_t workers = 2;    // Worker threads.
   std::size_t queue_capacity = 4096;
   ListenerLimits limits;
@@ -46,14 +53,14 @@ class Frontend {
 
   std::size_t listener_count() const { return listeners_.size(); }
   const Listener& listener(std::size_t i) const { return *listeners_[i]; }
-  const threadpool::WorkerPool& pool() const { return *pool_; }
+  const threadpool::TaskPool& pool() const { return *pool_; }
 
  private:
   Frontend() = default;
 
   std::vector<ListenUrl> bound_urls_;
   ListenerShared shared_;
-  std::unique_ptr<threadpool::WorkerPool> pool_;
+  std::unique_ptr<threadpool::TaskPool> pool_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   bool stopped_ = false;
 };

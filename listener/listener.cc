@@ -27,7 +27,7 @@ namespace {
 constexpr std::uint64_t kEventFdTag = 1;
 constexpr std::uint64_t kListenTagBase = 2;  // + index into listen_fds_ (pointers are larger).
 constexpr int kMaxEvents = 256;
-constexpr std::size_t kReadChunkBytes = 16 * 1024;
+constexpr std::size_t kReadChunkBytes = 64 * 1024;
 
 std::string peer_name(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -71,7 +71,10 @@ bool is_request(wire::ProtocolOp op) {
 }  // namespace
 
 Listener::Listener(std::size_t index, std::vector<int> listen_fds, ListenerShared& shared)
-    : index_(index), listen_fds_(std::move(listen_fds)), shared_(shared) {
+    : index_(index),
+      listen_fds_(std::move(listen_fds)),
+      shared_(shared),
+      read_buffer_(new char[kReadChunkBytes]) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   NUMADIR_CHECK(epoll_fd_ >= 0, "epoll_create1 failed");
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -259,11 +262,10 @@ void Listener::on_readable(Connection& connection) {
         connection.input_.size() > shared_.limits.max_pdu_bytes + kReadChunkBytes) {
       break;
     }
-    const std::size_t old_size = connection.input_.size();
-    connection.input_.resize(old_size + kReadChunkBytes);
-    const ssize_t n = ::read(connection.fd(), connection.input_.data() + old_size, kReadChunkBytes);
-    connection.input_.resize(old_size + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    // Into the listener's buffer, then appended: growing input_ by resize() would zero it.
+    const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
+      connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
       if (static_cast<std::size_t>(n) < kReadChunkBytes) {
         break;  // Drained for now; level-triggered epoll reports more.
       }
@@ -301,7 +303,7 @@ void Listener::pump(Connection& connection) {
       return;
     }
     if (connection.held_.empty()) {
-      connection.unwatch();
+      connection.unwatch_operations();
       if (connection.reading_paused_) {
         connection.reading_paused_ = false;
         set_interest(connection);
@@ -317,12 +319,12 @@ void Listener::pump(Connection& connection) {
       return;
     }
     // Waits for a worker to release the connection, unless one did while this looked.
-    const std::uint64_t refs = connection.watch();
-    const bool bind_waits = connection.bind_running_ && refs > 1;
+    const std::uint64_t ops = connection.watch_operations();
+    const bool bind_waits = connection.bind_running_ && ops > 0;
     const bool front_is_bind =
         connection.held_.front()->message().op == wire::ProtocolOp::kBindRequest;
-    if (bind_waits || (front_is_bind && refs > 1) ||
-        refs - 1 >= shared_.limits.max_outstanding_per_connection) {
+    if (bind_waits || (front_is_bind && ops > 0) ||
+        ops >= shared_.limits.max_outstanding_per_connection) {
       return;
     }
   }
@@ -392,15 +394,15 @@ bool Listener::route_input(Connection& connection) {
 
 Listener::StartResult Listener::try_start(Connection& connection,
                                           std::unique_ptr<Request>& request) {
-  const std::uint64_t refs = connection.refs();
+  const std::uint64_t ops = connection.operations();
   if (connection.bind_running_) {
-    if (refs > 1) {
+    if (ops > 0) {
       return StartResult::kWait;  // Nothing runs beside a bind (RFC 4511 §4.2.1).
     }
     connection.bind_running_ = false;
   }
   const bool bind = request->message().op == wire::ProtocolOp::kBindRequest;
-  if ((bind && refs > 1) || refs - 1 >= shared_.limits.max_outstanding_per_connection) {
+  if ((bind && ops > 0) || ops >= shared_.limits.max_outstanding_per_connection) {
     return StartResult::kWait;
   }
   const std::int32_t message_id = request->message().message_id;
@@ -410,7 +412,7 @@ Listener::StartResult Listener::try_start(Connection& connection,
   if (!shared_.pool->try_submit(task)) {
     request.reset(static_cast<Request*>(task.release()));
     request->cancel_start();
-    connection.end_operation(message_id);
+    connection.cancel_operation(message_id);
     return StartResult::kPoolFull;
   }
   connection.bind_running_ = bind;

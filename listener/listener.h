@@ -41,7 +41,7 @@ struct alignas(kCacheLineSize) ListenerCounters {
 // What every listener of one server shares.
 struct ListenerShared {
   RequestHandler* handler = nullptr;
-  threadpool::WorkerPool* pool = nullptr;
+  threadpool::TaskPool* pool = nullptr;
   ListenerLimits limits;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> connections{0};
@@ -103,6 +103,7 @@ class Listener {
   ListenerCounters counters_;
   // Owner: the listener thread.
   std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+  std::unique_ptr<char[]> read_buffer_;                 // Owner: the listener thread.
   std::vector<std::unique_ptr<Connection>> graveyard_;  // Closed: destroyed after the events.
   std::vector<std::uint64_t> stalled_;  // Connections whose request the full pool refused.
   bool draining_ = false;               // Stopping: no accepts, no reads.

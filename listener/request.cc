@@ -20,11 +20,8 @@ void Request::run() {
   if (!connection_.is_abandoned(message_.message_id)) {
     handler_.handle(message_, *connection_.session_, *this);
   }
-  if (out_.size() > 0) {
-    connection_.send_bytes(out_.view());
-    out_.clear();
-  }
-  connection_.end_operation(message_.message_id);
+  connection_.finish_operation(message_.message_id, out_.view());
+  out_.clear();
 }
 
 void Request::send(const wire::LdapMessage& response) {

@@ -42,29 +42,45 @@ struct alignas(kCacheLineSize) WorkerCounters {
   std::atomic<std::uint64_t> parks{0};
 };
 
-class WorkerPool {
+// What a listener submits to: the lock-free WorkerPool here, or the classic LockedQueuePool
+// (threadpool/locked_queue_pool.h) kept for comparison.
+class TaskPool {
+ public:
+  virtual ~TaskPool() = default;
+  virtual void start() = 0;
+  // Lets the workers finish the tasks already queued, then joins them.
+  virtual void stop() = 0;
+  // Returns false when the queue is full or the pool is stopping; the caller keeps `task`.
+  [[nodiscard]] virtual bool try_submit(std::unique_ptr<Task>& task) = 0;
+  virtual std::size_t threads() const = 0;
+  virtual const WorkerCounters& counters(std::size_t worker) const = 0;
+  virtual std::size_t queue_depth() const = 0;
+  virtual std::size_t queue_high_water() const = 0;
+};
+
+class WorkerPool final : public TaskPool {
  public:
   // Requires: 0 < options.threads; 0 < options.queue_capacity <= BoundedQueue::kMaxCapacity.
   explicit WorkerPool(WorkerPoolOptions options);
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
   // Stops the pool if running; tasks still queued are destroyed without running.
-  ~WorkerPool();
+  ~WorkerPool() override;
 
-  void start();
+  void start() override;
   // Lets the workers finish the tasks already queued, then joins them. try_submit fails after.
-  void stop();
+  void stop() override;
 
   // Returns false when the queue is full (backpressure: the caller keeps `task` and retries
   // later) or the pool is stopping. On success `task` is left empty.
-  [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task);
+  [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task) override;
 
-  std::size_t threads() const { return options_.threads; }
-  const WorkerCounters& counters(std::size_t worker) const { return counters_[worker]; }
+  std::size_t threads() const override { return options_.threads; }
+  const WorkerCounters& counters(std::size_t worker) const override { return counters_[worker]; }
   // Returns: tasks queued and not yet taken (approximate while threads run).
-  std::size_t queue_depth() const;
+  std::size_t queue_depth() const override;
   // Returns: the most tasks ever queued at once (approximate).
-  std::size_t queue_high_water() const;
+  std::size_t queue_high_water() const override;
 
  private:
   void run_worker(std::size_t index);

@@ -369,6 +369,8 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
   options.listeners = 2;
   options.workers = 3;
   options.limits.max_outstanding_per_connection = 8;  // Exercises holding requests back.
+  SUBCASE("percpu dispatcher") { options.dispatcher = Dispatcher::kPerCpu; }
+  SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
   Server server(options);
   constexpr int kClients = 6;
   constexpr int kRounds = 40;

@@ -1,5 +1,7 @@
 #include "threadpool/worker_pool.h"
 
+#include "threadpool/locked_queue_pool.h"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -119,6 +121,37 @@ TEST_CASE("WorkerPool: stop refuses new tasks") {
   auto t = task([] {});
   CHECK_FALSE(pool.try_submit(t));
   CHECK(t != nullptr);
+}
+
+TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 1;
+  LockedQueuePool pool(options);
+  pool.start();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::latch started(1);
+  std::promise<std::thread::id> where;
+  auto blocker = task([&] {
+    where.set_value(std::this_thread::get_id());
+    started.count_down();
+    released.wait();
+  });
+  REQUIRE(pool.try_submit(blocker));
+  started.wait();
+  std::atomic<int> runs{0};
+  auto a = task([&] { runs.fetch_add(1); });
+  auto b = task([&] { runs.fetch_add(1); });
+  REQUIRE(pool.try_submit(a));
+  CHECK_FALSE(pool.try_submit(b));
+  CHECK(b != nullptr);
+  CHECK(pool.queue_depth() == 1);
+  release.set_value();
+  pool.stop();
+  CHECK(runs == 1);
+  CHECK(where.get_future().get() != std::this_thread::get_id());
+  CHECK(pool.counters(0).tasks.load() == 2);
 }
 
 }  // namespace
