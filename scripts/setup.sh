@@ -14,6 +14,8 @@ packages=(
   doctest-dev libbenchmark-dev
   # Real LDAP clients for integration tests (used with /usr/bin/python3).
   ldap-utils python3 python3-ldap python3-ldap3
+  # perf/bench.sh draws its plot with gnuplot.
+  gnuplot-nox
   # OpenLDAP's slapd, the reference: tests start private instances with their own config, and
   # slappasswd / slapcat / slapadd make the hashes and LDIF the round-trip tests compare with.
   slapd

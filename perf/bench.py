@@ -1,0 +1,354 @@
+#!/usr/bin/python3
+"""The side-by-side benchmark: authrate against the floor server, OpenLDAP slapd, numadir
+`percpu` and numadir `single`, on the same generated users, at several connection counts, each
+point repeated and interleaved, medians reported. Run by perf/bench.sh (which builds first).
+
+  perf/bench.py --build-dir build/release [--users 100000] [--connections 16,64,256]
+                [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
+
+Every server runs at once, idle while another is measured (an idle server costs nothing), so
+the points of one repetition follow each other within seconds. Each server's CPU (utime +
+stime from /proc/PID/stat over the measured window) comes from authrate --server-pid as µs per
+auth. Writes the tables between the bench markers of RESULTS.md and a PNG plot (gnuplot).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SUFFIX = "dc=example,dc=com"
+PEOPLE = f"ou=people,{SUFFIX}"
+ROOT_DN = f"cn=admin,{SUFFIX}"
+BEGIN = "<!-- bench:begin -->"
+END = "<!-- bench:end -->"
+
+# numadir's default access policy (server/access_control.h) in slapd's terms, so both servers
+# check the same rules on every auth.
+SLAPD_ACCESS = """access to attrs=userPassword
+  by self =wx
+  by anonymous auth
+  by * none
+access to *
+  by self write
+  by users read
+  by anonymous read
+"""
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_line(process, pattern, timeout_s=120):
+    """Reads process stdout until a line matches `pattern`; returns the match."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited with {process.returncode}")
+            continue
+        match = re.search(pattern, line)
+        if match:
+            return match
+    raise RuntimeError(f"no line matching {pattern!r} within {timeout_s}s")
+
+
+def wait_for_port(port, process, timeout_s=60):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout_s}s")
+
+
+class Server:
+    def __init__(self, name, process, port):
+        self.name = name
+        self.process = process
+        self.port = port
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_floor(build):
+    process = subprocess.Popen([f"{build}/perf/floor-server", "--listen", "127.0.0.1:0"],
+                               stdout=subprocess.PIPE, text=True)
+    port = int(wait_for_line(process, r"listening on 127\.0\.0\.1:(\d+)").group(1))
+    return Server("floor", process, port)
+
+
+def start_numadir(build, work, name, dispatcher, ldif):
+    folder = os.path.join(work, name)
+    os.makedirs(folder)
+    root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(folder, "numadir.toml"), "w") as stream:
+        stream.write(f"""[database]
+path = "db"
+suffix = "{SUFFIX}"
+map_size = "8GiB"
+indexes = ["objectClass eq", "uid eq"]
+
+[server]
+listen = ["ldap://127.0.0.1:0"]
+rootdn = "{ROOT_DN}"
+rootpw = "{root_pw}"
+
+[threads]
+dispatcher = "{dispatcher}"
+""")
+    config = os.path.join(folder, "numadir.toml")
+    subprocess.run([f"{build}/server/numadir", "import", "-c", config, "--no-progress", ldif],
+                   check=True, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen([f"{build}/server/numadir", "serve", "-c", config],
+                               stdout=subprocess.PIPE, text=True)
+    port = int(wait_for_line(process, r"listening on ldap://127\.0\.0\.1:(\d+)").group(1))
+    return Server(name, process, port)
+
+
+def start_slapd(work, ldif):
+    folder = os.path.join(work, "slapd")
+    db = os.path.join(folder, "db")
+    os.makedirs(db)
+    root_pw = subprocess.run(["/usr/sbin/slappasswd", "-s", "secret"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    config = os.path.join(folder, "slapd.conf")
+    schema = "".join(f"include /etc/ldap/schema/{name}.schema\n"
+                     for name in ("core", "cosine", "inetorgperson", "nis"))
+    with open(config, "w") as stream:
+        stream.write(f"""{schema}
+modulepath /usr/lib/ldap
+moduleload back_mdb
+pidfile {folder}/slapd.pid
+argsfile {folder}/slapd.args
+
+database mdb
+maxsize 8589934592
+suffix "{SUFFIX}"
+rootdn "{ROOT_DN}"
+rootpw {root_pw}
+directory {db}
+index objectClass eq
+index uid eq
+{SLAPD_ACCESS}
+""")
+    subprocess.run(["/usr/sbin/slapadd", "-q", "-f", config, "-l", ldif], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
+    process = subprocess.Popen(["/usr/sbin/slapd", "-h", f"ldap://127.0.0.1:{port}/", "-f",
+                                config, "-d", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    wait_for_port(port, process)
+    return Server("slapd", process, port)
+
+
+def run_authrate(build, server, connections, args):
+    command = [f"{build}/perf/authrate", "-H", f"ldap://127.0.0.1:{server.port}", "-b", PEOPLE,
+               "--first", "0", "--last", str(args.users - 1), "-c", str(connections),
+               "-t", str(args.authrate_threads), "-d", str(args.duration), "--warmup",
+               str(args.warmup), "--server-pid", str(server.process.pid), "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=args.duration * 4 + 120)
+    if result.returncode != 0:
+        raise RuntimeError(f"authrate against {server.name} failed: {result.stderr[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def machine():
+    model = "unknown"
+    with open("/proc/cpuinfo") as stream:
+        for line in stream:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    slapd = subprocess.run(["/usr/sbin/slapd", "-VV"], capture_output=True, text=True)
+    slapd_version = (slapd.stderr or slapd.stdout).strip().splitlines()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "kernel": platform.release(),
+        "slapd": slapd_version[0] if slapd_version else "unknown",
+    }
+
+
+def table(points, servers, connections):
+    lines = ["| connections | server | auths/s | p50 ms | p99 ms | server CPU µs/auth | "
+             "peak RSS MiB |", "|---:|---|---:|---:|---:|---:|---:|"]
+    for c in connections:
+        for name in servers:
+            p = points[(name, c)]
+            lines.append(f"| {c} | {name} | {p['rate']:.0f} | {p['p50']:.3f} | {p['p99']:.3f} | "
+                         f"{p['cpu']:.1f} | {p['rss'] / 1024:.1f} |")
+    return "\n".join(lines)
+
+
+def ratios(points, servers, connections):
+    pairs = [("percpu", "slapd"), ("percpu", "floor"), ("percpu", "single"),
+             ("single", "slapd")]
+    pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
+    lines = ["| connections | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
+                                             for a, b in pairs) + " |",
+             "|---:|" + "---:|---:|" * len(pairs)]
+    for c in connections:
+        cells = []
+        for a, b in pairs:
+            pa, pb = points[(a, c)], points[(b, c)]
+            cells.append(f"{pa['rate'] / pb['rate']:.2f}")
+            cells.append(f"{pa['cpu'] / pb['cpu']:.2f}" if pb["cpu"] > 0 else "n/a")
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(points, servers, connections, png):
+    gnuplot = shutil.which("gnuplot")
+    if gnuplot is None:
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        data = os.path.join(folder, "data")
+        with open(data, "w") as stream:
+            for name in servers:
+                stream.write(f'"{name}"\n')
+                for c in connections:
+                    stream.write(f"{c} {points[(name, c)]['rate']:.0f}\n")
+                stream.write("\n\n")
+        script = f"""set terminal pngcairo size 800,500 noenhanced
+set output "{png}"
+set title "auths/s vs connections (median of repetitions)"
+set xlabel "connections"
+set ylabel "auths/s"
+set logscale x 2
+set key outside right
+set grid
+plot for [i=0:{len(servers) - 1}] "{data}" index i using 1:2 with linespoints title columnheader(1)
+"""
+        result = subprocess.run([gnuplot], input=script, text=True, capture_output=True)
+        if result.returncode != 0:
+            # pngcairo may be missing from gnuplot-nox builds: fall back to the png terminal.
+            script = script.replace("pngcairo", "png")
+            result = subprocess.run([gnuplot], input=script, text=True, capture_output=True)
+        return result.returncode == 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build-dir", default="build/release")
+    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--connections", default="16,64,256")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--authrate-threads", type=int, default=1)
+    parser.add_argument("--servers", default="floor,slapd,percpu,single")
+    parser.add_argument("--results", default="perf/RESULTS.md")
+    parser.add_argument("--plot", default="perf/bench.png")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build_dir)
+    connections = [int(c) for c in args.connections.split(",")]
+    names = args.servers.split(",")
+    command = "perf/bench.sh " + " ".join(sys.argv[1:])
+
+    work = tempfile.mkdtemp(prefix="numadir-bench-")
+    servers = {}
+    try:
+        ldif = os.path.join(work, "users.ldif")
+        with open(ldif, "w") as stream:
+            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
+                                                             "gen_users.py"),
+                            "--users", str(args.users)], stdout=stream, check=True)
+        print(f"bench: {args.users} users generated; starting {', '.join(names)}", flush=True)
+        for name in names:
+            if name == "floor":
+                servers[name] = start_floor(build)
+            elif name == "slapd":
+                servers[name] = start_slapd(work, ldif)
+            elif name in ("percpu", "single"):
+                servers[name] = start_numadir(build, work, name, name, ldif)
+            else:
+                raise SystemExit(f"bench: unknown server {name!r}")
+        runs = {}
+        for rep in range(args.repeat):
+            for c in connections:
+                for name in names:
+                    summary = run_authrate(build, servers[name], c, args)
+                    runs.setdefault((name, c), []).append(summary)
+                    print(f"bench: rep {rep + 1}/{args.repeat} {c:>5} conns {name:>7}: "
+                          f"{summary['auths_per_sec']:.0f} auths/s, "
+                          f"p99 {summary['latency_ms']['p99']:.3f} ms, "
+                          f"cpu {summary.get('server_cpu_us_per_auth') or 0:.1f} us/auth, "
+                          f"errors {summary['errors']['total']}", flush=True)
+    finally:
+        for server in servers.values():
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    points = {}
+    for key, summaries in runs.items():
+        points[key] = {
+            "rate": statistics.median(s["auths_per_sec"] for s in summaries),
+            "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
+            "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
+            "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
+            "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
+            "errors": sum(s["errors"]["total"] for s in summaries),
+        }
+    info = machine()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    plotted = plot(points, names, connections, os.path.abspath(args.plot))
+    errors = sum(p["errors"] for p in points.values())
+    section = f"""{BEGIN}
+### Side by side: {now}
+
+Command: `{command}` — {args.users} users ({{SSHA}} passwords), indexes objectClass eq and uid
+eq on both servers, the same access rules; authrate with {args.authrate_threads} thread(s),
+{args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
+interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
+{info['kernel']}; {info['slapd']}. Load generator and servers share the machine's CPUs.
+Errors over all runs: {errors}.
+
+{table(points, names, connections)}
+
+Ratios (medians):
+
+{ratios(points, names, connections)}
+{"" if not plotted else chr(10) + "![auths/s vs connections](bench.png)" + chr(10)}
+{END}"""
+    with open(args.results) as stream:
+        text = stream.read()
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n## The side-by-side benchmark (perf/bench.sh)\n\n" + \
+            section + "\n"
+    with open(args.results, "w") as stream:
+        stream.write(text)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
