@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs every test of numadir:
 #   1. ctest for the `release` and `asan` (ASan + UBSan) presets;
-#   2. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
+#   2. the threading code's tests (listener, threadpool) under the `tsan` preset;
+#   3. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
 #      annotations with -Wthread-safety) for NUMADIR_FUZZ_SECONDS (default 30) over its
 #      committed seed corpus.
 # Exits non-zero on the first failure.
@@ -19,6 +20,11 @@ for preset in release asan; do
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+
+echo "== build and test: tsan (the threading code: listener_tests, threadpool_tests)"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs" --target listener_tests threadpool_tests
+ctest --preset tsan -j "$jobs" -R "^(listener_tests|threadpool_tests): "
 
 echo "== build fuzz targets"
 cmake --preset fuzz >/dev/null
