@@ -24,7 +24,7 @@ done
 echo "== build and test: tsan (the threading code: listener_tests, threadpool_tests)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target listener_tests threadpool_tests
-ctest --preset tsan -j "$jobs" -R "^(listener_tests|threadpool_tests): "
+ctest --preset tsan -j "$jobs" -R "^(listener_tests|threadpool_tests):"
 
 echo "== build fuzz targets"
 cmake --preset fuzz >/dev/null
