@@ -54,4 +54,13 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
 // Loads the config, the schema files it names and opens nothing else; reports every problem.
 int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);
 
+struct TopologyOptions {
+  std::optional<std::string> synthetic;         // An hwloc synthetic description.
+  std::optional<std::filesystem::path> config;  // Its [threads] section; none: auto.
+};
+// Prints the topology (this machine's, or `synthetic`) and the thread placement plan. Exits 1
+// when the synthetic description is bad (with hwloc's complaint), the config cannot be loaded
+// or its [threads] does not fit the topology.
+int run_topology(const TopologyOptions& options, std::ostream& out, std::ostream& err);
+
 }  // namespace numadir::server

@@ -371,11 +371,11 @@ bool get_count(const toml::table& table, std::string_view prefix, std::string_vi
 }
 
 void parse_server(const toml::table& table, Config& config, Problems& problems) {
-  check_keys(table, "server",
-             {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections",
-              "max_pdu_size", "max_outstanding_per_connection", "queue_capacity",
-              "allow_unauthenticated_bind"},
-             problems);
+  check_keys(
+      table, "server",
+      {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections", "max_pdu_size",
+       "max_outstanding_per_connection", "queue_capacity", "allow_unauthenticated_bind"},
+      problems);
   ServerSettings& server = config.server;
   std::vector<std::string> urls;
   if (get_strings(table, "server", "listen", urls, problems)) {
@@ -455,6 +455,56 @@ void parse_limits(const toml::table& table, Config& config, Problems& problems) 
   }
 }
 
+// Most NUMA nodes a [[threads.node]] id may name (Linux's MAX_NUMNODES is at most 1024).
+constexpr std::uint64_t kMaxNodeId = 1023;
+
+void parse_threads(const toml::table& table, Config& config, Problems& problems) {
+  check_keys(table, "threads", {"dispatcher", "pin", "node"}, problems);
+  ThreadSettings& threads = config.threads;
+  if (get_string(table, "threads", "dispatcher", threads.dispatcher, problems) &&
+      threads.dispatcher != "percpu" && threads.dispatcher != "single") {
+    problems.add("threads.dispatcher", "must be \"percpu\" or \"single\"");
+  }
+  get_bool(table, "threads", "pin", threads.pin, problems);
+  const toml::node* nodes = table.get("node");
+  if (nodes == nullptr) {
+    return;
+  }
+  const toml::array* array = nodes->as_array();
+  if (array == nullptr || !array->is_array_of_tables()) {
+    problems.add("threads.node", "must be an array of tables ([[threads.node]])");
+    return;
+  }
+  if (threads.dispatcher == "single" && !array->empty()) {
+    problems.add("threads.node", "only with dispatcher = \"percpu\"");
+    return;
+  }
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::table& node = *array->get(i)->as_table();
+    const std::string prefix = "threads.node[" + std::to_string(i) + "]";
+    check_keys(node, prefix, {"id", "listeners", "workers"}, problems);
+    threadpool::NodeThreads settings{0};
+    std::uint64_t number = 0;
+    if (get_count(node, prefix, "id", kMaxNodeId, number, problems)) {
+      settings.node = static_cast<unsigned>(number);
+    } else if (!problems.any()) {
+      problems.add(prefix + ".id", "missing");
+    }
+    if (get_count(node, prefix, "listeners", 1024, number, problems)) {
+      settings.listeners = static_cast<unsigned>(number);
+    }
+    if (get_count(node, prefix, "workers", threadpool::kMaxThreadsPerNode, number, problems)) {
+      settings.workers = static_cast<unsigned>(number);
+    }
+    for (const threadpool::NodeThreads& earlier : threads.nodes) {
+      if (earlier.node == settings.node) {
+        problems.add(prefix + ".id", "node " + std::to_string(settings.node) + " is listed twice");
+      }
+    }
+    threads.nodes.push_back(settings);
+  }
+}
+
 }  // namespace
 
 Result<Config> parse_config(std::string_view text, std::string_view origin,
@@ -475,7 +525,8 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   const toml::table& root = parsed.table();
   Problems problems(origin);
-  check_keys(root, "", {"database", "schema", "passwords", "server", "limits"}, problems);
+  check_keys(root, "", {"database", "schema", "passwords", "server", "limits", "threads"},
+             problems);
 
   Config config;
   if (const toml::table* database = get_table(root, "database", problems)) {
@@ -516,6 +567,9 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   if (const toml::table* limits = get_table(root, "limits", problems)) {
     parse_limits(*limits, config, problems);
+  }
+  if (const toml::table* threads = get_table(root, "threads", problems)) {
+    parse_threads(*threads, config, problems);
   }
   if (config.server.listen.empty()) {
     config.server.listen.push_back(listener::ListenUrl{"ldap", "", 389});

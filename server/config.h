@@ -31,6 +31,16 @@
 //   default_scheme = "SSHA512"           # scheme for passwords numadir hashes
 //   allow_cleartext = false              # accept stored cleartext userPassword values
 //
+//   [threads]
+//   dispatcher = "percpu"                # per-NUMA-node listeners and pinned worker pools, or
+//                                        # "single": one listener, one mutex+condvar queue,
+//                                        # one unpinned pool (the classic design)
+//   pin = true                           # pin each thread to its PU (percpu only)
+//   [[threads.node]]                     # per NUMA node (logical index); none: every node,
+//   id = 0                               # auto counts (threadpool/placement.h has the rules)
+//   listeners = 1                        # 0 = auto
+//   workers = 2                          # 0 = auto
+//
 // Thread contract: parsed once at startup; immutable afterwards.
 #pragma once
 
@@ -45,6 +55,7 @@
 #include "backend/directory.h"
 #include "backend/password_scheme.h"
 #include "base/status.h"
+#include "threadpool/placement.h"
 
 namespace numadir::server {
 
@@ -63,6 +74,14 @@ struct ServerSettings {
   std::uint32_t time_limit_s = 3600;
 };
 
+struct ThreadSettings {
+  std::string dispatcher = "percpu";  // "percpu" or "single".
+  bool pin = true;
+  // [[threads.node]], in file order, ids distinct. Whether each id exists is known only from
+  // the machine's topology: threadpool::plan_placement checks it.
+  std::vector<threadpool::NodeThreads> nodes;
+};
+
 struct Config {
   std::filesystem::path source;  // The file it came from (empty for text).
   backend::DirectoryOptions database;
@@ -70,6 +89,7 @@ struct Config {
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
   bool allow_cleartext_passwords = false;
   ServerSettings server;
+  ThreadSettings threads;
 };
 
 // Parses numadir.toml text. Relative paths are taken relative to `base_dir`.

@@ -1,5 +1,6 @@
 // numadir: the directory server's command line: `serve` runs the server; the other subcommands
-// work on a directory's files directly.
+// work on a directory's files directly, except `topology`, which prints the CPU topology and the
+// thread placement plan.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -65,6 +66,16 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check-config", "Check a config file and its schema");
   check->add_option("-c,--config", check_path, "Config file")->capture_default_str();
 
+  TopologyOptions topology_options;
+  std::string synthetic;
+  std::filesystem::path topology_config;
+  CLI::App* topology =
+      app.add_subcommand("topology", "Print the CPU topology and the thread placement plan");
+  CLI::Option* synthetic_option = topology->add_option(
+      "--synthetic", synthetic, "An hwloc synthetic topology, e.g. \"numa:4 core:8 pu:2\"");
+  CLI::Option* topology_config_option = topology->add_option(
+      "-c,--config", topology_config, "Config file whose [threads] to plan (default: auto)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -92,6 +103,15 @@ int main(int argc, char** argv) {
       passwd_options.secret_file = secret_file;
     }
     return run_passwd(passwd_options, std::cin, std::cout, std::cerr);
+  }
+  if (topology->parsed()) {
+    if (synthetic_option->count() > 0) {
+      topology_options.synthetic = synthetic;
+    }
+    if (topology_config_option->count() > 0) {
+      topology_options.config = topology_config;
+    }
+    return run_topology(topology_options, std::cout, std::cerr);
   }
   return run_check_config(check_path, std::cout, std::cerr);
 }

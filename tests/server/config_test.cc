@@ -164,5 +164,67 @@ TEST_CASE("Config: sizes and index specs parse on their own") {
   CHECK_FALSE(spec->presence);
 }
 
+TEST_CASE("Config: threads defaults to percpu and pinned on every node") {
+  auto config = parse(kMinimal);
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->threads.dispatcher == "percpu");
+  CHECK(config->threads.pin);
+  CHECK(config->threads.nodes.empty());
+}
+
+TEST_CASE("Config: threads reads the dispatcher and pin and each node") {
+  auto config = parse(std::string(kMinimal) + R"(
+[threads]
+dispatcher = "percpu"
+pin = false
+[[threads.node]]
+id = 0
+listeners = 1
+workers = 2
+[[threads.node]]
+id = 3
+)");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK_FALSE(config->threads.pin);
+  REQUIRE(config->threads.nodes.size() == 2);
+  CHECK(config->threads.nodes[0].node == 0);
+  CHECK(config->threads.nodes[0].listeners == 1);
+  CHECK(config->threads.nodes[0].workers == 2);
+  CHECK(config->threads.nodes[1].node == 3);
+  CHECK(config->threads.nodes[1].listeners == 0);  // Auto.
+  CHECK(config->threads.nodes[1].workers == 0);
+
+  auto single = parse(std::string(kMinimal) + "[threads]\ndispatcher = \"single\"\n");
+  REQUIRE_MESSAGE(single.ok(), single.status().to_string());
+  CHECK(single->threads.dispatcher == "single");
+}
+
+TEST_CASE("Config: threads mistakes name their key") {
+  const auto threads_error = [](const std::string& section) {
+    return error_of(std::string(kMinimal) + section);
+  };
+  CHECK(threads_error("[threads]\ndispatcher = \"numa\"\n") ==
+        "test.toml: threads.dispatcher: must be \"percpu\" or \"single\"");
+  CHECK(threads_error("[threads]\npin = 1\n") == "test.toml: threads.pin: must be true or false");
+  CHECK(threads_error("[threads]\ncount = 1\n") == "test.toml: threads.count: unknown key");
+  CHECK(error_of("threads = 3\n" + std::string(kMinimal)) == "test.toml: threads: must be a table");
+  CHECK(threads_error("[threads]\nnode = 1\n") ==
+        "test.toml: threads.node: must be an array of tables ([[threads.node]])");
+  CHECK(threads_error("[[threads.node]]\nlisteners = 1\n") ==
+        "test.toml: threads.node[0].id: missing");
+  CHECK(threads_error("[[threads.node]]\nid = -1\n") ==
+        "test.toml: threads.node[0].id: must be an integer from 0 to 1023");
+  CHECK(threads_error("[[threads.node]]\nid = 0\nworkers = 5000\n") ==
+        "test.toml: threads.node[0].workers: must be an integer from 0 to 4096");
+  CHECK(threads_error("[[threads.node]]\nid = 0\nlisteners = \"2\"\n") ==
+        "test.toml: threads.node[0].listeners: must be an integer from 0 to 1024");
+  CHECK(threads_error("[[threads.node]]\nid = 0\ncpus = 2\n") ==
+        "test.toml: threads.node[0].cpus: unknown key");
+  CHECK(threads_error("[[threads.node]]\nid = 1\n[[threads.node]]\nid = 1\n") ==
+        "test.toml: threads.node[1].id: node 1 is listed twice");
+  CHECK(threads_error("[threads]\ndispatcher = \"single\"\n[[threads.node]]\nid = 0\n") ==
+        "test.toml: threads.node: only with dispatcher = \"percpu\"");
+}
+
 }  // namespace
 }  // namespace numadir::server
