@@ -73,10 +73,52 @@ std::uint16_t bound_port(int fd) {
 
 }  // namespace
 
+namespace {
+
+// One pool and the listeners that submit to it, as the Frontend will build them.
+struct PoolLayout {
+  std::string name;  // "node0", or "" without a plan.
+  threadpool::WorkerPoolOptions pool;
+  std::vector<std::optional<unsigned>> listener_pins;
+};
+
+std::vector<PoolLayout> layout(const FrontendOptions& options) {
+  std::vector<PoolLayout> pools;
+  const bool single = options.dispatcher == Dispatcher::kSingle;
+  if (!single && options.plan.has_value()) {
+    for (const threadpool::NodePlan& node : options.plan->nodes) {
+      if (node.listeners.empty() || node.workers.empty()) {
+        continue;
+      }
+      PoolLayout pool;
+      pool.name = "node" + std::to_string(node.node);
+      pool.pool.name = "worker-" + std::to_string(node.node);
+      pool.pool.threads = node.workers.size();
+      pool.pool.queue_capacity = options.queue_capacity;
+      for (const threadpool::ThreadPlacement& worker : node.workers) {
+        pool.pool.pins.push_back(worker.pu);
+      }
+      for (const threadpool::ThreadPlacement& listener : node.listeners) {
+        pool.listener_pins.push_back(listener.pu);
+      }
+      pools.push_back(std::move(pool));
+    }
+    return pools;
+  }
+  PoolLayout pool;
+  pool.pool.threads = options.workers;
+  pool.pool.queue_capacity = options.queue_capacity;
+  pool.listener_pins.resize(single ? 1 : options.listeners);
+  pools.push_back(std::move(pool));
+  return pools;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options,
                                                   RequestHandler& handler) {
-  if (options.listeners == 0 || options.workers == 0 || options.urls.empty()) {
-    return invalid_argument("the server needs at least one listen URL, listener and worker");
+  if (options.urls.empty()) {
+    return invalid_argument("the server needs at least one listen URL");
   }
   if (options.queue_capacity == 0 ||
       options.queue_capacity > threadpool::BoundedQueue<threadpool::Task>::kMaxCapacity) {
@@ -84,9 +126,18 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
         "queue capacity must be 1.." +
         std::to_string(threadpool::BoundedQueue<threadpool::Task>::kMaxCapacity));
   }
+  const std::vector<PoolLayout> pools = layout(options);
+  std::size_t listeners = 0;
+  for (const PoolLayout& pool : pools) {
+    if (pool.pool.threads == 0 || pool.listener_pins.empty()) {
+      return invalid_argument("every pool needs at least one listener and one worker");
+    }
+    listeners += pool.listener_pins.size();
+  }
+  if (listeners == 0) {
+    return invalid_argument("the placement plan has no listener");
+  }
   std::unique_ptr<Frontend> frontend(new Frontend());
-  const bool single = options.dispatcher == Dispatcher::kSingle;
-  const std::size_t listeners = single ? 1 : options.listeners;
   // Sockets first: a port in use fails the start before any thread runs.
   std::vector<std::vector<int>> fds(listeners);
   auto close_all = [&fds] {
@@ -111,19 +162,24 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   }
   frontend->shared_.handler = &handler;
   frontend->shared_.limits = options.limits;
-  threadpool::WorkerPoolOptions pool_options;
-  pool_options.threads = options.workers;
-  pool_options.queue_capacity = options.queue_capacity;
-  if (single) {
-    frontend->pool_ = std::make_unique<threadpool::LockedQueuePool>(pool_options);
-  } else {
-    frontend->pool_ = std::make_unique<threadpool::WorkerPool>(pool_options);
-  }
-  frontend->shared_.pool = frontend->pool_.get();
-  frontend->pool_->start();
-  for (std::size_t i = 0; i < listeners; ++i) {
-    frontend->listeners_.push_back(
-        std::make_unique<Listener>(i, std::move(fds[i]), frontend->shared_));
+  std::size_t next_listener = 0;
+  for (const PoolLayout& layout : pools) {
+    std::unique_ptr<threadpool::TaskPool> pool;
+    if (options.dispatcher == Dispatcher::kSingle) {
+      pool = std::make_unique<threadpool::LockedQueuePool>(layout.pool);
+    } else {
+      pool = std::make_unique<threadpool::WorkerPool>(layout.pool);
+    }
+    pool->start();
+    for (std::size_t i = 0; i < layout.listener_pins.size(); ++i) {
+      const std::string name =
+          "listener-" + (layout.name.empty() ? std::to_string(next_listener)
+                                             : layout.name.substr(4) + "-" + std::to_string(i));
+      frontend->listeners_.push_back(std::make_unique<Listener>(
+          name, std::move(fds[next_listener]), frontend->shared_, *pool, layout.listener_pins[i]));
+      ++next_listener;
+    }
+    frontend->pools_.push_back(std::move(pool));
   }
   for (auto& listener : frontend->listeners_) {
     listener->start();
@@ -141,7 +197,9 @@ void Frontend::stop() {
   for (auto& listener : listeners_) {
     listener->stop();
   }
-  pool_->stop();
+  for (auto& pool : pools_) {
+    pool->stop();
+  }
   listeners_.clear();
 }
 

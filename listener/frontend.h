@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/status.h"
@@ -15,6 +16,7 @@
 #include "listener/listener.h"
 #include "listener/request_handler.h"
 #include "threadpool/locked_queue_pool.h"
+#include "threadpool/placement.h"
 #include "threadpool/worker_pool.h"
 
 namespace numadir::listener {
@@ -27,6 +29,10 @@ enum class Dispatcher : std::uint8_t {
 struct FrontendOptions {
   std::vector<ListenUrl> urls;
   Dispatcher dispatcher = Dispatcher::kPerCpu;
+  // kPerCpu with a plan: per NUMA node of the plan, its listeners and a pool of its workers,
+  // each thread pinned as planned; a node's listeners submit to its own pool.
+  std::optional<threadpool::PlacementPlan> plan;
+  // Without a plan (and always for kSingle): these counts, one pool, nothing pinned.
   std::size_t listeners = 1;  // Listener threads (kSingle: always 1).
   std::size_t workers = 2;    // Worker threads.
   std::size_t queue_capacity = 4096;
@@ -53,14 +59,15 @@ class Frontend {
 
   std::size_t listener_count() const { return listeners_.size(); }
   const Listener& listener(std::size_t i) const { return *listeners_[i]; }
-  const threadpool::TaskPool& pool() const { return *pool_; }
+  std::size_t pool_count() const { return pools_.size(); }
+  const threadpool::TaskPool& pool(std::size_t i) const { return *pools_[i]; }
 
  private:
   Frontend() = default;
 
   std::vector<ListenUrl> bound_urls_;
   ListenerShared shared_;
-  std::unique_ptr<threadpool::TaskPool> pool_;
+  std::vector<std::unique_ptr<threadpool::TaskPool>> pools_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   bool stopped_ = false;
 };

@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <string>
 
 #include "base/check.h"
 #include "listener/request.h"
 #include "listener/wire/framing.h"
 #include "listener/wire/message_encoder.h"
+#include "threadpool/topology.h"
 
 namespace numadir::listener {
 namespace {
@@ -70,10 +72,13 @@ bool is_request(wire::ProtocolOp op) {
 
 }  // namespace
 
-Listener::Listener(std::size_t index, std::vector<int> listen_fds, ListenerShared& shared)
-    : index_(index),
+Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
+                   threadpool::TaskPool& pool, std::optional<unsigned> pin)
+    : name_(std::move(name)),
       listen_fds_(std::move(listen_fds)),
       shared_(shared),
+      pool_(pool),
+      pin_(pin),
       read_buffer_(new char[kReadChunkBytes]) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   NUMADIR_CHECK(epoll_fd_ >= 0, "epoll_create1 failed");
@@ -108,9 +113,15 @@ Listener::~Listener() {
 }
 
 void Listener::start() {
-  thread_ = std::thread([this] { run(); });
-  const std::string name = "listener-" + std::to_string(index_);
-  pthread_setname_np(thread_.native_handle(), name.substr(0, 15).c_str());
+  thread_ = std::thread([this] {
+    if (pin_.has_value()) {
+      if (const Status pinned = threadpool::pin_current_thread(*pin_); !pinned.ok()) {
+        std::cerr << "numadir: " << name_ << ": " << pinned.message() << "; the thread floats\n";
+      }
+    }
+    run();
+  });
+  pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());
 }
 
 void Listener::stop() {
@@ -409,7 +420,7 @@ Listener::StartResult Listener::try_start(Connection& connection,
   connection.begin_operation(message_id);
   request->start();
   std::unique_ptr<threadpool::Task> task = std::move(request);
-  if (!shared_.pool->try_submit(task)) {
+  if (!pool_.try_submit(task)) {
     request.reset(static_cast<Request*>(task.release()));
     request->cancel_start();
     connection.cancel_operation(message_id);

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -41,7 +43,6 @@ struct alignas(kCacheLineSize) ListenerCounters {
 // What every listener of one server shares.
 struct ListenerShared {
   RequestHandler* handler = nullptr;
-  threadpool::TaskPool* pool = nullptr;
   ListenerLimits limits;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> connections{0};
@@ -51,8 +52,10 @@ class Request;
 
 class Listener {
  public:
-  // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets).
-  Listener(std::size_t index, std::vector<int> listen_fds, ListenerShared& shared);
+  // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets). Requests go to
+  // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given.
+  Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
+           threadpool::TaskPool& pool, std::optional<unsigned> pin);
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
   ~Listener();  // Requires: stopped (or never started).
@@ -93,9 +96,11 @@ class Listener {
   void on_notified(std::uint64_t connection_id);
   void wake();
 
-  const std::size_t index_;
+  const std::string name_;
   const std::vector<int> listen_fds_;
   ListenerShared& shared_;
+  threadpool::TaskPool& pool_;
+  const std::optional<unsigned> pin_;
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   int spare_fd_ = -1;  // Closed to accept-and-drop a connection when fds run out (EMFILE).

@@ -16,6 +16,8 @@
 #include "server/config.h"
 #include "server/opened_directory.h"
 #include "server/operation_handler.h"
+#include "threadpool/placement.h"
+#include "threadpool/topology.h"
 
 namespace numadir::server {
 namespace {
@@ -85,13 +87,52 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
 
   listener::FrontendOptions frontend_options;
   frontend_options.urls = settings.listen;
-  const std::size_t cpus = online_cpus();
-  frontend_options.listeners = settings.listeners != 0 ? settings.listeners : (cpus + 3) / 4;
-  frontend_options.workers = settings.workers != 0 ? settings.workers : cpus;
   frontend_options.queue_capacity = settings.queue_capacity;
   frontend_options.limits.max_connections = settings.max_connections;
   frontend_options.limits.max_pdu_bytes = settings.max_pdu_bytes;
   frontend_options.limits.max_outstanding_per_connection = settings.max_outstanding_per_connection;
+  std::string threads_summary;
+  if (config->threads.dispatcher == "single") {
+    frontend_options.dispatcher = listener::Dispatcher::kSingle;
+    frontend_options.listeners = 1;
+    frontend_options.workers = settings.workers != 0 ? settings.workers : online_cpus();
+    threads_summary = "single dispatcher: 1 listener, " + std::to_string(frontend_options.workers) +
+                      " unpinned workers";
+  } else {
+    auto topology = threadpool::Topology::detect();
+    if (!topology.ok()) {
+      err << "numadir serve: " << topology.status().message() << "\n";
+      return 1;
+    }
+    threadpool::PlacementOptions placement;
+    placement.pin = config->threads.pin;
+    placement.nodes = config->threads.nodes;
+    if (placement.nodes.empty() && (settings.listeners != 0 || settings.workers != 0)) {
+      // [server] listeners / workers: the counts for every node.
+      for (unsigned node = 0; node < topology->node_count(); ++node) {
+        if (!topology->pus_of_node(node).empty()) {
+          placement.nodes.push_back({node, static_cast<unsigned>(settings.listeners),
+                                     static_cast<unsigned>(settings.workers)});
+        }
+      }
+    }
+    auto plan = threadpool::plan_placement(*topology, placement);
+    if (!plan.ok()) {
+      err << "numadir serve: " << options.config.string()
+          << ": threads: " << plan.status().message() << "\n";
+      return 1;
+    }
+    std::size_t listeners = 0;
+    std::size_t workers = 0;
+    for (const threadpool::NodePlan& node : plan->nodes) {
+      listeners += node.listeners.size();
+      workers += node.workers.size();
+    }
+    threads_summary = "percpu: " + std::to_string(plan->nodes.size()) + " node(s), " +
+                      std::to_string(listeners) + " listeners, " + std::to_string(workers) +
+                      " workers, " + (plan->pinned ? "pinned" : "unpinned");
+    frontend_options.plan = std::move(*plan);
+  }
   auto frontend = listener::Frontend::start(frontend_options, handler);
   if (!frontend.ok()) {
     err << "numadir serve: " << frontend.status().message() << "\n";
@@ -107,8 +148,8 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     }
   }
   for (const listener::ListenUrl& url : (*frontend)->bound_urls()) {
-    out << "numadir: listening on " << url.to_string() << " (" << frontend_options.listeners
-        << " listeners, " << frontend_options.workers << " workers)" << std::endl;
+    out << "numadir: listening on " << url.to_string() << " (" << threads_summary << ")"
+        << std::endl;
   }
   notify_systemd("READY=1");
 

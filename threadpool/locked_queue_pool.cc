@@ -65,6 +65,7 @@ std::size_t LockedQueuePool::queue_high_water() const {
 }
 
 void LockedQueuePool::run_worker(std::size_t index) {
+  pin_worker(options_, index);
   WorkerCounters& counters = counters_[index];
   for (;;) {
     std::unique_ptr<Task> task;

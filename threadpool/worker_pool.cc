@@ -3,9 +3,11 @@
 
 #include <pthread.h>
 
+#include <iostream>
 #include <utility>
 
 #include "base/check.h"
+#include "threadpool/topology.h"
 
 namespace numadir::threadpool {
 namespace {
@@ -74,7 +76,17 @@ std::size_t WorkerPool::queue_high_water() const {
   return static_cast<std::size_t>(high_water_.load(std::memory_order_relaxed));
 }
 
+void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
+  if (index < options.pins.size() && options.pins[index].has_value()) {
+    if (const Status pinned = pin_current_thread(*options.pins[index]); !pinned.ok()) {
+      std::cerr << "numadir: " << options.name << "-" << index << ": " << pinned.message()
+                << "; the thread floats\n";
+    }
+  }
+}
+
 void WorkerPool::run_worker(std::size_t index) {
+  pin_worker(options_, index);
   WorkerCounters& counters = counters_[index];
   std::uint32_t idle_rounds = 0;
   for (;;) {

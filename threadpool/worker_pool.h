@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,9 @@ struct WorkerPoolOptions {
   std::size_t queue_capacity = 4096;  // <= BoundedQueue::kMaxCapacity.
   // Pops tried before a worker parks. Bounded: an idle worker sleeps within microseconds.
   std::uint32_t spin_before_park = 64;
+  // pins[i]: the PU (OS index) worker i pins itself to when it starts; absent or nullopt: it
+  // floats. A pin the kernel refuses is reported once on standard error and the worker floats.
+  std::vector<std::optional<unsigned>> pins;
 };
 
 // Per-worker counters, each on its own cache line (written by its worker only; read by anyone).
@@ -57,6 +61,9 @@ class TaskPool {
   virtual std::size_t queue_depth() const = 0;
   virtual std::size_t queue_high_water() const = 0;
 };
+
+// Pins the calling worker thread as options.pins[index] says (used by both pools).
+void pin_worker(const WorkerPoolOptions& options, std::size_t index);
 
 class WorkerPool final : public TaskPool {
  public:

@@ -24,6 +24,8 @@
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
+#include "threadpool/placement.h"
+#include "threadpool/topology.h"
 
 namespace numadir::listener {
 namespace {
@@ -362,6 +364,26 @@ TEST_CASE("Frontend: fewer connections than listeners are served") {
   client.search(1, "only");
   client.flush();
   client.expect_search(1, "only");
+}
+
+TEST_CASE("Frontend: a placement plan of this machine serves with pinned threads") {
+  auto topology = threadpool::Topology::detect();
+  REQUIRE_MESSAGE(topology.ok(), topology.status().to_string());
+  threadpool::PlacementOptions placement;
+  SUBCASE("pinned") { placement.pin = true; }
+  SUBCASE("unpinned") { placement.pin = false; }
+  auto plan = threadpool::plan_placement(*topology, placement);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  FrontendOptions options;
+  options.plan = *plan;
+  Server server(options);
+  CHECK(server.frontend->pool_count() == plan->nodes.size());
+  Client client(server.port);
+  for (int i = 1; i <= 20; ++i) {
+    client.search(i, "n" + std::to_string(i));
+    client.flush();
+    client.expect_search(i, "n" + std::to_string(i));
+  }
 }
 
 TEST_CASE("Frontend: many clients with pipelining and disconnects get only their own answers") {
