@@ -131,7 +131,7 @@ dispatcher = "{dispatcher}"
     return Server(name, process, port)
 
 
-def start_slapd(work, ldif):
+def start_slapd(work, ldif, args):
     folder = os.path.join(work, "slapd")
     db = os.path.join(folder, "db")
     os.makedirs(db)
@@ -146,6 +146,8 @@ modulepath /usr/lib/ldap
 moduleload back_mdb
 pidfile {folder}/slapd.pid
 argsfile {folder}/slapd.args
+loglevel {args.slapd_loglevel}
+{args.slapd_extra.replace(";", chr(10))}
 
 database mdb
 maxsize 8589934592
@@ -264,6 +266,11 @@ def main():
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
     parser.add_argument("--servers", default="floor,slapd,percpu,single")
+    parser.add_argument("--slapd-extra", default="",
+                        help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
+    parser.add_argument("--slapd-loglevel", default="0",
+                        help="slapd's loglevel (0: none, as numadir logs nothing per operation "
+                        "yet; 'stats' for slapd's default)")
     parser.add_argument("--results", default="perf/RESULTS.md")
     parser.add_argument("--plot", default="perf/bench.png")
     args = parser.parse_args()
@@ -285,7 +292,7 @@ def main():
             if name == "floor":
                 servers[name] = start_floor(build)
             elif name == "slapd":
-                servers[name] = start_slapd(work, ldif)
+                servers[name] = start_slapd(work, ldif, args)
             elif name in ("percpu", "single"):
                 servers[name] = start_numadir(build, work, name, name, ldif)
             else:

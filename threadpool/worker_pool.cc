@@ -3,10 +3,12 @@
 
 #include <pthread.h>
 
+#include <climits>
 #include <iostream>
 #include <utility>
 
 #include "base/check.h"
+#include "threadpool/detail/futex.h"
 #include "threadpool/topology.h"
 
 namespace numadir::threadpool {
@@ -41,7 +43,8 @@ void WorkerPool::stop() {
     return;
   }
   queued_.fetch_add(kStopWake, std::memory_order_seq_cst);
-  queued_.notify_all();
+  wake_sequence_.fetch_add(1, std::memory_order_seq_cst);
+  detail::futex_wake(wake_sequence_, INT_MAX);
   for (std::thread& thread : threads_) {
     thread.join();
   }
@@ -65,7 +68,10 @@ bool WorkerPool::try_submit(std::unique_ptr<Task>& task) {
   return true;
 }
 
-void WorkerPool::wake_one() { queued_.notify_one(); }
+void WorkerPool::wake_one() {
+  wake_sequence_.fetch_add(1, std::memory_order_seq_cst);
+  detail::futex_wake(wake_sequence_, 1);
+}
 
 std::size_t WorkerPool::queue_depth() const {
   const std::int64_t depth = queued_.load(std::memory_order_relaxed);
@@ -106,13 +112,16 @@ void WorkerPool::run_worker(std::size_t index) {
     }
     idle_rounds = 0;
     parked_.fetch_add(1, std::memory_order_seq_cst);
-    // queued_ may be briefly negative (a task popped before its submitter counted it) or hold
-    // a task another worker is about to take; either way waking once more is harmless.
-    const std::int64_t seen = queued_.load(std::memory_order_seq_cst);
-    if (seen <= 0) {
+    // The sequence is read before queued_: a submitter that counts its task after this check
+    // sees parked_ and bumps the sequence, so the wait below returns at once. queued_ may be
+    // briefly negative (a task popped before its submitter counted it) or hold a task another
+    // worker is about to take; either way waking once more is harmless.
+    const std::uint32_t sequence = wake_sequence_.load(std::memory_order_seq_cst);
+    if (queued_.load(std::memory_order_seq_cst) <= 0 &&
+        !stopping_.load(std::memory_order_seq_cst)) {
       counters.parks.store(counters.parks.load(std::memory_order_relaxed) + 1,
                            std::memory_order_relaxed);
-      queued_.wait(seen, std::memory_order_seq_cst);
+      detail::futex_wait(wake_sequence_, sequence);
     }
     parked_.fetch_sub(1, std::memory_order_seq_cst);
   }

@@ -99,8 +99,10 @@ class WorkerPool final : public TaskPool {
   // only while it reads 0 (seq_cst with the submitter's increment, so no wake-up is lost).
   alignas(kCacheLineSize) std::atomic<std::int64_t> queued_{0};
   alignas(kCacheLineSize) std::atomic<std::int64_t> high_water_{0};
-  // Workers parked in wait(); a submitter notifies only when there is one.
+  // Workers parked (or about to); a submitter wakes one only when there is one.
   alignas(kCacheLineSize) std::atomic<std::uint32_t> parked_{0};
+  // The futex parked workers sleep on: bumped by every wake-up.
+  alignas(kCacheLineSize) std::atomic<std::uint32_t> wake_sequence_{0};
   alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
   std::unique_ptr<WorkerCounters[]> counters_;
   std::vector<std::thread> threads_;  // Owner: the controlling thread.
