@@ -92,6 +92,9 @@ OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions
       subschema_(make_subschema_entry(directory.schema(), std::chrono::system_clock::now())),
       subschema_ndn_(schema::Dn::parse(kSubschemaEntryDn)->normalized(&dn_normalizer_)),
       txn_key_(next_handler_key.fetch_add(1, std::memory_order_relaxed)) {
+  if (Result<schema::Dn> suffix = schema::Dn::parse(directory.options().suffix); suffix.ok()) {
+    suffix_key_ = backend::dn_key(*suffix, dn_normalizer_);
+  }
   if (!options_.root_dn.empty()) {
     if (Result<std::string> ndn = normalize_dn(options_.root_dn); ndn.ok()) {
       root_ndn_ = std::move(*ndn);
@@ -171,12 +174,41 @@ backend::ReadTxn& OperationHandler::read_txn() const {
   return *raw;
 }
 
-Result<std::string> OperationHandler::normalize_dn(std::string_view dn) const {
+Result<schema::Dn> OperationHandler::parse_dn(std::string_view dn) const {
   Result<schema::Dn> parsed = schema::Dn::parse(dn);
   if (!parsed.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
   }
+  for (std::size_t i = 0; i < parsed->rdn_count(); ++i) {
+    for (const schema::Ava& ava : parsed->rdn(i)) {
+      const schema::AttributeType* type = directory_.schema().attribute_type(ava.type);
+      if (type == nullptr) {
+        return Status(StatusCode::kInvalidDnSyntax,
+                      "DN: undefined attribute type " + std::string(ava.type));
+      }
+      if (!ava.hex_form && type->syntax != nullptr && !type->syntax->validate(ava.value)) {
+        return Status(StatusCode::kInvalidDnSyntax,
+                      "DN: value of " + std::string(ava.type) + " invalid per syntax");
+      }
+    }
+  }
+  return parsed;
+}
+
+Result<std::string> OperationHandler::normalize_dn(std::string_view dn) const {
+  Result<schema::Dn> parsed = parse_dn(dn);
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
   return parsed->normalized(&dn_normalizer_);
+}
+
+bool OperationHandler::in_naming_context(const schema::Dn& dn) const {
+  if (suffix_key_.empty()) {
+    return true;
+  }
+  const std::string key = backend::dn_key(dn, dn_normalizer_);
+  return key == suffix_key_ || backend::key_is_below(key, suffix_key_);
 }
 
 const schema::AttributeType* OperationHandler::attribute_type(std::string_view description) const {

@@ -35,6 +35,7 @@
 #include "base/thread_annotations.h"
 #include "listener/request_handler.h"
 #include "listener/wire/ldap_message.h"
+#include "schema/dn.h"
 #include "schema/entry.h"
 #include "server/access_control.h"
 #include "server/result_codes.h"
@@ -101,9 +102,15 @@ class OperationHandler final : public listener::RequestHandler {
 
   // Returns: the calling thread's read transaction for this handler's directory.
   backend::ReadTxn& read_txn() const;
+  // Returns: `dn` parsed and checked as slapd's DN normalizer checks it: every attribute type
+  //   known to the schema, every value (but '#' hex ones) valid for its type's syntax.
+  // Errors: kInvalidDnSyntax when it does not parse or fails those checks.
+  Result<schema::Dn> parse_dn(std::string_view dn) const;
   // Returns: the normalized form of `dn` (the schema's equality rules; what identities and
-  //   rootdn are compared by). Errors: kInvalidDnSyntax.
+  //   rootdn are compared by). Errors: as parse_dn.
   Result<std::string> normalize_dn(std::string_view dn) const;
+  // Returns: true if `dn` is the suffix or lies below it (the directory holds it).
+  bool in_naming_context(const schema::Dn& dn) const;
   // Returns: the schema type of an attribute description's type part, or nullptr.
   const schema::AttributeType* attribute_type(std::string_view description) const;
 
@@ -128,6 +135,7 @@ class OperationHandler final : public listener::RequestHandler {
   const schema::Entry root_dse_;
   const schema::Entry subschema_;
   const std::string subschema_ndn_;
+  std::string suffix_key_;  // backend::dn_key of the suffix; set in the constructor.
 
   const std::uint64_t txn_key_;  // Unique per handler for the process's life.
   mutable Mutex txns_mu_;

@@ -17,6 +17,7 @@ using listener::wire::ResultCode;
 namespace {
 
 struct ParsedName {
+  schema::Dn dn;
   std::string ndn;
   std::string parent_ndn;
 };
@@ -41,14 +42,61 @@ backend::ModificationKind modification_kind(ModifyOperation operation) {
   return backend::ModificationKind::kReplace;
 }
 
-// Parses `dn` into its normalized form and its parent's.
-std::optional<ParsedName> parse_name(std::string_view dn,
-                                     const schema::DnValueNormalizer& normalizer) {
-  Result<schema::Dn> parsed = schema::Dn::parse(dn);
+// Returns: `parsed` with its normalized form and its parent's; nullopt if it did not parse.
+std::optional<ParsedName> name_of(Result<schema::Dn> parsed,
+                                  const schema::DnValueNormalizer& normalizer) {
   if (!parsed.ok()) {
     return std::nullopt;
   }
-  return ParsedName{parsed->normalized(&normalizer), parsed->parent().normalized(&normalizer)};
+  std::string ndn = parsed->normalized(&normalizer);
+  std::string parent_ndn = parsed->parent().normalized(&normalizer);
+  return ParsedName{std::move(*parsed), std::move(ndn), std::move(parent_ndn)};
+}
+
+OwnedResult outside_naming_context() {
+  return OwnedResult::error(ResultCode::kUnwillingToPerform, "no global superior knowledge");
+}
+
+// RFC 4511 §4.7: the entry is made of the request's attributes "along with those from the
+// RDN". Adds each RDN value the attributes lack (compared with the type's equality rule), as
+// slapd does; '#' hex values are left to the schema check.
+void add_rdn_values(const schema::Dn& dn, const backend::AttributeCatalog& catalog,
+                    schema::Entry& entry) {
+  if (dn.is_root()) {
+    return;
+  }
+  std::string wanted;
+  std::string have;
+  for (const schema::Ava& ava : dn.rdn(0)) {
+    const backend::AttributeInfo* info = catalog.resolve(ava.type);
+    if (ava.hex_form || info == nullptr) {
+      continue;
+    }
+    const schema::MatchingRule* rule = info->type->equality;
+    const bool comparable = rule != nullptr && catalog.normalize(*rule, ava.value, wanted);
+    schema::EntryAttribute* target = nullptr;
+    bool present = false;
+    for (schema::EntryAttribute& attribute : entry.attributes) {
+      const auto [type, options] = schema::split_description(attribute.description);
+      const backend::AttributeInfo* attribute_info = catalog.resolve(type);
+      if (attribute_info != info || !options.empty()) {
+        continue;
+      }
+      target = &attribute;
+      for (const std::string& value : attribute.values) {
+        present = present || (comparable ? catalog.normalize(*rule, value, have) && have == wanted
+                                         : value == ava.value);
+      }
+    }
+    if (present) {
+      continue;
+    }
+    if (target == nullptr) {
+      entry.attributes.push_back(schema::EntryAttribute{std::string(ava.type), {}});
+      target = &entry.attributes.back();
+    }
+    target->values.emplace_back(ava.value);
+  }
 }
 
 }  // namespace
@@ -145,7 +193,7 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
       return;
     }
   }
-  const std::optional<ParsedName> name = parse_name(add.entry, dn_normalizer_);
+  const std::optional<ParsedName> name = name_of(parse_dn(add.entry), dn_normalizer_);
   if (!name.has_value()) {
     send_result(request, invalid_dn(), sink);
     return;
@@ -168,6 +216,10 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
         sink);
     return;
   }
+  if (!in_naming_context(name->dn)) {
+    send_result(request, outside_naming_context(), sink);
+    return;
+  }
   if (!access_.may_write_children(who, name->parent_ndn)) {
     send_result(request, no_parent_access(), sink);
     return;
@@ -185,6 +237,7 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
       target->values.emplace_back(value);
     }
   }
+  add_rdn_values(name->dn, catalog_, entry);
   const Status status = directory_.add(entry, backend::UpdateContext{who.dn, std::nullopt});
   if (!status.ok()) {
     send_status(request, status, sink);
@@ -196,25 +249,30 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
 void OperationHandler::modify(const LdapMessage& request, const Identity& who,
                               listener::ResponseSink& sink) const {
   const listener::wire::ModifyRequest& modify = request.modify_request;
-  Result<std::string> ndn = normalize_dn(modify.object);
-  if (!ndn.ok()) {
+  const std::optional<ParsedName> name = name_of(parse_dn(modify.object), dn_normalizer_);
+  if (!name.has_value()) {
     send_result(request, invalid_dn(), sink);
     return;
   }
+  const std::string& ndn = name->ndn;
   if (modify.modifications.empty()) {
     send_result(request,
                 OwnedResult::error(ResultCode::kProtocolError, "no modifications specified"), sink);
     return;
   }
-  if (ndn->empty() || *ndn == subschema_ndn_) {
+  if (ndn.empty() || ndn == subschema_ndn_) {
     send_result(request,
                 OwnedResult::error(ResultCode::kUnwillingToPerform,
-                                   ndn->empty() ? "modification of the root DSE not supported"
-                                                : "modification of subschema not supported"),
+                                   ndn.empty() ? "modification of the root DSE not supported"
+                                               : "modification of subschema not supported"),
                 sink);
     return;
   }
-  if (access_.level(who, *ndn, nullptr) < AccessLevel::kWrite) {
+  if (!in_naming_context(name->dn)) {
+    send_result(request, outside_naming_context(), sink);
+    return;
+  }
+  if (access_.level(who, ndn, nullptr) < AccessLevel::kWrite) {
     send_result(
         request,
         OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to entry"),
@@ -226,7 +284,7 @@ void OperationHandler::modify(const LdapMessage& request, const Identity& who,
   const auto attributes = modify.modifications.attributes();
   for (std::size_t i = 0; i < attributes.size(); ++i) {
     const schema::AttributeType* type = attribute_type(attributes[i].type);
-    if (type != nullptr && !access_.may_write(who, *ndn, type)) {
+    if (type != nullptr && !access_.may_write(who, ndn, type)) {
       send_result(
           request,
           OwnedResult::error(ResultCode::kInsufficientAccessRights,
@@ -254,7 +312,7 @@ void OperationHandler::modify(const LdapMessage& request, const Identity& who,
 
 void OperationHandler::remove(const LdapMessage& request, const Identity& who,
                               listener::ResponseSink& sink) const {
-  const std::optional<ParsedName> name = parse_name(request.dn, dn_normalizer_);
+  const std::optional<ParsedName> name = name_of(parse_dn(request.dn), dn_normalizer_);
   if (!name.has_value()) {
     send_result(request, invalid_dn(), sink);
     return;
@@ -265,6 +323,10 @@ void OperationHandler::remove(const LdapMessage& request, const Identity& who,
                                    name->ndn.empty() ? "cannot delete the root DSE"
                                                      : "cannot delete the subschema subentry"),
                 sink);
+    return;
+  }
+  if (!in_naming_context(name->dn)) {
+    send_result(request, outside_naming_context(), sink);
     return;
   }
   if (!access_.may_write_children(who, name->parent_ndn)) {
@@ -282,25 +344,24 @@ void OperationHandler::remove(const LdapMessage& request, const Identity& who,
 void OperationHandler::rename(const LdapMessage& request, const Identity& who,
                               listener::ResponseSink& sink) const {
   const listener::wire::ModifyDnRequest& rename = request.modify_dn_request;
-  const std::optional<ParsedName> name = parse_name(rename.entry, dn_normalizer_);
+  const std::optional<ParsedName> name = name_of(parse_dn(rename.entry), dn_normalizer_);
   if (!name.has_value()) {
     send_result(request, invalid_dn(), sink);
     return;
   }
-  Result<schema::Dn> new_rdn = schema::Dn::parse(rename.new_rdn);
+  Result<schema::Dn> new_rdn = parse_dn(rename.new_rdn);
   if (!new_rdn.ok() || new_rdn->rdn_count() != 1) {
     send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid new RDN"), sink);
     return;
   }
-  std::optional<std::string> new_parent_ndn;
+  std::optional<ParsedName> new_parent;
   if (rename.new_superior.has_value()) {
-    Result<std::string> parsed = normalize_dn(*rename.new_superior);
-    if (!parsed.ok()) {
+    new_parent = name_of(parse_dn(*rename.new_superior), dn_normalizer_);
+    if (!new_parent.has_value()) {
       send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid newSuperior"),
                   sink);
       return;
     }
-    new_parent_ndn = std::move(*parsed);
   }
   if (name->ndn.empty() || name->ndn == subschema_ndn_) {
     send_result(request,
@@ -310,8 +371,18 @@ void OperationHandler::rename(const LdapMessage& request, const Identity& who,
                 sink);
     return;
   }
+  if (!in_naming_context(name->dn)) {
+    send_result(request, outside_naming_context(), sink);
+    return;
+  }
+  if (new_parent.has_value() && !in_naming_context(new_parent->dn)) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kAffectsMultipleDsas, "cannot rename between DSAs"),
+                sink);
+    return;
+  }
   if (!access_.may_write_children(who, name->parent_ndn) ||
-      (new_parent_ndn.has_value() && !access_.may_write_children(who, *new_parent_ndn))) {
+      (new_parent.has_value() && !access_.may_write_children(who, new_parent->ndn))) {
     send_result(request, no_parent_access(), sink);
     return;
   }
