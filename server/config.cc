@@ -371,11 +371,11 @@ bool get_count(const toml::table& table, std::string_view prefix, std::string_vi
 }
 
 void parse_server(const toml::table& table, Config& config, Problems& problems) {
-  check_keys(
-      table, "server",
-      {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections", "max_pdu_size",
-       "max_outstanding_per_connection", "queue_capacity", "allow_unauthenticated_bind"},
-      problems);
+  check_keys(table, "server",
+             {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections",
+              "max_pdu_size", "max_outstanding_per_connection", "queue_capacity",
+              "allow_unauthenticated_bind", "user", "group"},
+             problems);
   ServerSettings& server = config.server;
   std::vector<std::string> urls;
   if (get_strings(table, "server", "listen", urls, problems)) {
@@ -440,6 +440,8 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
       server.max_pdu_bytes = *bytes;
     }
   }
+  get_string(table, "server", "user", server.user, problems);
+  get_string(table, "server", "group", server.group, problems);
   get_bool(table, "server", "allow_unauthenticated_bind", server.allow_unauthenticated_bind,
            problems);
 }

@@ -22,6 +22,8 @@
 //   max_outstanding_per_connection = 64
 //   queue_capacity = 4096                # requests waiting for a worker
 //   allow_unauthenticated_bind = false   # RFC 4513 5.1.2: a DN with an empty password
+//   user = "numadir"                     # drop to this user (and group) after binding ports
+//   group = "numadir"                    # (both optional; only when started as root)
 //
 //   [limits]
 //   size_limit = 500                     # entries per search for anonymous and users (0 = none)
@@ -70,6 +72,8 @@ struct ServerSettings {
   std::uint32_t max_outstanding_per_connection = 64;
   std::size_t queue_capacity = 4096;
   bool allow_unauthenticated_bind = false;
+  std::string user;   // Empty: keep the starting user.
+  std::string group;  // Empty: the user's primary group (or keep the starting group).
   std::uint64_t size_limit = 500;
   std::uint32_t time_limit_s = 3600;
 };

@@ -1,11 +1,14 @@
 // numadir serve: opens the directory, starts the listeners and workers, and runs until SIGTERM
 // or SIGINT. Foreground; tells systemd when it is ready (Type=notify) and writes a pid file on
 // request.
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -43,6 +46,39 @@ void notify_systemd(const char* state) {
   sendto(fd, state, std::strlen(state), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&address),
          length);
   ::close(fd);
+}
+
+// Switches to settings.user / settings.group (after the ports are bound, so ports below 1024
+// work). Errors: a name that does not resolve, or a refused setgid/setuid.
+Status drop_privileges(const ServerSettings& settings) {
+  if (settings.user.empty() && settings.group.empty()) {
+    return Status();
+  }
+  gid_t gid = getgid();
+  uid_t uid = getuid();
+  if (!settings.user.empty()) {
+    const passwd* user = getpwnam(settings.user.c_str());
+    if (user == nullptr) {
+      return invalid_argument("server.user: no user \"" + settings.user + "\"");
+    }
+    uid = user->pw_uid;
+    gid = user->pw_gid;
+  }
+  if (!settings.group.empty()) {
+    const group* found = getgrnam(settings.group.c_str());
+    if (found == nullptr) {
+      return invalid_argument("server.group: no group \"" + settings.group + "\"");
+    }
+    gid = found->gr_gid;
+  }
+  // Group first: after setuid the process may no longer change its group.
+  if (getegid() != gid && (setgroups(0, nullptr) != 0 || setgid(gid) != 0)) {
+    return Status(StatusCode::kIo, "server.group: setgid: " + std::string(std::strerror(errno)));
+  }
+  if (geteuid() != uid && setuid(uid) != 0) {
+    return Status(StatusCode::kIo, "server.user: setuid: " + std::string(std::strerror(errno)));
+  }
+  return Status();
 }
 
 std::size_t online_cpus() {
@@ -136,6 +172,11 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   auto frontend = listener::Frontend::start(frontend_options, handler);
   if (!frontend.ok()) {
     err << "numadir serve: " << frontend.status().message() << "\n";
+    return 1;
+  }
+  if (const Status dropped = drop_privileges(settings); !dropped.ok()) {
+    err << "numadir serve: " << options.config.string() << ": " << dropped.message() << "\n";
+    (*frontend)->stop();
     return 1;
   }
   if (!options.pid_file.empty()) {

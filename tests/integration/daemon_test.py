@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""numadir serve as a daemon: a bad config never starts a half-configured server, --pidfile,
+systemd's READY=1 / STOPPING=1 over $NOTIFY_SOCKET, SIGTERM finishing cleanly, and dropping to
+[server] user/group after binding (when run as root).
+
+  daemon_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
+
+Exits 0 on success, 1 with the first failure.
+"""
+import argparse
+import os
+import pwd
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SUFFIX = "dc=example,dc=com"
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def write_config(folder, extra_server=""):
+    path = os.path.join(folder, "numadir.toml")
+    with open(path, "w") as stream:
+        stream.write(f"""[database]
+path = "db"
+suffix = "{SUFFIX}"
+map_size = "256MiB"
+
+[server]
+listen = ["ldap://127.0.0.1:0"]
+{extra_server}
+""")
+    return path
+
+
+def start(numadir, config, env=None, pidfile=None):
+    command = [numadir, "serve", "-c", config]
+    if pidfile:
+        command += ["--pidfile", pidfile]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def wait_port(process, timeout_s=60):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            if process.poll() is not None:
+                fail(f"serve exited with {process.returncode}: {process.stderr.read()}")
+            continue
+        match = re.search(r"listening on ldap://127\.0\.0\.1:(\d+)", line)
+        if match:
+            return int(match.group(1))
+    fail("serve printed no listening line")
+
+
+def stop(process):
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        fail("serve did not stop within 60 s of SIGTERM")
+
+
+def check_bad_config(numadir, folder):
+    config = write_config(folder, 'listeners = 1\nmax_conections = 10')
+    result = subprocess.run([numadir, "serve", "-c", config], capture_output=True, text=True,
+                            timeout=60)
+    if result.returncode != 1 or "server.max_conections: unknown key" not in result.stderr:
+        fail(f"a misspelt key: expected exit 1 naming server.max_conections, got "
+             f"{result.returncode}: {result.stderr!r}")
+    if "listening" in result.stdout:
+        fail("a bad config started listening")
+    print("ok: a misspelt key stops serve before it listens, naming the key")
+
+
+def check_pidfile_notify_and_sigterm(numadir, folder):
+    config = write_config(folder)
+    pidfile = os.path.join(folder, "numadir.pid")
+    notify_path = os.path.join(folder, "notify.sock")
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    notify.settimeout(60)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    process = start(numadir, config, env=env, pidfile=pidfile)
+    port = wait_port(process)
+    ready = notify.recv(4096).decode()
+    if ready != "READY=1":
+        fail(f"expected READY=1 on NOTIFY_SOCKET, got {ready!r}")
+    with open(pidfile) as stream:
+        pid = int(stream.read().strip())
+    if pid != process.pid:
+        fail(f"pid file holds {pid}, the server is {process.pid}")
+    # A connection open during shutdown does not hold it up.
+    client = socket.create_connection(("127.0.0.1", port))
+    status = stop(process)
+    stopping = notify.recv(4096).decode()
+    client.close()
+    notify.close()
+    if status != 0:
+        fail(f"SIGTERM: exit status {status}; stderr {process.stderr.read()!r}")
+    if stopping != "STOPPING=1":
+        fail(f"expected STOPPING=1, got {stopping!r}")
+    if os.path.exists(pidfile):
+        fail("the pid file is still there after a clean stop")
+    print("ok: --pidfile, READY=1 / STOPPING=1, SIGTERM exits 0 and removes the pid file")
+
+
+def check_user(numadir, folder):
+    config = write_config(folder, 'user = "no-such-user-numadir"')
+    result = subprocess.run([numadir, "serve", "-c", config], capture_output=True, text=True,
+                            timeout=60)
+    if result.returncode != 1 or 'server.user: no user "no-such-user-numadir"' not in result.stderr:
+        fail(f"unknown user: expected exit 1 and the key, got {result.returncode}: "
+             f"{result.stderr!r}")
+    print("ok: an unknown server.user stops serve with the key named")
+    if os.geteuid() != 0:
+        print("skip: not root, so dropping to another user is not tried")
+        return
+    nobody = pwd.getpwnam("nobody")
+    config = write_config(folder, 'user = "nobody"')
+    process = start(numadir, config)
+    wait_port(process)
+    with open(f"/proc/{process.pid}/status") as stream:
+        status = stream.read()
+    uids = re.search(r"^Uid:\s+(\d+)\s+(\d+)\s+(\d+)", status, re.M)
+    if uids is None or int(uids.group(2)) != nobody.pw_uid:
+        fail(f"after binding, the effective uid should be nobody's ({nobody.pw_uid}): {uids}")
+    if stop(process) != 0:
+        fail(f"serve as nobody did not stop cleanly: {process.stderr.read()!r}")
+    print("ok: as root, serve drops to server.user after binding")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--numadir", required=True)
+    args, _ = parser.parse_known_args()
+    for check in (check_bad_config, check_pidfile_notify_and_sigterm, check_user):
+        with tempfile.TemporaryDirectory(prefix="numadir-daemon-") as folder:
+            os.chmod(folder, 0o755)
+            check(args.numadir, folder)
+    print("daemon: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
