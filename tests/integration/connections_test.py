@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Connections at the edges: idle connections cost nothing, running out of file descriptors
+(EMFILE) does not stall the accept path.
+
+  connections_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
+
+- 1,000 idle connections are opened; over the next 5 s the server's utime + stime (from
+  /proc/PID/stat) must stay under 50 ms: no polling of idle sockets, no spinning. The memory
+  they hold (VmRSS before / after) is printed per connection.
+- The server is started with RLIMIT_NOFILE 64; 150 connections are opened (most are closed by
+  the server at once for want of fds); they are closed, and a new connection must then be
+  accepted and answer a search.
+Exits 0 on success, 1 with the first failure.
+"""
+import os
+import resource
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numadir_harness import (CheckFailed, NumadirServer, parse_args,  # noqa: E402
+                             read_ldap_message, run_checks, search_request)
+
+IDLE_CONNECTIONS = 1000
+IDLE_SECONDS = 5
+IDLE_CPU_LIMIT_S = 0.050
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stream:
+        fields = stream.read().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as stream:
+        for line in stream:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def search_works(port):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        sock.sendall(search_request(1, "ou=people,dc=example,dc=com", filter_present="uid"))
+        buffer = bytearray()
+        message = read_ldap_message(sock, buffer, timeout=10)
+        return message is not None
+    finally:
+        sock.close()
+
+
+def raise_fd_limit(needed):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(needed, hard), hard))
+
+
+def check_idle(args):
+    raise_fd_limit(IDLE_CONNECTIONS + 200)
+    with NumadirServer(args.numadir, args.gen, users=10) as server:
+        pid = server.process.pid
+        rss_before = rss_kib(pid)
+        sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                   for _ in range(IDLE_CONNECTIONS)]
+        if not search_works(server.port):
+            raise CheckFailed("a search failed with 1,000 idle connections open")
+        time.sleep(0.5)  # Let the accepts settle before measuring.
+        rss_after = rss_kib(pid)
+        start = cpu_seconds(pid)
+        time.sleep(IDLE_SECONDS)
+        used = cpu_seconds(pid) - start
+        for sock in sockets:
+            sock.close()
+        per_connection = (rss_after - rss_before) * 1024 / IDLE_CONNECTIONS
+        print(f"  {IDLE_CONNECTIONS} idle connections: {used * 1000:.0f} ms of server CPU in "
+              f"{IDLE_SECONDS} s; about {per_connection:.0f} bytes of RSS each")
+        if used >= IDLE_CPU_LIMIT_S:
+            raise CheckFailed(f"idle connections cost {used * 1000:.0f} ms of CPU in "
+                              f"{IDLE_SECONDS} s (limit {IDLE_CPU_LIMIT_S * 1000:.0f} ms)")
+    print("ok: 1,000 idle connections cost no CPU")
+
+
+def check_emfile(args):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))  # Inherited by the server.
+    try:
+        with NumadirServer(args.numadir, args.gen, users=10) as server:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            sockets = []
+            for _ in range(150):
+                try:
+                    sockets.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+                except OSError:
+                    pass
+            for sock in sockets:
+                sock.close()
+            deadline = time.time() + 20
+            while True:
+                try:
+                    if search_works(server.port):
+                        break
+                except OSError:
+                    pass
+                if time.time() > deadline:
+                    raise CheckFailed("no connection accepted after running out of fds")
+                time.sleep(0.2)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    print("ok: after EMFILE the server accepts and answers again")
+
+
+def main():
+    args = parse_args(__doc__)
+    return run_checks("connections", [("1,000 idle connections", lambda: check_idle(args)),
+                                      ("out of file descriptors", lambda: check_emfile(args))])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
