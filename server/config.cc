@@ -527,7 +527,7 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   const toml::table& root = parsed.table();
   Problems problems(origin);
-  check_keys(root, "", {"database", "schema", "passwords", "server", "limits", "threads"},
+  check_keys(root, "", {"database", "schema", "passwords", "server", "limits", "log", "threads"},
              problems);
 
   Config config;
@@ -569,6 +569,22 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   if (const toml::table* limits = get_table(root, "limits", problems)) {
     parse_limits(*limits, config, problems);
+  }
+  if (const toml::table* log = get_table(root, "log", problems)) {
+    check_keys(*log, "log", {"level", "file"}, problems);
+    std::string text;
+    if (get_string(*log, "log", "level", text, problems)) {
+      auto level = parse_log_level(text);
+      if (level.ok()) {
+        config.log_level = *level;
+      } else {
+        problems.add("log.level", level.status().message());
+      }
+    }
+    if (get_string(*log, "log", "file", text, problems)) {
+      const std::filesystem::path path(text);
+      config.log_file = text == "-" || path.is_absolute() ? path : base_dir / path;
+    }
   }
   if (const toml::table* threads = get_table(root, "threads", problems)) {
     parse_threads(*threads, config, problems);

@@ -33,6 +33,10 @@
 //   default_scheme = "SSHA512"           # scheme for passwords numadir hashes
 //   allow_cleartext = false              # accept stored cleartext userPassword values
 //
+//   [log]
+//   level = "off"                        # access log: "off", "stats" or "debug"
+//   file = "/var/log/numadir/access.log" # "-" (default): standard error; reopened on SIGHUP
+//
 //   [threads]
 //   dispatcher = "percpu"                # per-NUMA-node listeners and pinned worker pools, or
 //                                        # "single": one listener, one mutex+condvar queue,
@@ -47,6 +51,7 @@
 #pragma once
 
 #include "listener/listen_url.h"
+#include "server/access_log.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -93,6 +98,8 @@ struct Config {
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
   bool allow_cleartext_passwords = false;
   ServerSettings server;
+  LogLevel log_level = LogLevel::kOff;
+  std::filesystem::path log_file = "-";
   ThreadSettings threads;
 };
 

@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "listener/frontend.h"
+#include "server/access_log.h"
 #include "server/commands.h"
 #include "server/config.h"
+#include "server/logging_handler.h"
 #include "server/opened_directory.h"
 #include "server/operation_handler.h"
 #include "threadpool/placement.h"
@@ -110,7 +112,21 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.size_limit_users = settings.size_limit;
   handler_options.time_limit_s = settings.time_limit_s;
   handler_options.vendor_version = "numadir " NUMADIR_VERSION;
-  OperationHandler handler(*opened->directory, handler_options);
+  OperationHandler operations(*opened->directory, handler_options);
+  // The access log, when on, wraps the handler; off, requests go straight to it.
+  std::unique_ptr<AccessLog> access_log;
+  std::unique_ptr<LoggingHandler> logging;
+  listener::RequestHandler* handler = &operations;
+  if (config->log_level != LogLevel::kOff) {
+    auto opened_log = AccessLog::open(config->log_file);
+    if (!opened_log.ok()) {
+      err << "numadir serve: log.file: " << opened_log.status().message() << "\n";
+      return 1;
+    }
+    access_log = std::move(*opened_log);
+    logging = std::make_unique<LoggingHandler>(operations, *access_log, config->log_level);
+    handler = logging.get();
+  }
 
   // Signals are taken by sigwait on this thread only: block them before any thread starts.
   sigset_t signals;
@@ -169,7 +185,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
                       " workers, " + (plan->pinned ? "pinned" : "unpinned");
     frontend_options.plan = std::move(*plan);
   }
-  auto frontend = listener::Frontend::start(frontend_options, handler);
+  auto frontend = listener::Frontend::start(frontend_options, *handler);
   if (!frontend.ok()) {
     err << "numadir serve: " << frontend.status().message() << "\n";
     return 1;
@@ -200,7 +216,12 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       continue;
     }
     if (signal_number == SIGHUP) {
-      continue;  // Nothing to reopen yet: the server logs to standard error.
+      if (access_log != nullptr) {
+        if (const Status reopened = access_log->reopen(); !reopened.ok()) {
+          err << "numadir serve: SIGHUP: " << reopened.message() << "\n";
+        }
+      }
+      continue;
     }
     break;
   }

@@ -141,11 +141,43 @@ def check_user(numadir, folder):
     print("ok: as root, serve drops to server.user after binding")
 
 
+def check_access_log(numadir, folder):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from numadir_harness import read_ldap_message, search_request
+    config = write_config(folder)
+    with open(config, "a") as stream:
+        stream.write('\n[log]\nlevel = "stats"\nfile = "access.log"\n')
+    process = start(numadir, config)
+    port = wait_port(process)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(search_request(5, SUFFIX, scope=0))  # An empty directory: noSuchObject.
+    buffer = bytearray()
+    read_ldap_message(sock, buffer, timeout=10)
+    sock.close()
+    os.rename(os.path.join(folder, "access.log"), os.path.join(folder, "access.log.1"))
+    process.send_signal(signal.SIGHUP)  # Reopen: later lines go to a new access.log.
+    deadline = time.time() + 30
+    while not os.path.exists(os.path.join(folder, "access.log")) and time.time() < deadline:
+        time.sleep(0.05)
+    if stop(process) != 0:
+        fail("serve with an access log did not stop cleanly")
+    with open(os.path.join(folder, "access.log.1")) as stream:
+        text = stream.read()
+    for expected in ("ACCEPT from IP=127.0.0.1:", f'op=5 SRCH base="{SUFFIX}" scope=0',
+                     "op=5 SEARCH RESULT tag=101 err=32 nentries=0 etime="):
+        if expected not in text:
+            fail(f"access log lacks {expected!r}:\n{text}")
+    if not os.path.exists(os.path.join(folder, "access.log")):
+        fail("SIGHUP did not reopen the access log")
+    print("ok: [log] stats writes connections, requests and results; SIGHUP reopens the file")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--numadir", required=True)
     args, _ = parser.parse_known_args()
-    for check in (check_bad_config, check_pidfile_notify_and_sigterm, check_user):
+    for check in (check_bad_config, check_pidfile_notify_and_sigterm, check_user,
+                  check_access_log):
         with tempfile.TemporaryDirectory(prefix="numadir-daemon-") as folder:
             os.chmod(folder, 0o755)
             check(args.numadir, folder)
