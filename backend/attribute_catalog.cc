@@ -27,6 +27,18 @@ AttributeCatalog::AttributeCatalog(const schema::Schema& schema) : schema_(schem
   for (const auto& [type, info] : by_type_) {
     by_name_.emplace(info.name, &info);
   }
+  object_class_ = by_type(schema.attribute_type("objectClass"));
+  const std::span<const schema::ObjectClass* const> classes = schema.object_classes();
+  for (const schema::ObjectClass* below : classes) {
+    for (const schema::ObjectClass* above : classes) {
+      if (above != below && below->is_subclass_of(*above)) {
+        subclass_oids_[above->oid].push_back(below->oid);
+      }
+    }
+  }
+  for (auto& [oid, subclasses] : subclass_oids_) {
+    std::sort(subclasses.begin(), subclasses.end());
+  }
 }
 
 const AttributeInfo* AttributeCatalog::resolve(std::string_view name_or_oid) const {
@@ -48,6 +60,12 @@ const AttributeInfo* AttributeCatalog::by_type(const schema::AttributeType* type
   }
   auto it = by_type_.find(type);
   return it == by_type_.end() ? nullptr : &it->second;
+}
+
+std::span<const std::string_view> AttributeCatalog::object_subclass_oids(
+    std::string_view class_oid) const {
+  auto it = subclass_oids_.find(class_oid);
+  return it == subclass_oids_.end() ? std::span<const std::string_view>() : it->second;
 }
 
 bool AttributeCatalog::normalize(const schema::MatchingRule& rule, std::string_view value,

@@ -9,6 +9,8 @@
 // Thread contract: built once by Directory::open; immutable afterwards, any thread may read.
 #pragma once
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +60,15 @@ class AttributeCatalog {
   // ("person" equals "2.5.6.6"). Returns: false if the rule rejects the value.
   bool normalize(const schema::MatchingRule& rule, std::string_view value, std::string& out) const;
 
+  // Returns: the objectClass type's info, or nullptr when the schema lacks it.
+  const AttributeInfo* object_class() const { return object_class_; }
+  // Returns: the numeric OIDs of the object classes below the class whose numeric OID is
+  // `class_oid` (the class itself not included), sorted; empty for a class without subclasses
+  // or an unknown OID. An entry belongs to the superclasses of its classes (RFC 4512 §2.4.1),
+  // so an objectClass equality assertion of a class also matches these values, as slapd's
+  // objectSubClassMatch does. The views live as long as the catalog.
+  std::span<const std::string_view> object_subclass_oids(std::string_view class_oid) const;
+
   // Returns: the canonical form of `description`. Errors: kUndefinedAttributeType naming it;
   // kInvalidAttributeSyntax for an empty option.
   Result<std::string> canonical_description(std::string_view description) const;
@@ -66,7 +77,17 @@ class AttributeCatalog {
   const schema::Schema& schema_;
   std::unordered_map<const schema::AttributeType*, AttributeInfo> by_type_;
   std::unordered_map<std::string_view, const AttributeInfo*> by_name_;
+  const AttributeInfo* object_class_ = nullptr;
+  // Key: a class's numeric OID; value: its subclasses' numeric OIDs, sorted. Views into schema_.
+  std::unordered_map<std::string_view, std::vector<std::string_view>> subclass_oids_;
 };
+
+// Returns: whether normalized objectClass value `value` is `assertion` (a normalized class
+// OID) or one of `subclasses`, the OIDs object_subclass_oids() gives for it.
+inline bool object_class_value_matches(std::string_view value, std::string_view assertion,
+                                       std::span<const std::string_view> subclasses) {
+  return value == assertion || std::binary_search(subclasses.begin(), subclasses.end(), value);
+}
 
 // Returns: the options part of a canonical description (";lang-en" or "").
 inline std::string_view description_options(std::string_view description) {

@@ -150,7 +150,18 @@ class Planner {
       case FilterKind::kSubstrings:
         return plan_substrings(node, **c, out);
       default:
-        return ids_for_key(**c, index_key(kind, node.assertion), &out->ids);
+        NUMADIR_RETURN_IF_ERROR(ids_for_key(**c, index_key(kind, node.assertion), &out->ids));
+        // An objectClass item matches entries of the class's subclasses too, and those are
+        // indexed under their own classes' keys.
+        IdList more;
+        for (std::string_view subclass : node.subclasses) {
+          more.clear();
+          NUMADIR_RETURN_IF_ERROR(ids_for_key(**c, index_key(kind, subclass), &more));
+          if (!more.empty()) {
+            union_ids(out->ids, more);
+          }
+        }
+        return Status();
     }
   }
 

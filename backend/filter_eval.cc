@@ -121,6 +121,9 @@ void CompiledFilter::compile_item(const schema::Filter& filter, std::uint32_t in
   if (item.kind != FilterKind::kSubstrings) {
     if (!catalog_->normalize(*node.rule, item.value, node.assertion)) {
       set_constant(Tri::kUndefined);
+    } else if ((item.kind == FilterKind::kEquality || item.kind == FilterKind::kApprox) &&
+               node.attribute == catalog_->object_class()) {
+      node.subclasses = catalog_->object_subclass_oids(node.assertion);
     }
     return;
   }
@@ -210,7 +213,7 @@ bool FilterEvaluator::value_matches(const CompiledNode& node, std::string_view v
       return schema::substrings_match(scratch_, node.has_initial ? node.initial : std::string(),
                                       node.any, node.has_final ? node.final_piece : std::string());
     default:
-      return scratch_ == node.assertion;
+      return object_class_value_matches(scratch_, node.assertion, node.subclasses);
   }
 }
 

@@ -7,16 +7,19 @@
 // extensible rule is unknown or unusable with the type evaluates to Undefined; a presence item
 // on an unknown type is FALSE (as slapd). NOT of Undefined is Undefined; AND is FALSE if any
 // child is FALSE, else Undefined if any is; OR is TRUE if any child is TRUE, else Undefined if
-// any is. Entries match only on TRUE. Approximate match is equality. Extensible match: rule and
-// type, type only (its equality rule), rule only (every attribute the rule can apply to), and
-// :dn (the RDN AVAs of the entry's DN too); a match is equality of the rule's normalized forms
-// (as slapd does for ordering rules).
+// any is. Entries match only on TRUE. Approximate match is equality. An objectClass equality
+// item also matches the asserted class's subclasses (RFC 4512 §2.4.1; slapd's
+// objectSubClassMatch): (objectClass=person) matches an entry listing only inetOrgPerson.
+// Extensible match: rule and type, type only (its equality rule), rule only (every attribute the
+// rule can apply to), and :dn (the RDN AVAs of the entry's DN too); a match is equality of the
+// rule's normalized forms (as slapd does for ordering rules).
 //
 // Thread contract: a CompiledFilter and a FilterEvaluator belong to the thread running one
 // search; the catalog they refer to is immutable.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +45,9 @@ struct CompiledNode {
   ComputedAttribute computed = ComputedAttribute::kNone;
   bool dn_attributes = false;
   std::string assertion;  // Normalized (equality, approx, ordering, extensible).
+  // For an objectClass equality or approx item: the OIDs of the asserted class's subclasses,
+  // which match too (AttributeCatalog::object_subclass_oids). Empty otherwise.
+  std::span<const std::string_view> subclasses;
   bool has_initial = false;
   bool has_final = false;
   std::string initial;

@@ -51,10 +51,11 @@ class Schema {
 
   // Checks a complete entry against the schema, as slapd does for an add or for the result of
   // a modify or rename: every attribute type known (kUndefinedAttributeType); every value valid
-  // for its syntax (kInvalidAttributeSyntax); no value twice under the equality rule
-  // (kAttributeOrValueExists, as slapd's "value #N provided more than once"); single-value
-  // respected (kConstraintViolation); objectClass present with known classes, exactly one
-  // structural chain (kObjectClassViolation); every MUST present and nothing outside MUST/MAY
+  // for its syntax, and every objectClass value a class the schema knows (kInvalidAttributeSyntax,
+  // as slapd's "objectClass: value #N invalid per syntax"); no value twice under the equality
+  // rule (kAttributeOrValueExists, as slapd's "value #N provided more than once"); single-value
+  // respected (kConstraintViolation); objectClass present, exactly one structural chain
+  // (kObjectClassViolation); every MUST present and nothing outside MUST/MAY
   // of its classes unless extensibleObject (kObjectClassViolation); the RDN's values present in
   // the entry (kNamingViolation). The message names the attribute or class at fault; values
   // are numbered from 0, as slapd numbers them. Also: an attribute with no values is

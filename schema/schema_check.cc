@@ -233,7 +233,10 @@ class EntryChecker {
       seen.clear();
       for (std::size_t i = 0; i < group.values.size(); ++i) {
         const std::string& value = *group.values[i];
+        // An objectClass value names a class the schema knows, or it is invalid per syntax:
+        // slapd's objectClass pretty function rejects unknown classes.
         if ((type.syntax != nullptr && !type.syntax->validate(value)) ||
+            (&type == impl_.object_class_type && schema_.object_class(value) == nullptr) ||
             !normalize(type, value, group.normalized[i])) {
           return status_error(StatusCode::kInvalidAttributeSyntax,
                               std::string(group.description) + ": value #" + std::to_string(i) +

@@ -1,6 +1,7 @@
 // server/entry_match.cc: three-valued filter evaluation on decoded entries.
 #include "server/entry_match.h"
 
+#include <span>
 #include <string>
 
 namespace numadir::server {
@@ -67,13 +68,18 @@ Tri evaluate(const schema::Filter& filter, std::uint32_t index, const schema::En
       if (!catalog.normalize(rule, node.value, assertion)) {
         return Tri::kUndefined;
       }
+      // objectClass matches the subclasses of the asserted class too (RFC 4512 §2.4.1).
+      const std::span<const std::string_view> subclasses =
+          info == catalog.object_class() ? catalog.object_subclass_oids(assertion)
+                                         : std::span<const std::string_view>();
       std::string normalized;
       for (const schema::EntryAttribute& attribute : entry.attributes) {
         if (!holds_type(attribute.description, *info, catalog)) {
           continue;
         }
         for (const std::string& value : attribute.values) {
-          if (catalog.normalize(rule, value, normalized) && normalized == assertion) {
+          if (catalog.normalize(rule, value, normalized) &&
+              backend::object_class_value_matches(normalized, assertion, subclasses)) {
             return Tri::kTrue;
           }
         }

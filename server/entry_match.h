@@ -1,8 +1,9 @@
 // server/entry_match.h: filter evaluation on a decoded schema::Entry, for the entries the
 // server makes up rather than stores (the root DSE, cn=Subschema). Stored entries are filtered
 // by the backend (backend/filter_eval.h); this covers what clients send to these two: and, or,
-// not, presence and equality (with the attribute's equality rule), with RFC 4511's three-valued
-// logic. Other items (substrings, ordering, approximate, extensible) are Undefined.
+// not, presence and equality (with the attribute's equality rule; objectClass equality also
+// matches the class's subclasses, RFC 4512 §2.4.1), with RFC 4511's three-valued logic. Other
+// items (substrings, ordering, approximate, extensible) are Undefined.
 //
 // Thread contract: a function of its arguments; the catalog is immutable.
 #pragma once

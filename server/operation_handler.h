@@ -46,6 +46,9 @@ namespace numadir::server {
 struct HandlerOptions {
   std::string root_dn;        // Empty: no rootdn.
   std::string root_password;  // A userPassword-style value ({SSHA}..., or cleartext if allowed).
+  // Cleartext userPassword values: checked by binds, and stored as sent by Add and Modify, only
+  // when allowed; otherwise Add and Modify hash them with default_password_scheme, which the
+  // Password Modify operation uses too.
   bool allow_cleartext_passwords = false;
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
   bool allow_unauthenticated_bind = false;  // RFC 4513 §5.1.2; default: refuse with 53.

@@ -1,10 +1,15 @@
 // server/update_operations.cc: Compare (RFC 4511 §4.10), Add (§4.7), Modify (§4.6), Delete
 // (§4.8) and Modify DN (§4.9): the wire request checked as slapd's frontend checks it, access
-// decided by AccessControl, then one Directory call whose Status becomes the result.
+// decided by AccessControl, then one Directory call whose Status becomes the result. Cleartext
+// userPassword values an Add or Modify writes are hashed with the default scheme unless
+// cleartext passwords are allowed (then they are stored as sent, as slapd stores them).
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "backend/password_scheme.h"
 #include "schema/dn.h"
 #include "server/operation_handler.h"
 
@@ -97,6 +102,43 @@ void add_rdn_values(const schema::Dn& dn, const backend::AttributeCatalog& catal
     }
     target->values.emplace_back(ava.value);
   }
+}
+
+// Returns: whether `value` starts with "{CLEARTEXT}" in any case.
+bool has_cleartext_prefix(std::string_view value) {
+  constexpr std::string_view kPrefix = "{CLEARTEXT}";
+  return value.size() >= kPrefix.size() &&
+         std::equal(kPrefix.begin(), kPrefix.end(), value.begin(), [](char want, char have) {
+           return want == (have >= 'a' && have <= 'z' ? static_cast<char>(have - 'a' + 'A') : have);
+         });
+}
+
+// Hashes each cleartext userPassword value in `values` (no "{SCHEME}" prefix, or {CLEARTEXT})
+// with `scheme`: simple binds check cleartext values only where passwords.allow_cleartext is
+// set, so one stored as sent could never be used. Values with another prefix, known or not,
+// stay as sent (a hash made elsewhere, or a scheme this server cannot check).
+// Errors: as backend::hash_password.
+Status hash_cleartext_passwords(backend::PasswordScheme scheme, std::vector<std::string>& values) {
+  for (std::string& value : values) {
+    Result<backend::PasswordScheme> stored = backend::stored_password_scheme(value);
+    if (!stored.ok() || *stored != backend::PasswordScheme::kCleartext) {
+      continue;
+    }
+    std::string_view password = value;
+    if (has_cleartext_prefix(password)) {
+      password.remove_prefix(std::string_view("{CLEARTEXT}").size());
+    }
+    Result<std::string> hashed = backend::hash_password(password, scheme);
+    if (!hashed.ok()) {
+      return hashed.status();
+    }
+    value = std::move(*hashed);
+  }
+  return Status();
+}
+
+OwnedResult password_hash_failed() {
+  return OwnedResult::error(ResultCode::kOther, "password hash failed");
 }
 
 }  // namespace
@@ -238,6 +280,15 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
     }
   }
   add_rdn_values(name->dn, catalog_, entry);
+  if (!options_.allow_cleartext_passwords && user_password_type_ != nullptr) {
+    for (schema::EntryAttribute& attribute : entry.attributes) {
+      if (attribute_type(attribute.description) == user_password_type_ &&
+          !hash_cleartext_passwords(options_.default_password_scheme, attribute.values).ok()) {
+        send_result(request, password_hash_failed(), sink);
+        return;
+      }
+    }
+  }
   const Status status = directory_.add(entry, backend::UpdateContext{who.dn, std::nullopt});
   if (!status.ok()) {
     send_status(request, status, sink);
@@ -298,6 +349,15 @@ void OperationHandler::modify(const LdapMessage& request, const Identity& who,
     modification.description = std::string(attributes[i].type);
     for (std::string_view value : modify.modifications.values(attributes[i])) {
       modification.values.emplace_back(value);
+    }
+    // Values to delete are compared with what is stored, so only added ones are hashed.
+    const bool adds_values = modification.kind == backend::ModificationKind::kAdd ||
+                             modification.kind == backend::ModificationKind::kReplace;
+    if (adds_values && type != nullptr && type == user_password_type_ &&
+        !options_.allow_cleartext_passwords &&
+        !hash_cleartext_passwords(options_.default_password_scheme, modification.values).ok()) {
+      send_result(request, password_hash_failed(), sink);
+      return;
     }
     modifications.push_back(std::move(modification));
   }

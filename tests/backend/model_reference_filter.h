@@ -138,6 +138,12 @@ inline Tv Reference::eval_item(const schema::Filter& filter, std::uint32_t i,
         break;
       default:
         match = normalized == assertion;
+        // RFC 4512 §2.4.1: an entry belongs to the superclasses of its classes too.
+        if (!match && type->primary_name() == "objectClass") {
+          const schema::ObjectClass* have = schema_.object_class(normalized);
+          const schema::ObjectClass* wanted = schema_.object_class(assertion);
+          match = have != nullptr && wanted != nullptr && have->is_subclass_of(*wanted);
+        }
     }
     if (match) {
       return Tv::kTrue;

@@ -115,9 +115,10 @@ class Generator {
       case 15:
         return "(uidNumber=" + number() + ")";
       case 16:
-        return pick(std::vector<std::string>{"(objectClass=person)",
-                                             "(objectClass=organizationalUnit)",
-                                             "(objectClass=posixAccount)", "(objectClass=*)"});
+        return pick(
+            std::vector<std::string>{"(objectClass=person)", "(objectClass=organizationalUnit)",
+                                     "(objectClass=posixAccount)", "(objectClass=*)",
+                                     "(objectClass=organizationalPerson)", "(objectClass=top)"});
       case 17:
         return "(ou=" + ou() + ")";
       case 18:
@@ -253,7 +254,12 @@ class ModelRun {
       const bool cn_named = gen_.chance(10);
       entry = person_entry((cn_named ? "cn=" + cn : "uid=" + gen_.uid_spelling(uid)) + "," + parent,
                            uid, cn, gen_.sn());
-      entry.attributes[0].values.push_back("organizationalPerson");
+      if (gen_.chance(20)) {
+        // Superclasses are implicit (RFC 4512 §2.4.1); (objectClass=person) still matches.
+        entry.attributes[0].values = {"inetOrgPerson"};
+      } else {
+        entry.attributes[0].values.push_back("organizationalPerson");
+      }
       if (gen_.chance(30)) {
         entry.attributes[0].values.push_back("posixAccount");
         entry.attributes.push_back({"uidNumber", {gen_.number()}});

@@ -146,6 +146,34 @@ TEST_CASE("Search: every filter kind with and without indexes") {
   CHECK(f.count("(objectClass=organizationalUnit)") == 3);
 }
 
+TEST_CASE("Search: objectClass equality matches the subclasses of the class") {
+  // RFC 4512 §2.4.1: superclasses are implicitly present. The fixture's people list top,
+  // person and inetOrgPerson; one more lists inetOrgPerson alone.
+  std::vector<IndexSpec> indexes = default_indexes();
+  SUBCASE("indexed") {}
+  SUBCASE("unindexed") { indexes.clear(); }
+  SearchFixture f(indexes);
+  const std::string only = "cn=Only,ou=staff," + kPeople;
+  require_ok(f.directory().add(
+      make_entry(only,
+                 {{"objectClass", {"inetOrgPerson"}}, {"cn", {"Only"}}, {"sn", {"Subclass"}}}),
+      {}));
+  CHECK(f.count("(objectClass=inetOrgPerson)") == 12);
+  CHECK(f.count("(objectClass=person)") == 12);
+  CHECK(f.count("(objectClass=PERSON)") == 12);
+  CHECK(f.count("(objectClass=2.5.6.6)") == 12);
+  CHECK(f.count("(objectClass~=person)") == 12);
+  CHECK(f.count("(objectClass=organizationalPerson)") == 12);  // Listed by no entry.
+  CHECK(f.count("(objectClass=top)") == 16);
+  CHECK(f.count("(objectClass=posixAccount)") == 10);
+  CHECK(f.count("(objectClass=organizationalUnit)") == 3);
+  CHECK(f.count("(!(objectClass=person))") == 4);
+  CHECK(f.dns("(&(objectClass=person)(sn=subclass))") == std::vector<std::string>{only});
+  // An explicit objectIdentifierMatch compares the OIDs themselves.
+  CHECK(f.count("(objectClass:objectIdentifierMatch:=person)") == 11);
+  require_ok(f.directory().verify_indexes());
+}
+
 TEST_CASE("Search: undefined items follow RFC 4511 three-valued logic") {
   SearchFixture f;
   CHECK(f.count("(noSuchAttr=x)") == 0);

@@ -188,12 +188,22 @@ TEST_CASE("Entry: a class derived from two structural chains joins them") {
   CHECK(shipped().structural_class(entry) == shipped().object_class("pilotOrganization"));
 }
 
-TEST_CASE("Entry: an unknown or missing objectClass is an objectClassViolation (65)") {
+TEST_CASE("Entry: an unknown objectClass value is invalid per syntax as in slapd") {
   Entry entry = posix_user();
+  const std::size_t position = attribute(entry, "objectClass").values.size();
   attribute(entry, "objectClass").values.push_back("nosuchClass");
-  check_fails(entry, StatusCode::kObjectClassViolation, "unrecognized objectClass 'nosuchClass'");
+  check_fails(entry, StatusCode::kInvalidAttributeSyntax,
+              "objectClass: value #" + std::to_string(position) + " invalid per syntax");
   CHECK(shipped().structural_class(entry) == nullptr);
+  // Known by name or by OID, in any case.
   entry = posix_user();
+  attribute(entry, "objectClass").values[1] = "2.5.6.6";  // person
+  attribute(entry, "objectClass").values[2] = "ORGANIZATIONALPERSON";
+  check_ok(entry);
+}
+
+TEST_CASE("Entry: a missing objectClass is an objectClassViolation (65)") {
+  Entry entry = posix_user();
   remove(entry, "objectClass");
   check_fails(entry, StatusCode::kObjectClassViolation, "no objectClass attribute");
   // objectClass with an option is not the objectClass attribute.
@@ -435,7 +445,8 @@ TEST_CASE("Entry: structural_class reads the objectClass values in any order") {
 
 TEST_CASE("Entry: checks run in slapd's order") {
   // An undefined type is reported before a missing MUST, a bad value before a second value
-  // of a single-value type, that before the object classes, and naming before MUST.
+  // of a single-value type (an unknown objectClass is a bad value), that before the object
+  // classes, and naming before MUST.
   Entry entry = posix_user();
   remove(entry, "sn");
   entry.attributes.push_back({"nosuch", {"x"}});
@@ -445,8 +456,11 @@ TEST_CASE("Entry: checks run in slapd's order") {
   CHECK(shipped().check_entry(entry).code() == StatusCode::kInvalidAttributeSyntax);
   entry = posix_user();
   attribute(entry, "uidNumber").values = {"1", "2"};
-  attribute(entry, "objectClass").values = {"nosuch"};
+  attribute(entry, "objectClass").values = {"top"};  // No structural class.
   CHECK(shipped().check_entry(entry).code() == StatusCode::kConstraintViolation);
+  // An unknown class is a bad value, found with the values.
+  attribute(entry, "objectClass").values = {"nosuch"};
+  CHECK(shipped().check_entry(entry).code() == StatusCode::kInvalidAttributeSyntax);
   entry = posix_user();
   entry.dn = "cn=Nobody,dc=example,dc=com";
   remove(entry, "sn");

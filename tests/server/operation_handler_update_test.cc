@@ -300,5 +300,92 @@ TEST_CASE("OperationHandler: names outside the naming context or with unknown ty
                                  *session)) == ResultCode::kInvalidDnSyntax);
 }
 
+TEST_CASE("OperationHandler: an unknown objectClass value is invalidAttributeSyntax as in slapd") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  bind_as(fixture, *session, kRootDn, kRootPassword);
+  std::unique_ptr<Response> added =
+      fixture.run_one(add_request(2, kNewUser,
+                                  {{"objectClass", {"inetOrgPerson", "noSuchClass"}},
+                                   {"uid", {"newbie"}},
+                                   {"cn", {"New"}},
+                                   {"sn", {"Bie"}}}),
+                      *session);
+  CHECK(code_of(*added) == ResultCode::kInvalidAttributeSyntax);
+  CHECK(added->message.result.diagnostic_message == "objectClass: value #1 invalid per syntax");
+  CHECK(
+      code_of(*fixture.run_one(modify_request(3, user_dn(1), listener::wire::ModifyOperation::kAdd,
+                                              "objectClass", {"noSuchClass"}),
+                               *session)) == ResultCode::kInvalidAttributeSyntax);
+}
+
+TEST_CASE("OperationHandler: add and modify hash a cleartext userPassword") {
+  using listener::wire::ModifyOperation;
+  HandlerFixture fixture;  // Cleartext not allowed; the default scheme is {SSHA256}.
+  auto session = fixture.open_session();
+  bind_as(fixture, *session, kRootDn, kRootPassword);
+  Result<std::string> prehashed =
+      backend::hash_password("hashed secret", backend::PasswordScheme::kSsha1);
+  REQUIRE(prehashed.ok());
+  REQUIRE(code_of(*fixture.run_one(add_request(2, kNewUser,
+                                               {{"objectClass", {"inetOrgPerson"}},
+                                                {"uid", {"newbie"}},
+                                                {"cn", {"New"}},
+                                                {"sn", {"Bie"}},
+                                                {"userPassword", {"newbie secret", *prehashed}}}),
+                                   *session)) == ResultCode::kSuccess);
+  auto bind_code = [&](std::string_view password) {
+    auto user_session = fixture.open_session();
+    return code_of(*fixture.run_one(bind_request(1, kNewUser, password), *user_session));
+  };
+  std::vector<std::string> stored = stored_values(fixture, kNewUser, "userPassword");
+  REQUIRE(stored.size() == 2);
+  CHECK(stored[0].starts_with("{SSHA256}"));
+  CHECK(stored[1] == *prehashed);  // A value with a known scheme is kept as sent.
+  CHECK(bind_code("newbie secret") == ResultCode::kSuccess);
+  CHECK(bind_code("hashed secret") == ResultCode::kSuccess);
+
+  SUBCASE("replace") {
+    REQUIRE(code_of(*fixture.run_one(modify_request(3, kNewUser, ModifyOperation::kReplace,
+                                                    "userPassword", {"{cleartext}replaced"}),
+                                     *session)) == ResultCode::kSuccess);
+    stored = stored_values(fixture, kNewUser, "userPassword");
+    REQUIRE(stored.size() == 1);
+    CHECK(stored[0].starts_with("{SSHA256}"));
+    CHECK(bind_code("replaced") == ResultCode::kSuccess);
+    CHECK(bind_code("newbie secret") == ResultCode::kInvalidCredentials);
+  }
+  SUBCASE("add") {
+    REQUIRE(code_of(*fixture.run_one(modify_request(3, kNewUser, ModifyOperation::kAdd,
+                                                    "userPassword", {"added secret"}),
+                                     *session)) == ResultCode::kSuccess);
+    stored = stored_values(fixture, kNewUser, "userPassword");
+    REQUIRE(stored.size() == 3);
+    CHECK(stored[2].starts_with("{SSHA256}"));
+    CHECK(bind_code("added secret") == ResultCode::kSuccess);
+    CHECK(bind_code("newbie secret") == ResultCode::kSuccess);
+  }
+}
+
+TEST_CASE("OperationHandler: with cleartext allowed a userPassword is stored as sent") {
+  HandlerOptions options = default_handler_options();
+  options.allow_cleartext_passwords = true;
+  HandlerFixture fixture(std::move(options));
+  auto session = fixture.open_session();
+  bind_as(fixture, *session, kRootDn, kRootPassword);
+  REQUIRE(code_of(*fixture.run_one(add_request(2, kNewUser,
+                                               {{"objectClass", {"inetOrgPerson"}},
+                                                {"uid", {"newbie"}},
+                                                {"cn", {"New"}},
+                                                {"sn", {"Bie"}},
+                                                {"userPassword", {"newbie secret"}}}),
+                                   *session)) == ResultCode::kSuccess);
+  CHECK(stored_values(fixture, kNewUser, "userPassword") ==
+        std::vector<std::string>{"newbie secret"});
+  auto user_session = fixture.open_session();
+  CHECK(code_of(*fixture.run_one(bind_request(1, kNewUser, "newbie secret"), *user_session)) ==
+        ResultCode::kSuccess);
+}
+
 }  // namespace
 }  // namespace numadir::server::testing
