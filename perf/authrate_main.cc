@@ -262,9 +262,16 @@ int run(Options& options) {
     Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
     cpu_start = ticks.ok() ? std::optional(*ticks) : std::nullopt;
   }
+  // On a terminal, a live line on standard error between the interval lines.
+  const bool live = isatty(STDERR_FILENO) == 1;
+  constexpr std::int64_t kLiveNs = 250'000'000;
+  std::int64_t next_live_ns = start_ns + kLiveNs;
   std::int64_t now_ns = start_ns;
   for (;;) {
     std::int64_t wake_ns = std::min(next_tick_ns, end_ns);
+    if (live) {
+      wake_ns = std::min(wake_ns, next_live_ns);
+    }
     if (!measuring) {
       wake_ns = std::min(wake_ns, warmup_end_ns);
     }
@@ -276,7 +283,20 @@ int run(Options& options) {
     if (signal == SIGINT || signal == SIGTERM) {
       break;
     }
+    if (live && now_ns >= next_live_ns && now_ns < next_tick_ns) {
+      const AuthTotals current = snapshot(stats);
+      std::fprintf(stderr, "\r%7.1f s  %llu auths  %llu errors %s",
+                   static_cast<double>(now_ns - start_ns) / 1e9,
+                   static_cast<unsigned long long>(current.auths),
+                   static_cast<unsigned long long>(current.error_total()),
+                   measuring ? "" : "(warm-up)");
+      std::fflush(stderr);
+      next_live_ns = now_ns + kLiveNs;
+    }
     if (now_ns >= next_tick_ns) {
+      if (live) {
+        std::fputs("\r\033[K", stderr);  // Clears the live line.
+      }
       AuthTotals current = snapshot(stats);
       AuthTotals recent = current;
       recent.subtract(previous);
@@ -307,6 +327,9 @@ int run(Options& options) {
     if (now_ns >= end_ns) {
       break;
     }
+  }
+  if (live) {
+    std::fputs("\r\033[K", stderr);
   }
   const std::int64_t measure_end_ns = now_ns;
   std::optional<ProcCpuTicks> cpu_end;

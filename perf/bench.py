@@ -102,7 +102,7 @@ def start_floor(build):
     return Server("floor", process, port)
 
 
-def start_numadir(build, work, name, dispatcher, ldif):
+def start_numadir(build, work, name, dispatcher, ldif, cleartext=False):
     folder = os.path.join(work, name)
     os.makedirs(folder)
     root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
@@ -121,6 +121,9 @@ rootpw = "{root_pw}"
 
 [threads]
 dispatcher = "{dispatcher}"
+
+[passwords]
+allow_cleartext = {"true" if cleartext else "false"}
 """)
     config = os.path.join(folder, "numadir.toml")
     subprocess.run([f"{build}/server/numadir", "import", "-c", config, "--no-progress", ldif],
@@ -260,6 +263,9 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build-dir", default="build/release")
     parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--scheme", default="ssha", choices=["ssha", "cleartext"],
+                        help="how gen_users.py stores passwords (cleartext: numadir is told to "
+                        "accept them)")
     parser.add_argument("--connections", default="16,64,256")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--duration", type=float, default=10)
@@ -286,7 +292,8 @@ def main():
         with open(ldif, "w") as stream:
             subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
                                                              "gen_users.py"),
-                            "--users", str(args.users)], stdout=stream, check=True)
+                            "--users", str(args.users), "--scheme", args.scheme], stdout=stream,
+                           check=True)
         print(f"bench: {args.users} users generated; starting {', '.join(names)}", flush=True)
         for name in names:
             if name == "floor":
@@ -294,7 +301,8 @@ def main():
             elif name == "slapd":
                 servers[name] = start_slapd(work, ldif, args)
             elif name in ("percpu", "single"):
-                servers[name] = start_numadir(build, work, name, name, ldif)
+                servers[name] = start_numadir(build, work, name, name, ldif,
+                                              cleartext=args.scheme == "cleartext")
             else:
                 raise SystemExit(f"bench: unknown server {name!r}")
         runs = {}
@@ -330,7 +338,7 @@ def main():
     section = f"""{BEGIN}
 ### Side by side: {now}
 
-Command: `{command}` — {args.users} users ({{SSHA}} passwords), indexes objectClass eq and uid
+Command: `{command}` — {args.users} users ({args.scheme} passwords), indexes objectClass eq and uid
 eq on both servers, the same access rules; authrate with {args.authrate_threads} thread(s),
 {args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
 interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
