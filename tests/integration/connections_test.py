@@ -84,7 +84,19 @@ def check_idle(args):
     print("ok: 1,000 idle connections cost no CPU")
 
 
+def sanitized(binary):
+    """True for a build with the sanitizers (the asan preset)."""
+    with open(binary, "rb") as stream:
+        return b"__asan_init" in stream.read()
+
+
 def check_emfile(args):
+    if sanitized(args.numadir):
+        # UBSan's vptr check asks the sanitizer runtime whether memory is readable, which it
+        # tests by writing into a pipe: with no fd left for the pipe it reports every virtual
+        # call as an "invalid vptr" and stops the server. The check runs on the release build.
+        print("skip: a sanitizer build cannot run out of fds (its runtime needs them)")
+        return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))  # Inherited by the server.
     try:
