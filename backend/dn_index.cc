@@ -1,6 +1,7 @@
 // backend/dn_index.cc: dn keys, dn2id and children.
 #include "backend/dn_index.h"
 
+#include <atomic>
 #include <vector>
 
 namespace numadir::backend {
@@ -27,7 +28,46 @@ std::string default_fold(std::string_view value) {
   return out;
 }
 
+// Bumped by every SchemaDnNormalizer built or destroyed: a memo made under another epoch is
+// dropped, so a schema freed and another allocated at its address cannot hit an old memo.
+// Relaxed: a thread only compares it with the value it read itself when filling its memo, and
+// normalizers are built and destroyed while no thread normalizes with them.
+std::atomic<std::uint64_t> normalizer_epoch{0};
+
+struct DnMemo {
+  std::uint64_t epoch = 0;
+  const schema::Schema* schema = nullptr;  // nullptr: empty.
+  std::string dn;
+  std::string ndn;
+};
+thread_local DnMemo dn_memo;
+
 }  // namespace
+
+SchemaDnNormalizer::SchemaDnNormalizer(const schema::Schema& schema) : schema_(schema) {
+  normalizer_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+SchemaDnNormalizer::~SchemaDnNormalizer() {
+  normalizer_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SchemaDnNormalizer::remember(std::string_view dn, std::string_view ndn) const {
+  DnMemo& memo = dn_memo;
+  memo.epoch = normalizer_epoch.load(std::memory_order_relaxed);
+  memo.schema = &schema_;
+  memo.dn.assign(dn);
+  memo.ndn.assign(ndn);
+}
+
+const std::string* SchemaDnNormalizer::recall(std::string_view dn) const {
+  const DnMemo& memo = dn_memo;
+  if (memo.schema != &schema_ || memo.epoch != normalizer_epoch.load(std::memory_order_relaxed) ||
+      memo.dn != dn) {
+    return nullptr;
+  }
+  return &memo.ndn;
+}
 
 std::string SchemaDnNormalizer::normalize_type(std::string_view type) const {
   const schema::AttributeType* attribute = schema_.attribute_type(type);
@@ -52,28 +92,75 @@ std::string SchemaDnNormalizer::normalize(std::string_view type, std::string_vie
   return default_fold(value);
 }
 
-std::string dn_key_from_normalized(std::string_view ndn) {
+void SchemaDnNormalizer::normalize_ava(std::string_view type, std::string_view value,
+                                       std::string& type_out, std::string& value_out) const {
+  const schema::AttributeType* attribute = schema_.attribute_type(type);
+  if (attribute == nullptr) {
+    // normalize() would look up the lower-cased name and miss again (the lookup ignores case).
+    type_out = DnValueNormalizer::normalize_type(type);
+    value_out = default_fold(value);
+    return;
+  }
+  type_out.assign(attribute->primary_name());
+  for (char& c : type_out) {
+    c = ascii_lower(c);
+  }
+  if (attribute->equality != nullptr) {
+    value_out.clear();
+    if (attribute->equality->normalize(value, value_out)) {
+      return;
+    }
+  }
+  value_out = default_fold(value);
+}
+
+namespace {
+
+// Appends the dn key of normalized DN `ndn` to `key`.
+void append_key_from_normalized(std::string_view ndn, std::string& key) {
   // Split at unescaped ','; '\' escapes one character or starts a two-digit hex escape, and
-  // neither a hex digit nor an escaped character is an unescaped ','.
-  std::vector<std::size_t> starts;
-  starts.push_back(0);
+  // neither a hex digit nor an escaped character is an unescaped ','. RDN starts go to a small
+  // array first: real DNs stay far below its size, so the common case allocates nothing.
+  constexpr std::size_t kInline = 32;
+  std::size_t inline_starts[kInline];
+  std::vector<std::size_t> more;  // Used only past kInline RDNs.
+  std::size_t count = 0;
+  const auto push = [&](std::size_t start) {
+    if (count < kInline) {
+      inline_starts[count] = start;
+    } else {
+      if (more.empty()) {
+        more.assign(inline_starts, inline_starts + kInline);
+      }
+      more.push_back(start);
+    }
+    ++count;
+  };
+  push(0);
   for (std::size_t i = 0; i < ndn.size(); ++i) {
     if (ndn[i] == '\\') {
       ++i;
     } else if (ndn[i] == ',') {
-      starts.push_back(i + 1);
+      push(i + 1);
     }
   }
-  std::string key;
-  key.reserve(ndn.size());
-  for (std::size_t n = starts.size(); n-- > 0;) {
+  const std::size_t* starts = count <= kInline ? inline_starts : more.data();
+  key.reserve(key.size() + ndn.size());
+  for (std::size_t n = count; n-- > 0;) {
     const std::size_t begin = starts[n];
-    const std::size_t end = n + 1 < starts.size() ? starts[n + 1] - 1 : ndn.size();
-    if (n + 1 < starts.size()) {
+    const std::size_t end = n + 1 < count ? starts[n + 1] - 1 : ndn.size();
+    if (n + 1 < count) {
       key.push_back(kDnKeySeparator);
     }
     key.append(ndn.substr(begin, end - begin));
   }
+}
+
+}  // namespace
+
+std::string dn_key_from_normalized(std::string_view ndn) {
+  std::string key;
+  append_key_from_normalized(ndn, key);
   return key;
 }
 
@@ -85,11 +172,38 @@ std::string dn_key(const schema::Dn& dn, const schema::DnValueNormalizer& normal
 }
 
 Result<std::string> dn_key_of(std::string_view dn, const schema::DnValueNormalizer& normalizer) {
-  Result<schema::Dn> parsed = schema::Dn::parse(dn);
-  if (!parsed.ok()) {
-    return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
+  std::string key;
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, normalizer, key));
+  return key;
+}
+
+Status dn_key_into(std::string_view dn, const schema::DnValueNormalizer& normalizer,
+                   std::string& key) {
+  // Per-thread scratch: the parsed DN and its normalized string are only steps to the key.
+  thread_local schema::Dn parsed;
+  thread_local std::string ndn;
+  key.clear();
+  if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
+    return Status(StatusCode::kInvalidDnSyntax, status.message());
   }
-  return dn_key(*parsed, normalizer);
+  if (parsed.is_root()) {
+    return Status();
+  }
+  ndn.clear();
+  parsed.append_normalized(ndn, &normalizer);
+  append_key_from_normalized(ndn, key);
+  return Status();
+}
+
+Status dn_key_into(std::string_view dn, const SchemaDnNormalizer& normalizer, std::string& key) {
+  if (const std::string* ndn = normalizer.recall(dn); ndn != nullptr) {
+    key.clear();
+    if (!ndn->empty()) {  // The root DN keys as "", as below.
+      append_key_from_normalized(*ndn, key);
+    }
+    return Status();
+  }
+  return dn_key_into(dn, static_cast<const schema::DnValueNormalizer&>(normalizer), key);
 }
 
 Result<EntryId> DnIndex::find(MDB_txn* txn, std::string_view key) const {

@@ -248,11 +248,9 @@ Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec&
 // Finds the entry named `dn` in the scope's transaction. Errors: as Directory::get.
 Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::string_view dn,
                            EntryView* view) {
-  Result<std::string> key = dn_key_of(dn, core.normalizer);
-  if (!key.ok()) {
-    return key.status();
-  }
-  Result<EntryId> id = core.dns.find(state.txn, *key);
+  thread_local std::string key;  // Per-thread: keeps its capacity (binds look up every time).
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, core.normalizer, key));
+  Result<EntryId> id = core.dns.find(state.txn, key);
   if (!id.ok()) {
     return id.status();
   }
@@ -264,7 +262,7 @@ Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::str
     }
   }
   if (!*found) {
-    Result<std::string> matched = matched_dn(core, state.txn, *key);
+    Result<std::string> matched = matched_dn(core, state.txn, key);
     if (!matched.ok()) {
       return matched.status();
     }

@@ -428,6 +428,21 @@ class DnParser {
     std::size_t keep = dn_.bytes_.size();  // End of the value without unescaped trailing spaces.
     Utf8Checker utf8;
     while (!at_end()) {
+      if (utf8.complete() && is_plain(peek())) {
+        // A run of plain ASCII bytes, copied at once: each is valid UTF-8 on its own (no
+        // sequence is open), kept as it is, and ends the kept part unless it is a space.
+        const std::size_t start = pos_;
+        while (!at_end() && is_plain(peek())) {
+          ++pos_;
+        }
+        const std::string_view run = text_.substr(start, pos_ - start);
+        dn_.bytes_.append(run);
+        const std::size_t last = run.find_last_not_of(' ');
+        if (last != std::string_view::npos) {
+          keep = dn_.bytes_.size() - run.size() + last + 1;
+        }
+        continue;
+      }
       const std::size_t offset = pos_;
       const unsigned char c = peek();
       unsigned char byte = c;
@@ -479,6 +494,13 @@ class DnParser {
     return Status();
   }
 
+  // Returns: true for a byte a string value takes as it is: ASCII, and none of the bytes the
+  // loop of parse_string_value handles (separators, escapes, and the ones it refuses).
+  static bool is_plain(unsigned char c) {
+    return c >= 0x20 && c < 0x80 && c != ',' && c != '+' && c != '\\' && c != ';' && c != '"' &&
+           c != '<' && c != '>';
+  }
+
   std::string_view text_;
   std::size_t pos_ = 0;
   Dn& dn_;
@@ -491,6 +513,12 @@ std::string DnValueNormalizer::normalize_type(std::string_view type) const {
   std::string out;
   append_default_type(out, type);
   return out;
+}
+
+void DnValueNormalizer::normalize_ava(std::string_view type, std::string_view value,
+                                      std::string& type_out, std::string& value_out) const {
+  type_out = normalize_type(type);
+  value_out = normalize(type_out, value);
 }
 
 Dn::Dn(const Dn& other) : bytes_(other.bytes_), avas_(other.avas_), rdn_starts_(other.rdn_starts_) {
@@ -539,6 +567,19 @@ Result<Dn> Dn::parse(std::string_view text, const DnParseLimits& limits) {
   Dn dn;
   NUMADIR_RETURN_IF_ERROR(detail::DnParser(text, dn).run(limits));
   return dn;
+}
+
+Status Dn::parse_into(std::string_view text, Dn& out, const DnParseLimits& limits) {
+  out.bytes_.clear();
+  out.avas_.clear();
+  out.rdn_starts_.clear();
+  Status status = detail::DnParser(text, out).run(limits);
+  if (!status.ok()) {
+    out.bytes_.clear();
+    out.avas_.clear();
+    out.rdn_starts_.clear();
+  }
+  return status;
 }
 
 std::span<const Ava> Dn::rdn(std::size_t index) const {
@@ -606,8 +647,14 @@ Dn Dn::parent() const {
 
 std::string Dn::normalized(const DnValueNormalizer* normalizer) const {
   std::string out;
-  out.reserve(bytes_.size() + 2 * avas_.size());
+  append_normalized(out, normalizer);
+  return out;
+}
+
+void Dn::append_normalized(std::string& out, const DnValueNormalizer* normalizer) const {
+  out.reserve(out.size() + bytes_.size() + 2 * avas_.size());
   std::string scratch;  // One buffer for every single-valued RDN's folded value.
+  std::string type_scratch;
   std::vector<NormalizedAva> sorted;
   for (std::size_t i = 0; i < rdn_count(); ++i) {
     if (i > 0) {
@@ -624,6 +671,21 @@ std::string Dn::normalized(const DnValueNormalizer* normalizer) const {
       append_value(out, scratch, false);
       continue;
     }
+    if (avas.size() == 1 && normalizer != nullptr) {
+      // One AVA: nothing to sort, so no NormalizedAva (prints what normalize_ava and the loop
+      // below would).
+      if (avas[0].hex_form) {
+        out += normalizer->normalize_type(avas[0].type);
+        out += '=';
+        append_value(out, avas[0].value, true);
+      } else {
+        normalizer->normalize_ava(avas[0].type, avas[0].value, type_scratch, scratch);
+        out += type_scratch;
+        out += '=';
+        append_value(out, scratch, false);
+      }
+      continue;
+    }
     sorted.clear();
     for (const Ava& ava : avas) {
       sorted.push_back(normalize_ava(ava, normalizer));
@@ -638,7 +700,6 @@ std::string Dn::normalized(const DnValueNormalizer* normalizer) const {
       append_value(out, sorted[j].value, sorted[j].hex_form);
     }
   }
-  return out;
 }
 
 Result<std::string> normalize_dn(std::string_view text, const DnParseLimits& limits) {

@@ -51,6 +51,12 @@ class DnValueNormalizer {
   // Returns: the canonical bytes of `value` (unescaped; never a hex_form value, those are kept
   // as they are). `type` is the result of normalize_type().
   virtual std::string normalize(std::string_view type, std::string_view value) const = 0;
+
+  // Writes normalize_type(type) to `type_out` and normalize(type_out, value) to `value_out`
+  // (replacing their contents). An implementation may do both in one step: the schema's looks
+  // the type up once instead of twice.
+  virtual void normalize_ava(std::string_view type, std::string_view value, std::string& type_out,
+                             std::string& value_out) const;
 };
 
 namespace detail {
@@ -76,6 +82,9 @@ class Dn {
   // value, an unescaped '"', ';', '<', '>' or NUL, invalid UTF-8 in a string value (checked
   // after escapes are decoded), an empty RDN or AVA. Messages read "DN: offset N: <problem>".
   static Result<Dn> parse(std::string_view text, const DnParseLimits& limits = {});
+  // As parse(), into `out`, reusing the capacity of its buffers (a Dn kept per worker thread
+  // parses without allocating once warm). Errors: as parse(); `out` is then the root DN.
+  static Status parse_into(std::string_view text, Dn& out, const DnParseLimits& limits = {});
 
   bool is_root() const { return avas_.empty(); }
   std::size_t rdn_count() const { return rdn_starts_.empty() ? avas_.size() : rdn_starts_.size(); }
@@ -109,6 +118,8 @@ class Dn {
   // parse(x.normalized())->normalized() == x.normalized().
   // Requires: `normalizer`, if given, outlives the call.
   std::string normalized(const DnValueNormalizer* normalizer = nullptr) const;
+  // Appends normalized(normalizer) to `out` (reusing its capacity).
+  void append_normalized(std::string& out, const DnValueNormalizer* normalizer = nullptr) const;
 
   // Exact equality: the same RDN structure, types spelled the same, the same value bytes and
   // hex_form flags. Compare normalized() strings for LDAP name matching.

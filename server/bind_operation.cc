@@ -4,6 +4,7 @@
 // Privacy: a simple bind that fails for any reason tied to the name or the password (bad DN
 // syntax, no such entry, no userPassword, a wrong password, a stored value we cannot read)
 // gets invalidCredentials with the same empty diagnostic, so a client cannot tell which.
+#include <functional>
 #include <string>
 
 #include "backend/password_scheme.h"
@@ -38,7 +39,7 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
   const listener::wire::BindRequest& bind = request.bind_request;
   // Whatever happens below, a bind first drops the identity the connection had (RFC 4513 §4:
   // a failed bind leaves the connection anonymous).
-  session.set_identity(Identity{});
+  session.clear_identity();
 
   if (bind.version != 3) {
     send_result(request,
@@ -73,16 +74,16 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     return;
   }
 
-  Result<std::string> ndn = normalize_dn(bind.name);
-  if (!ndn.ok() || ndn->empty()) {
+  thread_local std::string ndn;  // Per-thread: keeps its capacity across binds.
+  if (!normalize_dn_into(bind.name, ndn).ok() || ndn.empty()) {
     send_result(request, invalid, sink);
     return;
   }
 
-  if (!root_ndn_.empty() && *ndn == root_ndn_ && !options_.root_password.empty()) {
+  if (!root_ndn_.empty() && ndn == root_ndn_ && !options_.root_password.empty()) {
     const std::string_view stored[] = {options_.root_password};
     if (any_value_matches(bind.simple_password, stored, verify_policy_)) {
-      session.set_identity(Identity{std::string(bind.name), std::move(*ndn), /*root=*/true});
+      session.set_identity(bind.name, ndn, /*root=*/true);
       send_result(request, OwnedResult::success(), sink);
       return;
     }
@@ -91,16 +92,16 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
 
   // RFC 4513 §5.1.3: the check is made as anonymous, which the policy must grant `auth`.
   const Identity anonymous;
-  if (access_.level(anonymous, *ndn, user_password_type_) < AccessLevel::kAuth) {
+  if (access_.level(anonymous, ndn, user_password_type_) < AccessLevel::kAuth) {
     send_result(request, invalid, sink);
     return;
   }
   bool matched = false;
-  const Status status =
-      directory_.lookup(read_txn(), bind.name, [&](const backend::EntryRef& entry) {
-        matched =
-            any_value_matches(bind.simple_password, entry.values("userPassword"), verify_policy_);
-      });
+  const auto on_entry = [&](const backend::EntryRef& entry) {
+    matched = any_value_matches(bind.simple_password, entry.values("userPassword"), verify_policy_);
+  };
+  // std::ref: the std::function holds a pointer to the lambda instead of a heap copy of it.
+  const Status status = directory_.lookup(read_txn(), bind.name, std::ref(on_entry));
   if (!status.ok() && status.code() != StatusCode::kNoSuchObject &&
       status.code() != StatusCode::kInvalidDnSyntax) {
     send_status(request, status, sink);  // A storage failure is not the client's doing.
@@ -110,7 +111,7 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     send_result(request, invalid, sink);
     return;
   }
-  session.set_identity(Identity{std::string(bind.name), std::move(*ndn), /*root=*/false});
+  session.set_identity(bind.name, ndn, /*root=*/false);
   send_result(request, OwnedResult::success(), sink);
 }
 

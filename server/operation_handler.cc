@@ -174,14 +174,11 @@ backend::ReadTxn& OperationHandler::read_txn() const {
   return *raw;
 }
 
-Result<schema::Dn> OperationHandler::parse_dn(std::string_view dn) const {
-  Result<schema::Dn> parsed = schema::Dn::parse(dn);
-  if (!parsed.ok()) {
-    return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
-  }
-  for (std::size_t i = 0; i < parsed->rdn_count(); ++i) {
-    for (const schema::Ava& ava : parsed->rdn(i)) {
-      const schema::AttributeType* type = directory_.schema().attribute_type(ava.type);
+Status OperationHandler::check_dn(const schema::Dn& dn) const {
+  const schema::Schema& schema = directory_.schema();
+  for (std::size_t i = 0; i < dn.rdn_count(); ++i) {
+    for (const schema::Ava& ava : dn.rdn(i)) {
+      const schema::AttributeType* type = schema.attribute_type(ava.type);
       if (type == nullptr) {
         return Status(StatusCode::kInvalidDnSyntax,
                       "DN: undefined attribute type " + std::string(ava.type));
@@ -192,6 +189,15 @@ Result<schema::Dn> OperationHandler::parse_dn(std::string_view dn) const {
       }
     }
   }
+  return Status();
+}
+
+Result<schema::Dn> OperationHandler::parse_dn(std::string_view dn) const {
+  Result<schema::Dn> parsed = schema::Dn::parse(dn);
+  if (!parsed.ok()) {
+    return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
+  }
+  NUMADIR_RETURN_IF_ERROR(check_dn(*parsed));
   return parsed;
 }
 
@@ -201,6 +207,36 @@ Result<std::string> OperationHandler::normalize_dn(std::string_view dn) const {
     return parsed.status();
   }
   return parsed->normalized(&dn_normalizer_);
+}
+
+Status OperationHandler::normalize_dn_into(std::string_view dn, std::string& out) const {
+  thread_local schema::Dn parsed;  // Scratch: its buffers keep their capacity across calls.
+  if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
+    return Status(StatusCode::kInvalidDnSyntax, status.message());
+  }
+  NUMADIR_RETURN_IF_ERROR(check_dn(parsed));
+  out.clear();
+  parsed.append_normalized(out, &dn_normalizer_);
+  // A bind looks the same DN up next: the backend's normalizer finds it in this thread's memo.
+  dn_normalizer_.remember(dn, out);
+  return Status();
+}
+
+Result<std::string_view> OperationHandler::normalize_dn_cached(std::string_view dn) const {
+  struct Cached {
+    std::uint64_t handler_key = 0;  // txn_key_ of the handler that filled it; 0: empty.
+    std::string dn;
+    std::string ndn;
+  };
+  thread_local Cached cached;
+  if (cached.handler_key == txn_key_ && cached.dn == dn) {
+    return std::string_view(cached.ndn);
+  }
+  cached.handler_key = 0;
+  NUMADIR_RETURN_IF_ERROR(normalize_dn_into(dn, cached.ndn));
+  cached.dn.assign(dn);
+  cached.handler_key = txn_key_;
+  return std::string_view(cached.ndn);
 }
 
 bool OperationHandler::in_naming_context(const schema::Dn& dn) const {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -219,14 +220,18 @@ bool OperationHandler::search_special(const LdapMessage& request, const Identity
 void OperationHandler::search(const LdapMessage& request, ServerSession& session,
                               listener::ResponseSink& sink) const {
   const SearchRequest& search = request.search_request;
-  const Identity who = session.identity();
+  // A per-thread copy: copying into it reuses its strings, so this allocates nothing once warm.
+  thread_local Identity who_copy;
+  session.copy_identity(who_copy);
+  const Identity& who = who_copy;
 
   PagedRequest paged;
   if (std::optional<OwnedResult> bad = parse_paged(request, paged); bad.has_value()) {
     send_result(request, *bad, sink);
     return;
   }
-  Result<std::string> base_ndn = normalize_dn(search.base_object);
+  // Views the per-thread cache, which nothing below refills.
+  const Result<std::string_view> base_ndn = normalize_dn_cached(search.base_object);
   if (!base_ndn.ok()) {
     send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid DN"), sink);
     return;
@@ -297,7 +302,10 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
   }
 
   backend::SearchSpec spec;
-  spec.base = std::string(search.base_object);
+  // The base goes through a per-thread string (swapped in and back out) to keep its capacity.
+  thread_local std::string base_buffer;
+  spec.base.swap(base_buffer);
+  spec.base.assign(search.base_object);
   spec.scope = backend_scope(search.scope);
   spec.filter = filter;
   if (time_limit_s != 0) {
@@ -315,7 +323,7 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
   bool size_exceeded = false;
   bool page_full = false;
   bool abandoned = false;
-  const Status status = directory_.search(read_txn(), spec, [&](const backend::EntryRef& entry) {
+  const auto on_entry = [&](const backend::EntryRef& entry) {
     if (sink.abandoned()) {
       abandoned = true;
       return false;
@@ -348,7 +356,10 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
     ++returned;
     ++page;
     return true;
-  });
+  };
+  // std::ref: the std::function holds a pointer to the lambda instead of a heap copy of it.
+  const Status status = directory_.search(read_txn(), spec, std::ref(on_entry));
+  base_buffer.swap(spec.base);
   if (abandoned || sink.abandoned()) {
     return;  // RFC 4511 §4.11: an abandoned operation gets no response.
   }

@@ -10,6 +10,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "base/thread_annotations.h"
@@ -48,11 +49,35 @@ class ServerSession final : public listener::Session {
     MutexLock lock(mu_);
     return identity_;
   }
+  // Copies the bound identity into `out`, reusing its strings' capacity: an operation that
+  // keeps one Identity per worker thread copies it without allocating.
+  void copy_identity(Identity& out) const NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    out.dn.assign(identity_.dn);
+    out.ndn.assign(identity_.ndn);
+    out.root = identity_.root;
+  }
   // Switches the identity (a completed bind; anonymous after a failed one). Paged searches of
   // the previous identity are forgotten.
   void set_identity(Identity identity) NUMADIR_EXCLUDES(mu_) {
     MutexLock lock(mu_);
     identity_ = std::move(identity);
+    paged_.clear();
+  }
+  // As set_identity(Identity{dn, ndn, root}), reusing the capacity of the strings held.
+  void set_identity(std::string_view dn, std::string_view ndn, bool root) NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    identity_.dn.assign(dn);
+    identity_.ndn.assign(ndn);
+    identity_.root = root;
+    paged_.clear();
+  }
+  // As set_identity(Identity{}) (anonymous), keeping the strings' capacity for the next bind.
+  void clear_identity() NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    identity_.dn.clear();
+    identity_.ndn.clear();
+    identity_.root = false;
     paged_.clear();
   }
 

@@ -133,6 +133,26 @@ TEST_CASE("DnIndex: keys reverse the normalized RDNs") {
   CHECK(dn_key_from_normalized("cn=a\\\\,dc=com") == "dc=com\0cn=a\\\\"sv);
 }
 
+TEST_CASE("DnIndex: dn_key_into keys like dn_key_of and reuses the remembered normalization") {
+  const SchemaDnNormalizer normalizer(testing::test_schema());
+  std::string key = "left over";
+  REQUIRE(dn_key_into("uid=JDoe,ou=People,dc=Example,dc=COM", normalizer, key).ok());
+  CHECK(key == "dc=com\0dc=example\0ou=people\0uid=jdoe"sv);
+  CHECK(dn_key_into("cn=,,", normalizer, key).code() == StatusCode::kInvalidDnSyntax);
+  CHECK(key.empty());
+  // A remembered DN is keyed from its remembered form (here a false one, to show it is used).
+  normalizer.remember("uid=JDoe,dc=com", "uid=other,dc=com");
+  REQUIRE(dn_key_into("uid=JDoe,dc=com", normalizer, key).ok());
+  CHECK(key == "dc=com\0uid=other"sv);
+  REQUIRE(dn_key_into("uid=JDoe,dc=org", normalizer, key).ok());
+  CHECK(key == "dc=org\0uid=jdoe"sv);
+  // Building (or destroying) a normalizer forgets it.
+  normalizer.remember("uid=JDoe,dc=com", "uid=other,dc=com");
+  { const SchemaDnNormalizer another(testing::test_schema()); }
+  REQUIRE(dn_key_into("uid=JDoe,dc=com", normalizer, key).ok());
+  CHECK(key == "dc=com\0uid=jdoe"sv);
+}
+
 TEST_CASE("DnIndex: subtree predicates follow the key layout") {
   const std::string base = "dc=com\0dc=example"s;
   CHECK(key_in_subtree(base, base));

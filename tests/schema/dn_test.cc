@@ -402,6 +402,31 @@ TEST_CASE("Dn: a DnValueNormalizer replaces the default rules") {
   CHECK(dn.normalized() == "commonname=ab+sn=c d,dc=x,cn=#01");
 }
 
+TEST_CASE("Dn: parse_into reuses a Dn and gives what parse gives") {
+  Dn dn;
+  for (std::string_view text :
+       {"uid=A Long Value With  Spaces  ,ou=People,dc=example,dc=com", "cn=a\\,b+sn=c", "cn=x",
+        "cn=\\  a \\ ,dc=#0102", "", "cn=caf\xc3\xa9 ,dc=x"}) {
+    CAPTURE(text);
+    REQUIRE(Dn::parse_into(text, dn).ok());
+    CHECK(dn == parse_ok(text));
+    CHECK(dn.to_string() == parse_ok(text).to_string());
+  }
+  CHECK(Dn::parse_into("cn=a,,", dn).code() == StatusCode::kMalformed);
+  CHECK(dn.is_root());
+}
+
+TEST_CASE("Dn: append_normalized appends what normalized returns") {
+  const TestNormalizer normalizer;
+  const Dn dn = parse_ok("commonName=ab+SN=c d,DC=x,cn=#01");
+  std::string out = "prefix:";
+  dn.append_normalized(out, &normalizer);
+  CHECK(out == "prefix:" + dn.normalized(&normalizer));
+  out.clear();
+  dn.append_normalized(out);
+  CHECK(out == dn.normalized());
+}
+
 TEST_CASE("Dn: normalize_dn parses and normalizes") {
   Result<std::string> ndn = normalize_dn("UID=JDoe,DC=Example");
   REQUIRE(ndn.ok());
