@@ -277,8 +277,9 @@ def main():
     parser.add_argument("--slapd-loglevel", default="0",
                         help="slapd's loglevel (0: none, as numadir logs nothing per operation "
                         "yet; 'stats' for slapd's default)")
-    parser.add_argument("--results", default="perf/RESULTS.md")
-    parser.add_argument("--plot", default="perf/bench.png")
+    parser.add_argument("--results", default="perf/RESULTS.md",
+                        help="the file whose bench section is rewritten ('' = print only)")
+    parser.add_argument("--plot", default="perf/bench.png", help="the PNG to draw ('' = none)")
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
     connections = [int(c) for c in args.connections.split(",")]
@@ -333,7 +334,7 @@ def main():
         }
     info = machine()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    plotted = plot(points, names, connections, os.path.abspath(args.plot))
+    plotted = bool(args.plot) and plot(points, names, connections, os.path.abspath(args.plot))
     errors = sum(p["errors"] for p in points.values())
     section = f"""{BEGIN}
 ### Side by side: {now}
@@ -352,6 +353,9 @@ Ratios (medians):
 {ratios(points, names, connections)}
 {"" if not plotted else chr(10) + "![auths/s vs connections](bench.png)" + chr(10)}
 {END}"""
+    if not args.results:
+        print(section)
+        return 0
     with open(args.results) as stream:
         text = stream.read()
     if BEGIN in text and END in text:

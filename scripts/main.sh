@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs numadir's main job: generate a directory of users,
 # load it, start `numadir serve` on a free loopback port and drive it with authrate (search +
-# bind per auth), printing auths/sec, latency and the server's CPU per auth.
+# bind per auth), printing auths/sec, latency and the server's CPU per auth; then a short
+# side-by-side run (perf/bench.py) prints numadir's auths/s beside OpenLDAP slapd's on the same
+# users.
 #
 #   scripts/main.sh [authrate options...]     e.g. scripts/main.sh -c 64 -d 30
 #   (options given replace the defaults --warmup 2 -d 10 -c 16)
@@ -11,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" --target numadir authrate
+cmake --build --preset release -j "$(nproc)" --target numadir authrate floor-server
 
 users="${NUMADIR_USERS:-10000}"
 work="$(mktemp -d)"
@@ -55,3 +57,10 @@ if [[ ${#options[@]} -eq 0 ]]; then
 fi
 build/release/perf/authrate -H "ldap://127.0.0.1:$port" -b "ou=people,dc=example,dc=com" \
   --first 0 --last "$((users - 1))" --server-pid "$server_pid" "${options[@]}"
+
+kill -TERM "$server_pid" && wait "$server_pid" || true
+server_pid=""
+echo "== side by side with OpenLDAP slapd ($users users, 16 connections, 5 s each)"
+/usr/bin/python3 perf/bench.py --build-dir build/release --users "$users" --servers slapd,percpu \
+  --connections 16 --repeat 1 --duration 5 --warmup 1 --slapd-extra "threads 4" --results "" \
+  --plot "" | grep -E '^\|'

@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""authrate against the real numadir serve: its requests are understood and its decoding of the
+answers is right (auths succeed, every returned DN binds), and every failure is counted under
+its LDAP result code or kind:
+
+- right passwords: auths > 0, no error;
+- wrong passwords: every bind answered invalidCredentials, counted as by_code["49"];
+- users that do not exist: every search answered with no entry, counted as no_entry;
+- a filter that matches several entries: counted as multiple_entries (or sizeLimitExceeded, 4,
+  for an anonymous search past the server's size limit).
+
+  authrate_numadir_test.py --numadir build/release/server/numadir --gen perf/gen_users.py \\
+      --bin-dir build/release
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numadir_harness import CheckFailed, NumadirServer, parse_args, run_checks  # noqa: E402
+
+PEOPLE = "ou=people,dc=example,dc=com"
+
+
+def authrate(args, server, *options):
+    command = [os.path.join(args.bin_dir, "perf", "authrate"), "-H", server.url, "-b", PEOPLE,
+               "--json", "-d", "1", "-c", "2"] + list(options)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    try:
+        summary = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise CheckFailed(f"authrate printed no JSON (exit {result.returncode}): "
+                          f"{result.stdout[-500:]} {result.stderr[-500:]}")
+    return result.returncode, summary
+
+
+def main():
+    args = parse_args(__doc__)
+    if not args.bin_dir:
+        print("authrate_numadir: --bin-dir is required")
+        return 2
+    state = {}
+
+    def good():
+        code, summary = authrate(args, state["server"], "--last", "99")
+        if code != 0 or summary["auths"] == 0 or summary["errors"]["total"] != 0:
+            raise CheckFailed(f"right passwords: exit {code}, {summary}")
+        print(f"  ok: {summary['auths']} auths, no error")
+
+    def wrong_password():
+        code, summary = authrate(args, state["server"], "--last", "99", "-w", "wrong%d")
+        errors = summary["errors"]
+        if summary["auths"] != 0 or errors["by_code"].get("49", 0) == 0:
+            raise CheckFailed(f"wrong passwords: expected only code 49: {summary}")
+        if errors["by_code"].get("49") != errors["total"]:
+            raise CheckFailed(f"wrong passwords: every error should be code 49: {errors}")
+        if code != 1:
+            raise CheckFailed(f"every auth failed, so authrate should exit 1, not {code}")
+        print(f"  ok: {errors['total']} binds counted under code 49, exit 1")
+
+    def missing_users():
+        _, summary = authrate(args, state["server"], "--first", "5000", "--last", "5099")
+        errors = summary["errors"]
+        if errors["by_kind"]["no_entry"] == 0 or errors["by_kind"]["no_entry"] != errors["total"]:
+            raise CheckFailed(f"missing users: expected only no_entry: {errors}")
+        print(f"  ok: {errors['total']} searches counted as no_entry")
+
+    def several_entries():
+        _, summary = authrate(args, state["server"], "-f", "(objectClass=person)")
+        errors = summary["errors"]
+        several = errors["by_kind"]["multiple_entries"] + errors["by_code"].get("4", 0)
+        if several == 0 or several != errors["total"]:
+            raise CheckFailed(f"a filter matching many: expected multiple_entries or code 4: "
+                              f"{errors}")
+        print(f"  ok: {errors['total']} searches counted as several entries")
+
+    with NumadirServer(args.numadir, args.gen, users=100) as server:
+        state["server"] = server
+        return run_checks("authrate_numadir", [("right passwords", good),
+                                               ("wrong passwords", wrong_password),
+                                               ("missing users", missing_users),
+                                               ("several entries", several_entries)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
