@@ -258,6 +258,19 @@ plot for [i=0:{len(servers) - 1}] "{data}" index i using 1:2 with linespoints ti
         return result.returncode == 0
 
 
+def write_section(path, begin, end, heading, section):
+    """Replaces the text between `begin` and `end` in `path` with `section` (which carries the
+    markers), or appends it under `heading` when the markers are not there yet."""
+    with open(path) as stream:
+        text = stream.read()
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + f"\n\n## {heading}\n\n" + section + "\n"
+    with open(path, "w") as stream:
+        stream.write(text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -356,15 +369,8 @@ Ratios (medians):
     if not args.results:
         print(section)
         return 0
-    with open(args.results) as stream:
-        text = stream.read()
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n## The side-by-side benchmark (perf/bench.sh)\n\n" + \
-            section + "\n"
-    with open(args.results, "w") as stream:
-        stream.write(text)
+    write_section(args.results, BEGIN, END, "The side-by-side benchmark (perf/bench.sh)",
+                  section)
     print(section)
     return 0
 

@@ -117,14 +117,7 @@ authrate `--mode bind-only --reconnect -t {args.threads} -c {args.threads}`; run
 
 authrate / ldclt = {ratio:.2f} ({"within" if abs(ratio - 1) <= 0.15 else "outside"} ±15%).
 {END}"""
-    with open(args.results) as stream:
-        text = stream.read()
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n## Cross-check of authrate with ldclt\n\n" + section + "\n"
-    with open(args.results, "w") as stream:
-        stream.write(text)
+    bench.write_section(args.results, BEGIN, END, "Cross-check of authrate with ldclt", section)
     print(section)
     return 0
 

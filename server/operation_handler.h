@@ -137,6 +137,9 @@ class OperationHandler final : public listener::RequestHandler {
   // Sends the result for a failed Status (logging storage and internal errors once).
   void send_status(const listener::wire::LdapMessage& request, const Status& status,
                    listener::ResponseSink& sink) const;
+  // Sends success for an ok `status`, else as send_status (the end of every update).
+  void send_update_result(const listener::wire::LdapMessage& request, const Status& status,
+                          listener::ResponseSink& sink) const;
 
   backend::Directory& directory_;
   const HandlerOptions options_;

@@ -289,12 +289,8 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
       }
     }
   }
-  const Status status = directory_.add(entry, backend::UpdateContext{who.dn, std::nullopt});
-  if (!status.ok()) {
-    send_status(request, status, sink);
-    return;
-  }
-  send_result(request, OwnedResult::success(), sink);
+  send_update_result(request, directory_.add(entry, backend::UpdateContext{who.dn, std::nullopt}),
+                     sink);
 }
 
 void OperationHandler::modify(const LdapMessage& request, const Identity& who,
@@ -361,13 +357,10 @@ void OperationHandler::modify(const LdapMessage& request, const Identity& who,
     }
     modifications.push_back(std::move(modification));
   }
-  const Status status =
-      directory_.modify(modify.object, modifications, backend::UpdateContext{who.dn, std::nullopt});
-  if (!status.ok()) {
-    send_status(request, status, sink);
-    return;
-  }
-  send_result(request, OwnedResult::success(), sink);
+  send_update_result(
+      request,
+      directory_.modify(modify.object, modifications, backend::UpdateContext{who.dn, std::nullopt}),
+      sink);
 }
 
 void OperationHandler::remove(const LdapMessage& request, const Identity& who,
@@ -393,12 +386,8 @@ void OperationHandler::remove(const LdapMessage& request, const Identity& who,
     send_result(request, no_parent_access(), sink);
     return;
   }
-  const Status status = directory_.remove(request.dn, backend::UpdateContext{who.dn, std::nullopt});
-  if (!status.ok()) {
-    send_status(request, status, sink);
-    return;
-  }
-  send_result(request, OwnedResult::success(), sink);
+  send_update_result(
+      request, directory_.remove(request.dn, backend::UpdateContext{who.dn, std::nullopt}), sink);
 }
 
 void OperationHandler::rename(const LdapMessage& request, const Identity& who,
@@ -446,9 +435,15 @@ void OperationHandler::rename(const LdapMessage& request, const Identity& who,
     send_result(request, no_parent_access(), sink);
     return;
   }
-  const Status status =
+  send_update_result(
+      request,
       directory_.rename(rename.entry, rename.new_rdn, rename.delete_old_rdn, rename.new_superior,
-                        backend::UpdateContext{who.dn, std::nullopt});
+                        backend::UpdateContext{who.dn, std::nullopt}),
+      sink);
+}
+
+void OperationHandler::send_update_result(const LdapMessage& request, const Status& status,
+                                          listener::ResponseSink& sink) const {
   if (!status.ok()) {
     send_status(request, status, sink);
     return;
