@@ -96,6 +96,7 @@ class Connection {
   bool closing_ = false;                       // Owner: listener.
   bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
   bool reading_paused_ = false;                // Owner: listener. Backpressure.
+  std::int64_t last_read_ms_ = 0;              // Owner: listener. Steady clock, for idle_timeout.
 
  private:
   static constexpr std::uint64_t kWatchBit = 1;

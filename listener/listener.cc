@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -30,6 +31,12 @@ constexpr std::uint64_t kEventFdTag = 1;
 constexpr std::uint64_t kListenTagBase = 2;  // + index into listen_fds_ (pointers are larger).
 constexpr int kMaxEvents = 256;
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string peer_name(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -176,7 +183,15 @@ void Listener::run() {
       continue;
     }
     // Waits without a timeout unless a connection waits for room in the pool's queue.
-    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, stalled_.empty() ? -1 : 1);
+    // No timeout unless a connection waits for room in the pool's queue, or idle connections
+    // are to be closed (then once a second).
+    int timeout_ms = -1;
+    if (!stalled_.empty()) {
+      timeout_ms = 1;
+    } else if (shared_.limits.idle_timeout_s != 0 && !connections_.empty()) {
+      timeout_ms = 1000;
+    }
+    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     sleeping_.store(false, std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
       const std::uint64_t tag = events[i].data.u64;
@@ -202,6 +217,13 @@ void Listener::run() {
       }
     }
     graveyard_.clear();  // No event of this batch refers to them any more.
+    if (shared_.limits.idle_timeout_s != 0) {
+      const std::int64_t now_ms = steady_ms();
+      if (now_ms >= next_idle_check_ms_) {
+        close_idle(now_ms);
+        next_idle_check_ms_ = now_ms + 1000;
+      }
+    }
     if (!stalled_.empty()) {
       std::vector<std::uint64_t> stalled;
       stalled.swap(stalled_);
@@ -260,6 +282,7 @@ void Listener::accept_all(int listen_fd) {
     shared_.connections.fetch_add(1, std::memory_order_relaxed);
     counters_.accepted.fetch_add(1, std::memory_order_relaxed);
     counters_.open.fetch_add(1, std::memory_order_relaxed);
+    connection->last_read_ms_ = shared_.limits.idle_timeout_s != 0 ? steady_ms() : 0;
     const std::uint64_t id = connection->id();
     connections_.emplace(id, std::move(connection));
   }
@@ -277,6 +300,9 @@ void Listener::on_readable(Connection& connection) {
     const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
       connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
+      if (shared_.limits.idle_timeout_s != 0) {
+        connection.last_read_ms_ = steady_ms();
+      }
       if (static_cast<std::size_t>(n) < kReadChunkBytes) {
         break;  // Drained for now; level-triggered epoll reports more.
       }
@@ -504,6 +530,21 @@ void Listener::on_notified(std::uint64_t connection_id) {
     set_interest(connection);
   }
   pump(connection);
+}
+
+void Listener::close_idle(std::int64_t now_ms) {
+  const std::int64_t limit_ms = std::int64_t{1000} * shared_.limits.idle_timeout_s;
+  std::vector<Connection*> idle;
+  for (const auto& [id, connection] : connections_) {
+    if (!connection->closing_ && connection->held_.empty() && connection->operations() == 0 &&
+        now_ms - connection->last_read_ms_ >= limit_ms) {
+      idle.push_back(connection.get());
+    }
+  }
+  for (Connection* connection : idle) {
+    begin_close(*connection);
+  }
+  graveyard_.clear();
 }
 
 }  // namespace numadir::listener

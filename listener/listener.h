@@ -29,6 +29,9 @@ namespace numadir::listener {
 struct ListenerLimits {
   std::size_t max_pdu_bytes = 4 * 1024 * 1024;
   std::uint32_t max_outstanding_per_connection = 64;
+  // A connection with nothing outstanding and nothing read for this long is closed (slapd's
+  // idletimeout). 0: never. When set, each listener wakes once a second to look.
+  std::uint32_t idle_timeout_s = 0;
   std::size_t max_connections = 4096;  // For the whole server.
 };
 
@@ -93,6 +96,8 @@ class Listener {
   void begin_close(Connection& connection);
   void set_interest(Connection& connection);
   void drain_mailbox();
+  // Closes the connections idle longer than limits.idle_timeout_s.
+  void close_idle(std::int64_t now_ms);
   void on_notified(std::uint64_t connection_id);
   void wake();
 
@@ -112,6 +117,7 @@ class Listener {
   std::vector<std::unique_ptr<Connection>> graveyard_;  // Closed: destroyed after the events.
   std::vector<std::uint64_t> stalled_;  // Connections whose request the full pool refused.
   bool draining_ = false;               // Stopping: no accepts, no reads.
+  std::int64_t next_idle_check_ms_ = 0;
   // Shared: connection ids from notify(). When it is full, rescan_ asks for a look at every
   // connection instead.
   boost::lockfree::queue<std::uint64_t, boost::lockfree::fixed_sized<true>> mailbox_{65000};

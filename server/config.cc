@@ -440,6 +440,9 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
       server.max_pdu_bytes = *bytes;
     }
   }
+  if (get_count(table, "server", "idle_timeout", 86400 * 365, number, problems)) {
+    server.idle_timeout_s = static_cast<std::uint32_t>(number);
+  }
   get_string(table, "server", "user", server.user, problems);
   get_string(table, "server", "group", server.group, problems);
   get_bool(table, "server", "allow_unauthenticated_bind", server.allow_unauthenticated_bind,

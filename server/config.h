@@ -21,6 +21,7 @@
 //   max_pdu_size = "4MiB"
 //   max_outstanding_per_connection = 64
 //   queue_capacity = 4096                # requests waiting for a worker
+//   idle_timeout = 0                     # seconds; close connections idle this long (0: never)
 //   allow_unauthenticated_bind = false   # RFC 4513 5.1.2: a DN with an empty password
 //   user = "numadir"                     # drop to this user (and group) after binding ports
 //   group = "numadir"                    # (both optional; only when started as root)
@@ -76,6 +77,7 @@ struct ServerSettings {
   std::size_t max_pdu_bytes = 4 * 1024 * 1024;
   std::uint32_t max_outstanding_per_connection = 64;
   std::size_t queue_capacity = 4096;
+  std::uint32_t idle_timeout_s = 0;  // 0: never.
   bool allow_unauthenticated_bind = false;
   std::string user;   // Empty: keep the starting user.
   std::string group;  // Empty: the user's primary group (or keep the starting group).

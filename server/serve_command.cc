@@ -143,6 +143,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   frontend_options.limits.max_connections = settings.max_connections;
   frontend_options.limits.max_pdu_bytes = settings.max_pdu_bytes;
   frontend_options.limits.max_outstanding_per_connection = settings.max_outstanding_per_connection;
+  frontend_options.limits.idle_timeout_s = settings.idle_timeout_s;
   std::string threads_summary;
   if (config->threads.dispatcher == "single") {
     frontend_options.dispatcher = listener::Dispatcher::kSingle;

@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <random>
@@ -354,6 +355,30 @@ TEST_CASE("Frontend: a client gone in the middle of an operation leaves nothing 
   other.flush();
   other.expect_search(1, "still here");
   server.frontend->stop();  // Joins everything; ASan reports any leak.
+}
+
+TEST_CASE("Frontend: an idle connection is closed after idle_timeout and a busy one is not") {
+  FrontendOptions options;
+  options.limits.idle_timeout_s = 1;
+  Server server(options);
+  Client idle(server.port);
+  Client busy(server.port);
+  idle.search(1, "once");
+  idle.flush();
+  idle.expect_search(1, "once");
+  // The busy client asks every 200 ms for 3 s; the idle one is closed meanwhile (within about
+  // two seconds: the limit plus the once-a-second look).
+  for (int i = 2; i < 17; ++i) {
+    busy.search(i, "again");
+    busy.flush();
+    busy.expect_search(i, "again");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // Simulated think time.
+  }
+  LdapMessage message;
+  CHECK_FALSE(idle.receive(message));  // Closed by the server.
+  busy.search(99, "still open");
+  busy.flush();
+  busy.expect_search(99, "still open");
 }
 
 TEST_CASE("Frontend: fewer connections than listeners are served") {
