@@ -374,7 +374,7 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
   check_keys(table, "server",
              {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections",
               "max_pdu_size", "max_outstanding_per_connection", "queue_capacity",
-              "allow_unauthenticated_bind", "user", "group"},
+              "allow_unauthenticated_bind", "user", "group", "idle_timeout"},
              problems);
   ServerSettings& server = config.server;
   std::vector<std::string> urls;

@@ -149,6 +149,23 @@ TEST_CASE("Config: a fuzz finding with U+FEDF after a line-ending backslash is a
   CHECK(error_of(text).find(": non-ASCII character") != std::string::npos);
 }
 
+TEST_CASE("Config: server limits and the access log") {
+  auto config = parse(std::string(kMinimal) +
+                      "[server]\nidle_timeout = 300\nuser = \"numadir\"\n"
+                      "[log]\nlevel = \"stats\"\nfile = \"access.log\"\n");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->server.idle_timeout_s == 300);
+  CHECK(config->server.user == "numadir");
+  CHECK(config->log_level == LogLevel::kStats);
+  CHECK(config->log_file == std::filesystem::path("/etc/nd/access.log"));
+  CHECK(parse(kMinimal)->server.idle_timeout_s == 0);
+  CHECK(parse(kMinimal)->log_level == LogLevel::kOff);
+  CHECK(error_of(std::string(kMinimal) + "[server]\nidle_timeout = -1\n")
+            .rfind("test.toml: server.idle_timeout: must be an integer", 0) == 0);
+  CHECK(error_of(std::string(kMinimal) + "[log]\nlevel = \"loud\"\n")
+            .rfind("test.toml: log.level:", 0) == 0);
+}
+
 TEST_CASE("Config: sizes and index specs parse on their own") {
   CHECK(*parse_size_bytes("4096") == 4096);
   CHECK(*parse_size_bytes("64MiB") == (std::uint64_t{64} << 20));
