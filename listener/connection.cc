@@ -141,7 +141,9 @@ bool Connection::flush_from_owner() {
 }
 
 bool Connection::write_pending() {
-  std::string chunk;
+  // The writer owns writing_buffer_: swapping it with out_ hands the appenders an empty buffer
+  // that kept its capacity, so steady traffic allocates nothing here.
+  std::string& chunk = writing_buffer_;
   for (;;) {
     {
       MutexLock lock(mu_);
@@ -150,7 +152,6 @@ bool Connection::write_pending() {
         return true;
       }
       chunk.swap(out_);
-      out_.clear();
     }
     std::size_t done = 0;
     while (done < chunk.size()) {
@@ -172,6 +173,7 @@ bool Connection::write_pending() {
         out_.clear();
         writing_ = false;
       }
+      chunk.clear();
       return false;
     }
     chunk.clear();

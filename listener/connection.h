@@ -120,7 +120,9 @@ class Connection {
   std::atomic<std::uint32_t> abandoned_count_{0};
   std::atomic<bool> output_failed_{false};
   mutable Mutex mu_;
-  std::string out_ NUMADIR_GUARDED_BY(mu_);       // Bytes waiting to be written, in order.
+  std::string out_ NUMADIR_GUARDED_BY(mu_);  // Bytes waiting to be written, in order.
+  // Owner: the thread that set writing_ (one at a time); the bytes it is writing now.
+  std::string writing_buffer_;
   bool writing_ NUMADIR_GUARDED_BY(mu_) = false;  // A thread is writing (or EPOLLOUT waits).
   bool blocked_ NUMADIR_GUARDED_BY(mu_) = false;  // The socket was full: the owner writes.
   std::vector<std::int32_t> running_ids_ NUMADIR_GUARDED_BY(mu_);
