@@ -162,6 +162,7 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   }
   frontend->shared_.handler = &handler;
   frontend->shared_.limits = options.limits;
+  frontend->dispatcher_ = options.dispatcher;
   std::size_t next_listener = 0;
   for (const PoolLayout& layout : pools) {
     std::unique_ptr<threadpool::TaskPool> pool;
@@ -177,14 +178,60 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
                                              : layout.name.substr(4) + "-" + std::to_string(i));
       frontend->listeners_.push_back(std::make_unique<Listener>(
           name, std::move(fds[next_listener]), frontend->shared_, *pool, layout.listener_pins[i]));
+      frontend->listener_pool_.push_back(frontend->pools_.size());
       ++next_listener;
     }
+    frontend->pool_names_.push_back(
+        layout.name.empty() ? "pool" + std::to_string(frontend->pools_.size()) : layout.name);
     frontend->pools_.push_back(std::move(pool));
   }
   for (auto& listener : frontend->listeners_) {
     listener->start();
   }
   return frontend;
+}
+
+FrontendSnapshot Frontend::snapshot() const {
+  FrontendSnapshot out;
+  out.dispatcher = dispatcher_ == Dispatcher::kSingle ? "single" : "percpu";
+  const std::uint64_t now_ns = threadpool::steady_ns();
+  for (std::size_t p = 0; p < pools_.size(); ++p) {
+    const threadpool::TaskPool& pool = *pools_[p];
+    PoolSnapshot snapshot;
+    snapshot.name = pool_names_[p];
+    snapshot.queue_depth = pool.queue_depth();
+    snapshot.queue_high_water = pool.queue_high_water();
+    snapshot.queue_capacity = pool.options().queue_capacity;
+    snapshot.workers = pool.threads();
+    for (std::size_t i = 0; i < pool.threads(); ++i) {
+      const threadpool::WorkerCounters& counters = pool.counters(i);
+      WorkerSnapshot worker;
+      worker.name = pool.options().name + "-" + std::to_string(i);
+      worker.pool = p;
+      worker.tid = counters.tid.load(std::memory_order_relaxed);
+      worker.requests = counters.tasks.load(std::memory_order_relaxed);
+      worker.parks = counters.parks.load(std::memory_order_relaxed);
+      worker.wakeups = counters.wakeups.load(std::memory_order_relaxed);
+      worker.busy_ns = counters.busy_ns_at(now_ns);
+      out.workers.push_back(std::move(worker));
+    }
+    out.pools.push_back(std::move(snapshot));
+  }
+  for (std::size_t i = 0; i < listeners_.size(); ++i) {
+    const ListenerCounters& counters = listeners_[i]->counters();
+    ListenerSnapshot listener;
+    listener.name = listeners_[i]->name();
+    listener.pool = listener_pool_[i];
+    listener.tid = counters.tid.load(std::memory_order_relaxed);
+    listener.connections = counters.open.load(std::memory_order_relaxed);
+    listener.accepted = counters.accepted.load(std::memory_order_relaxed);
+    listener.refused = counters.refused.load(std::memory_order_relaxed);
+    listener.requests = counters.requests.load(std::memory_order_relaxed);
+    listener.bytes_received = counters.bytes_received.load(std::memory_order_relaxed);
+    ++out.pools[listener.pool].listeners;
+    out.listeners.push_back(std::move(listener));
+  }
+  return out;
 }
 
 Frontend::~Frontend() { stop(); }

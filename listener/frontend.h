@@ -3,7 +3,8 @@
 // pool that runs the handler.
 //
 // Thread contract: start/stop/destroy on one controlling thread (the server's main thread).
-// The RequestHandler must outlive the Frontend.
+// snapshot() may also be called from any thread (a worker running a monitor search) until
+// stop() begins. The RequestHandler must outlive the Frontend.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "listener/frontend_snapshot.h"
 #include "listener/listen_url.h"
 #include "listener/listener.h"
 #include "listener/request_handler.h"
@@ -62,6 +64,10 @@ class Frontend {
   std::size_t pool_count() const { return pools_.size(); }
   const threadpool::TaskPool& pool(std::size_t i) const { return *pools_[i]; }
 
+  // Returns: every listener's, worker's and pool's counters, read now. Reads only atomics
+  //   (and, for the single dispatcher, its queue's lock for the depth): never slows a request.
+  FrontendSnapshot snapshot() const;
+
  private:
   Frontend() = default;
 
@@ -69,6 +75,9 @@ class Frontend {
   ListenerShared shared_;
   std::vector<std::unique_ptr<threadpool::TaskPool>> pools_;
   std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::size_t> listener_pool_;  // listener_pool_[i]: the pool listener i feeds.
+  std::vector<std::string> pool_names_;
+  Dispatcher dispatcher_ = Dispatcher::kPerCpu;
   bool stopped_ = false;
 };
 

@@ -121,6 +121,7 @@ Listener::~Listener() {
 
 void Listener::start() {
   thread_ = std::thread([this] {
+    counters_.tid.store(threadpool::os_thread_id(), std::memory_order_relaxed);
     if (pin_.has_value()) {
       if (const Status pinned = threadpool::pin_current_thread(*pin_); !pinned.ok()) {
         std::cerr << "numadir: " << name_ << ": " << pinned.message() << "; the thread floats\n";
@@ -253,7 +254,7 @@ void Listener::accept_all(int listen_fd) {
           ::close(dropped);
         }
         spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        counters_.refused.fetch_add(1, std::memory_order_relaxed);
+        threadpool::owner_add(counters_.refused);
         if (dropped >= 0) {
           continue;
         }
@@ -262,7 +263,7 @@ void Listener::accept_all(int listen_fd) {
     }
     if (shared_.connections.load(std::memory_order_relaxed) >= shared_.limits.max_connections) {
       ::close(fd);
-      counters_.refused.fetch_add(1, std::memory_order_relaxed);
+      threadpool::owner_add(counters_.refused);
       continue;
     }
     const int on = 1;
@@ -280,8 +281,8 @@ void Listener::accept_all(int listen_fd) {
       continue;  // The Connection's destructor closes fd.
     }
     shared_.connections.fetch_add(1, std::memory_order_relaxed);
-    counters_.accepted.fetch_add(1, std::memory_order_relaxed);
-    counters_.open.fetch_add(1, std::memory_order_relaxed);
+    threadpool::owner_add(counters_.accepted);
+    threadpool::owner_add(counters_.open);
     connection->last_read_ms_ = shared_.limits.idle_timeout_s != 0 ? steady_ms() : 0;
     const std::uint64_t id = connection->id();
     connections_.emplace(id, std::move(connection));
@@ -300,6 +301,7 @@ void Listener::on_readable(Connection& connection) {
     const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
       connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
+      threadpool::owner_add(counters_.bytes_received, static_cast<std::uint64_t>(n));
       if (shared_.limits.idle_timeout_s != 0) {
         connection.last_read_ms_ = steady_ms();
       }
@@ -419,7 +421,7 @@ bool Listener::route_input(Connection& connection) {
       open = false;
       break;
     }
-    counters_.requests.fetch_add(1, std::memory_order_relaxed);
+    threadpool::owner_add(counters_.requests);
     if (connection.held_.empty() && try_start(connection, request) == StartResult::kStarted) {
       continue;
     }
@@ -479,7 +481,7 @@ void Listener::begin_close(Connection& connection) {
     return;  // A worker still holds it; its release brings us back here.
   }
   shared_.connections.fetch_sub(1, std::memory_order_relaxed);
-  counters_.open.fetch_sub(1, std::memory_order_relaxed);
+  threadpool::owner_sub(counters_.open);
   auto it = connections_.find(connection.id());
   graveyard_.push_back(std::move(it->second));
   connections_.erase(it);

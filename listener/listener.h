@@ -22,6 +22,7 @@
 #include "base/cache_line.h"
 #include "listener/connection.h"
 #include "listener/request_handler.h"
+#include "threadpool/thread_counters.h"
 #include "threadpool/worker_pool.h"
 
 namespace numadir::listener {
@@ -35,12 +36,15 @@ struct ListenerLimits {
   std::size_t max_connections = 4096;  // For the whole server.
 };
 
-// Counters of one listener (written by its thread; read by anyone).
+// Counters of one listener, on their own cache line: written by its thread only (with
+// threadpool::owner_add, no locked instruction); read by anyone.
 struct alignas(kCacheLineSize) ListenerCounters {
-  std::atomic<std::uint64_t> accepted{0};
-  std::atomic<std::uint64_t> open{0};
-  std::atomic<std::uint64_t> requests{0};
-  std::atomic<std::uint64_t> refused{0};  // Over max_connections, or accept failed (EMFILE).
+  std::atomic<std::uint64_t> accepted{0};  // Connections accepted and kept.
+  std::atomic<std::uint64_t> open{0};      // Connections open now.
+  std::atomic<std::uint64_t> requests{0};  // Requests decoded (unbind and abandon excluded).
+  std::atomic<std::uint64_t> refused{0};   // Over max_connections, or accept failed (EMFILE).
+  std::atomic<std::uint64_t> bytes_received{0};
+  std::atomic<std::int32_t> tid{0};  // The listener thread's OS id, 0 before it runs.
 };
 
 // What every listener of one server shares.
@@ -72,7 +76,9 @@ class Listener {
   // the listener watched, or its output blocked or failed). Never blocks.
   void notify(std::uint64_t connection_id);
 
+  // Any thread, while the listener lives.
   const ListenerCounters& counters() const { return counters_; }
+  const std::string& name() const { return name_; }
 
  private:
   void run();

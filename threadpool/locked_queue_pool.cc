@@ -67,16 +67,18 @@ std::size_t LockedQueuePool::queue_high_water() const {
 void LockedQueuePool::run_worker(std::size_t index) {
   pin_worker(options_, index);
   WorkerCounters& counters = counters_[index];
+  counters.on_start();
   for (;;) {
     std::unique_ptr<Task> task;
     {
       std::unique_lock lock(mu_);
       while (queue_.empty() && !stopping_) {
-        counters.parks.store(counters.parks.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
+        counters.on_park();
         not_empty_.wait(lock);
+        counters.on_wake();
       }
       if (queue_.empty()) {
+        counters.on_exit();
         return;  // Stopping and drained.
       }
       task = std::move(queue_.front());
@@ -84,8 +86,7 @@ void LockedQueuePool::run_worker(std::size_t index) {
     }
     task->run();
     task.reset();
-    counters.tasks.store(counters.tasks.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_relaxed);
+    owner_add(counters.tasks);
   }
 }
 

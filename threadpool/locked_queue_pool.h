@@ -29,6 +29,7 @@ class LockedQueuePool final : public TaskPool {
   void stop() override;
   [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task) override;
   std::size_t threads() const override { return options_.threads; }
+  const WorkerPoolOptions& options() const override { return options_; }
   const WorkerCounters& counters(std::size_t worker) const override { return counters_[worker]; }
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;

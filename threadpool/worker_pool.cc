@@ -94,17 +94,18 @@ void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
 void WorkerPool::run_worker(std::size_t index) {
   pin_worker(options_, index);
   WorkerCounters& counters = counters_[index];
+  counters.on_start();
   std::uint32_t idle_rounds = 0;
   for (;;) {
     if (std::unique_ptr<Task> task = queue_.try_pop()) {
       queued_.fetch_sub(1, std::memory_order_relaxed);
       idle_rounds = 0;
       task->run();
-      counters.tasks.store(counters.tasks.load(std::memory_order_relaxed) + 1,
-                           std::memory_order_relaxed);
+      owner_add(counters.tasks);
       continue;
     }
     if (stopping_.load(std::memory_order_acquire)) {
+      counters.on_exit();
       return;  // The queue is drained.
     }
     if (++idle_rounds < options_.spin_before_park) {
@@ -119,9 +120,9 @@ void WorkerPool::run_worker(std::size_t index) {
     const std::uint32_t sequence = wake_sequence_.load(std::memory_order_seq_cst);
     if (queued_.load(std::memory_order_seq_cst) <= 0 &&
         !stopping_.load(std::memory_order_seq_cst)) {
-      counters.parks.store(counters.parks.load(std::memory_order_relaxed) + 1,
-                           std::memory_order_relaxed);
+      counters.on_park();
       detail::futex_wait(wake_sequence_, sequence);
+      counters.on_wake();
     }
     parked_.fetch_sub(1, std::memory_order_seq_cst);
   }

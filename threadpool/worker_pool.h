@@ -18,6 +18,7 @@
 
 #include "base/cache_line.h"
 #include "threadpool/bounded_queue.h"
+#include "threadpool/thread_counters.h"
 
 namespace numadir::threadpool {
 
@@ -40,12 +41,6 @@ struct WorkerPoolOptions {
   std::vector<std::optional<unsigned>> pins;
 };
 
-// Per-worker counters, each on its own cache line (written by its worker only; read by anyone).
-struct alignas(kCacheLineSize) WorkerCounters {
-  std::atomic<std::uint64_t> tasks{0};
-  std::atomic<std::uint64_t> parks{0};
-};
-
 // What a listener submits to: the lock-free WorkerPool here, or the classic LockedQueuePool
 // (threadpool/locked_queue_pool.h) kept for comparison.
 class TaskPool {
@@ -57,8 +52,14 @@ class TaskPool {
   // Returns false when the queue is full or the pool is stopping; the caller keeps `task`.
   [[nodiscard]] virtual bool try_submit(std::unique_ptr<Task>& task) = 0;
   virtual std::size_t threads() const = 0;
+  // Returns: the options the pool was built with (its name, threads and queue capacity).
+  virtual const WorkerPoolOptions& options() const = 0;
+  // Returns: worker `worker`'s counters (threadpool/thread_counters.h), readable from any
+  //   thread while the pool lives. Requires: worker < threads().
   virtual const WorkerCounters& counters(std::size_t worker) const = 0;
+  // Returns: tasks queued and not yet taken (approximate while threads run).
   virtual std::size_t queue_depth() const = 0;
+  // Returns: the most tasks ever queued at once (approximate).
   virtual std::size_t queue_high_water() const = 0;
 };
 
@@ -83,10 +84,9 @@ class WorkerPool final : public TaskPool {
   [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task) override;
 
   std::size_t threads() const override { return options_.threads; }
+  const WorkerPoolOptions& options() const override { return options_; }
   const WorkerCounters& counters(std::size_t worker) const override { return counters_[worker]; }
-  // Returns: tasks queued and not yet taken (approximate while threads run).
   std::size_t queue_depth() const override;
-  // Returns: the most tasks ever queued at once (approximate).
   std::size_t queue_high_water() const override;
 
  private:

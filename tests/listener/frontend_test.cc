@@ -14,8 +14,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -467,6 +469,103 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
   }
   CHECK(failures == 0);
   CHECK(server.handler.bind_violations == 0);
+}
+
+// Waits (bounded) until `done` holds; returns whether it did.
+bool eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+TEST_CASE("Frontend: the snapshot counts connections and requests per listener and per worker") {
+  FrontendOptions options;
+  options.listeners = 2;
+  options.workers = 2;
+  options.queue_capacity = 128;
+  std::string dispatcher;
+  SUBCASE("percpu dispatcher") {
+    options.dispatcher = Dispatcher::kPerCpu;
+    dispatcher = "percpu";
+  }
+  SUBCASE("single dispatcher") {
+    options.dispatcher = Dispatcher::kSingle;
+    dispatcher = "single";
+  }
+  Server server(options);
+  constexpr int kSearches = 7;
+  {
+    Client client(server.port);
+    for (int i = 1; i <= kSearches; ++i) {
+      client.search(i, "s" + std::to_string(i));
+      client.flush();
+      client.expect_search(i, "s" + std::to_string(i));
+    }
+    FrontendSnapshot snapshot = server.frontend->snapshot();
+    CHECK(snapshot.dispatcher == dispatcher);
+    REQUIRE(snapshot.pools.size() == 1);
+    CHECK(snapshot.pools[0].queue_capacity == 128);
+    CHECK(snapshot.pools[0].workers == 2);
+    CHECK(snapshot.pools[0].listeners == snapshot.listeners.size());
+    CHECK(snapshot.listeners.size() == (dispatcher == "single" ? 1 : 2));
+    REQUIRE(snapshot.workers.size() == 2);
+    std::uint64_t open = 0, accepted = 0, requests = 0, bytes = 0;
+    std::set<std::int32_t> tids;
+    for (const ListenerSnapshot& listener : snapshot.listeners) {
+      open += listener.connections;
+      accepted += listener.accepted;
+      requests += listener.requests;
+      bytes += listener.bytes_received;
+      CHECK(listener.pool == 0);
+      CHECK(listener.name.rfind("listener-", 0) == 0);
+      if (listener.accepted > 0) {
+        tids.insert(listener.tid);  // It ran, so it has recorded its thread id.
+      }
+    }
+    CHECK(open == 1);
+    CHECK(accepted == 1);
+    CHECK(requests == kSearches);
+    CHECK(bytes > 0);
+    // A worker counts a request once it has run, which is just after its answer was sent.
+    auto worker_requests = [&] {
+      std::uint64_t sum = 0;
+      for (const WorkerSnapshot& worker : server.frontend->snapshot().workers) {
+        sum += worker.requests;
+      }
+      return sum;
+    };
+    CHECK(eventually([&] { return worker_requests() == kSearches; }));
+    REQUIRE(eventually([&] {
+      for (const WorkerSnapshot& worker : server.frontend->snapshot().workers) {
+        if (worker.tid == 0) {
+          return false;
+        }
+      }
+      return true;
+    }));
+    snapshot = server.frontend->snapshot();
+    for (const WorkerSnapshot& worker : snapshot.workers) {
+      CHECK(worker.name.rfind("worker", 0) == 0);
+      CHECK(worker.pool == 0);
+      tids.insert(worker.tid);
+    }
+    CHECK(tids.size() == 3);  // One listener and two workers: each its own thread.
+    CHECK(tids.count(0) == 0);
+    CHECK(snapshot.pools[0].queue_high_water <= kSearches);
+  }
+  // The client is gone: its listener closes the connection.
+  CHECK(eventually([&] {
+    std::uint64_t open = 0;
+    for (const ListenerSnapshot& listener : server.frontend->snapshot().listeners) {
+      open += listener.connections;
+    }
+    return open == 0;
+  }));
 }
 
 }  // namespace
