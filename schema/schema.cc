@@ -504,8 +504,11 @@ class SchemaBuilder {
 
 std::vector<std::filesystem::path> shipped_schema_files() {
   const std::filesystem::path dir(NUMADIR_SCHEMA_DIR);
-  return {dir / "core.schema", dir / "operational.schema", dir / "cosine.schema",
-          dir / "inetorgperson.schema", dir / "nis.schema"};
+  return {
+      dir / "core.schema",          dir / "operational.schema", dir / "cosine.schema",
+      dir / "inetorgperson.schema", dir / "nis.schema",
+      dir / "monitor.schema",  // cn=Monitor (server/monitor.h)
+  };
 }
 
 Schema::Schema(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
