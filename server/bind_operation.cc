@@ -84,6 +84,7 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     const std::string_view stored[] = {options_.root_password};
     if (any_value_matches(bind.simple_password, stored, verify_policy_)) {
       session.set_identity(bind.name, ndn, /*root=*/true);
+      operation_counters_.count_auth();
       send_result(request, OwnedResult::success(), sink);
       return;
     }
@@ -112,6 +113,7 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     return;
   }
   session.set_identity(bind.name, ndn, /*root=*/false);
+  operation_counters_.count_auth();
   send_result(request, OwnedResult::success(), sink);
 }
 

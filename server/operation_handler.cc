@@ -87,13 +87,17 @@ OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions
       access_(directory.schema()),
       verify_policy_{.allow_cleartext = options_.allow_cleartext_passwords},
       user_password_type_(directory.schema().attribute_type("userPassword")),
-      root_dse_(make_root_dse(RootDseOptions{directory.options().suffix, options_.vendor_version,
-                                             /*start_tls=*/false})),
+      root_dse_(make_root_dse(
+          RootDseOptions{directory.options().suffix, options_.vendor_version, /*start_tls=*/false,
+                         options_.monitor != nullptr ? std::string(kMonitorDn) : std::string()})),
       subschema_(make_subschema_entry(directory.schema(), std::chrono::system_clock::now())),
       subschema_ndn_(schema::Dn::parse(kSubschemaEntryDn)->normalized(&dn_normalizer_)),
       txn_key_(next_handler_key.fetch_add(1, std::memory_order_relaxed)) {
   if (Result<schema::Dn> suffix = schema::Dn::parse(directory.options().suffix); suffix.ok()) {
     suffix_key_ = backend::dn_key(*suffix, dn_normalizer_);
+  }
+  if (Result<std::string> ndn = normalize_dn(kMonitorDn); ndn.ok()) {
+    monitor_ndn_ = std::move(*ndn);
   }
   if (!options_.root_dn.empty()) {
     if (Result<std::string> ndn = normalize_dn(options_.root_dn); ndn.ok()) {
@@ -114,6 +118,7 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   if (!response_op(request.op).has_value()) {
     return;  // Not a request we answer (the listener handles unbind and abandon).
   }
+  operation_counters_.count(request.op);
   auto& server_session = static_cast<ServerSession&>(session);
   if (std::optional<OwnedResult> refused = check_controls(request); refused.has_value()) {
     if (request.op == ProtocolOp::kExtendedRequest) {

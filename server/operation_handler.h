@@ -38,6 +38,8 @@
 #include "schema/dn.h"
 #include "schema/entry.h"
 #include "server/access_control.h"
+#include "server/monitor.h"
+#include "server/operation_counters.h"
 #include "server/result_codes.h"
 #include "server/server_session.h"
 
@@ -57,6 +59,8 @@ struct HandlerOptions {
   std::uint64_t size_limit_anonymous = 500, size_limit_users = 500, size_limit_root = 0;
   std::uint32_t time_limit_s = 3600;
   std::string vendor_version;  // e.g. "numadir 0.1.0"; vendorVersion of the root DSE.
+  // cn=Monitor's data (server/monitor.h), outliving the handler; nullptr: no cn=Monitor.
+  const Monitor* monitor = nullptr;
 };
 
 class OperationHandler final : public listener::RequestHandler {
@@ -76,6 +80,8 @@ class OperationHandler final : public listener::RequestHandler {
   // are dropped.
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink) override;
+  // Returns: the operations handle() ran so far, by kind, and the successful binds.
+  OperationTotals operation_totals() const;
 
  private:
   void bind(const listener::wire::LdapMessage& request, ServerSession& session,
@@ -96,6 +102,12 @@ class OperationHandler final : public listener::RequestHandler {
                 listener::ResponseSink& sink) const;
   void password_modify(const listener::wire::LdapMessage& request, const Identity& who,
                        listener::ResponseSink& sink) const;
+
+  // Searches below cn=Monitor (monitor_search.cc): answers and returns true when `base_ndn`
+  // is cn=Monitor or below it and the handler has a monitor (noSuchObject unless `who` is the
+  // rootdn); returns false otherwise.
+  bool search_monitor(const listener::wire::LdapMessage& request, const Identity& who,
+                      std::string_view base_ndn, listener::ResponseSink& sink) const;
 
   // Search helpers (search_operation.cc).
   // Sends the entries of a search of the root DSE or cn=Subschema; returns false if `base_ndn`
@@ -152,7 +164,9 @@ class OperationHandler final : public listener::RequestHandler {
   const schema::Entry root_dse_;
   const schema::Entry subschema_;
   const std::string subschema_ndn_;
-  std::string suffix_key_;  // backend::dn_key of the suffix; set in the constructor.
+  std::string suffix_key_;   // backend::dn_key of the suffix; set in the constructor.
+  std::string monitor_ndn_;  // Normalized kMonitorDn; set in the constructor.
+  mutable OperationCounters operation_counters_;  // Per thread; counting never contends.
 
   const std::uint64_t txn_key_;  // Unique per handler for the process's life.
   mutable Mutex txns_mu_;

@@ -17,6 +17,9 @@ schema::Entry make_root_dse(const RootDseOptions& options) {
   schema::Entry entry;
   add(entry, "objectClass", {"top", "OpenLDAProotDSE"});
   add(entry, "structuralObjectClass", {"OpenLDAProotDSE"});
+  if (!options.monitor_context.empty()) {
+    add(entry, "monitorContext", {options.monitor_context});
+  }
   if (!options.suffix.empty()) {
     add(entry, "namingContexts", {options.suffix});
   }

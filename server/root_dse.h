@@ -22,15 +22,17 @@ inline constexpr std::string_view kStartTlsOid = "1.3.6.1.4.1.1466.20037";      
 inline constexpr std::string_view kSubschemaEntryDn = "cn=Subschema";
 
 struct RootDseOptions {
-  std::string suffix;          // namingContexts; empty: none.
-  std::string vendor_version;  // vendorVersion; empty: left out.
-  bool start_tls = false;      // Listed in supportedExtension only when it can succeed.
+  std::string suffix;           // namingContexts; empty: none.
+  std::string vendor_version;   // vendorVersion; empty: left out.
+  bool start_tls = false;       // Listed in supportedExtension only when it can succeed.
+  std::string monitor_context;  // monitorContext (slapd's: "cn=Monitor"); empty: left out.
 };
 
 // Returns: the root DSE, DN "", with objectClass top / OpenLDAProotDSE (slapd's; a user
-//   attribute) and the operational attributes structuralObjectClass, namingContexts,
-//   subschemaSubentry, supportedControl, supportedExtension, supportedFeatures,
-//   supportedLDAPVersion, vendorName and vendorVersion, each named by its schema primary name.
+//   attribute) and the operational attributes structuralObjectClass, monitorContext (when
+//   given), namingContexts, subschemaSubentry, supportedControl, supportedExtension,
+//   supportedFeatures, supportedLDAPVersion, vendorName and vendorVersion, each named by its
+//   schema primary name.
 //   supportedSASLMechanisms is left out: no mechanism is offered.
 schema::Entry make_root_dse(const RootDseOptions& options);
 

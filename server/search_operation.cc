@@ -236,6 +236,9 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
     send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid DN"), sink);
     return;
   }
+  if (search_monitor(request, who, *base_ndn, sink)) {
+    return;
+  }
   if (search_special(request, who, *base_ndn, sink)) {
     return;
   }

@@ -19,6 +19,7 @@
 #include "server/commands.h"
 #include "server/config.h"
 #include "server/logging_handler.h"
+#include "server/monitor.h"
 #include "server/opened_directory.h"
 #include "server/operation_handler.h"
 #include "threadpool/placement.h"
@@ -112,6 +113,8 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.size_limit_users = settings.size_limit;
   handler_options.time_limit_s = settings.time_limit_s;
   handler_options.vendor_version = "numadir " NUMADIR_VERSION;
+  Monitor monitor(handler_options.vendor_version);  // cn=Monitor; outlives the handler.
+  handler_options.monitor = &monitor;
   OperationHandler operations(*opened->directory, handler_options);
   // The access log, when on, wraps the handler; off, requests go straight to it.
   std::unique_ptr<AccessLog> access_log;
@@ -191,6 +194,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     err << "numadir serve: " << frontend.status().message() << "\n";
     return 1;
   }
+  monitor.attach([&running = **frontend] { return running.snapshot(); });
   if (const Status dropped = drop_privileges(settings); !dropped.ok()) {
     err << "numadir serve: " << options.config.string() << ": " << dropped.message() << "\n";
     (*frontend)->stop();
@@ -228,6 +232,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   }
   notify_systemd("STOPPING=1");
   out << "numadir: shutting down" << std::endl;
+  monitor.detach();
   (*frontend)->stop();
   if (!options.pid_file.empty()) {
     std::error_code ignored;
