@@ -93,12 +93,18 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
 
   // RFC 4513 §5.1.3: the check is made as anonymous, which the policy must grant `auth`.
   const Identity anonymous;
-  if (access_.level(anonymous, ndn, user_password_type_) < AccessLevel::kAuth) {
-    send_result(request, invalid, sink);
-    return;
-  }
+  const DirectoryGroups groups(*this);
+  const Requester requester_anonymous = requester(anonymous, groups);
   bool matched = false;
   const auto on_entry = [&](const backend::EntryRef& entry) {
+    std::optional<schema::Entry> content;
+    if (access_->needs_entry()) {
+      content = entry.materialize();
+    }
+    if (!may(requester_anonymous, ndn, content, AccessAttribute::of(user_password_type_),
+             AccessLevel::kAuth)) {
+      return;
+    }
     matched = any_value_matches(bind.simple_password, entry.values("userPassword"), verify_policy_);
   };
   // std::ref: the std::function holds a pointer to the lambda instead of a heap copy of it.

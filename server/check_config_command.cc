@@ -4,6 +4,7 @@
 #include "server/commands.h"
 #include "server/config.h"
 #include "server/opened_directory.h"
+#include "server/operation_handler.h"
 
 namespace numadir::server {
 
@@ -25,6 +26,10 @@ int run_check_config(const std::filesystem::path& config_path, std::ostream& out
           << index.attribute << "\" is not in the schema\n";
       return 1;
     }
+  }
+  if (Status rules = OperationHandler::check_access_rules(**schema, config->access); !rules.ok()) {
+    err << "numadir check-config: " << config_path.string() << ": " << rules.message() << "\n";
+    return 1;
   }
   out << config_path.string() << ": ok\n";
   return 0;

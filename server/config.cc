@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "schema/dn.h"
+#include "schema/filter.h"
 
 // Only this file uses toml++; without exceptions it reports errors as values (STYLE.md: no
 // exceptions on our side of a library call). Debian's shared libtomlplusplus is built with
@@ -510,6 +511,103 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
   }
 }
 
+// [[access]]: the ordered access rules (server/access_control.h). Their attribute names and DNs
+// are checked against the schema when the server builds them (OperationHandler).
+void parse_access_rules(const toml::node& node, Config& config, Problems& problems) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr || !array->is_array_of_tables()) {
+    problems.add("access", "must be an array of tables ([[access]])");
+    return;
+  }
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::table& table = *array->get(i)->as_table();
+    AccessRuleSpec rule;
+    rule.origin = "access[" + std::to_string(i) + "]";
+    const std::string& prefix = rule.origin;
+    check_keys(table, prefix, {"dn", "scope", "filter", "attrs", "by"}, problems);
+    if (get_string(table, prefix, "dn", rule.dn, problems)) {
+      if (Result<schema::Dn> dn = schema::Dn::parse(rule.dn); !dn.ok()) {
+        problems.add(prefix + ".dn", dn.status().message());
+      }
+    }
+    std::string text;
+    if (get_string(table, prefix, "scope", text, problems)) {
+      Result<DnScope> scope = parse_dn_scope(text);
+      if (!scope.ok()) {
+        problems.add(prefix + ".scope", scope.status().message());
+      } else if (rule.dn.empty()) {
+        problems.add(prefix + ".scope", "set without dn");
+      } else {
+        rule.scope = *scope;
+      }
+    }
+    if (get_string(table, prefix, "filter", rule.filter, problems)) {
+      if (Result<schema::Filter> filter = schema::Filter::parse(rule.filter); !filter.ok()) {
+        problems.add(prefix + ".filter", filter.status().message());
+      }
+    }
+    get_strings(table, prefix, "attrs", rule.attrs, problems);
+    const toml::node* by = table.get("by");
+    const toml::array* clauses = by != nullptr ? by->as_array() : nullptr;
+    if (clauses == nullptr || clauses->empty() || !clauses->is_array_of_tables()) {
+      problems.add(prefix + ".by",
+                   by == nullptr ? "missing (who gets which access)"
+                                 : "must be an array of tables, e.g. [{ who = \"*\", access = "
+                                   "\"read\" }]");
+      continue;
+    }
+    for (std::size_t j = 0; j < clauses->size(); ++j) {
+      const toml::table& clause = *clauses->get(j)->as_table();
+      const std::string at = prefix + ".by[" + std::to_string(j) + "]";
+      check_keys(clause, at, {"who", "dn", "scope", "group", "access"}, problems);
+      AccessSubjectSpec subject;
+      const int kinds = int{get_string(clause, at, "who", subject.who, problems)} +
+                        int{get_string(clause, at, "dn", subject.dn, problems)} +
+                        int{get_string(clause, at, "group", subject.group, problems)};
+      if (kinds != 1) {
+        problems.add(at, "needs exactly one of who, dn or group");
+      }
+      if (!subject.who.empty() && subject.who != "*") {
+        const std::string who = lower(subject.who);
+        if (who != "anonymous" && who != "users" && who != "self" && who != "rootdn") {
+          problems.add(at + ".who", "\"" + subject.who +
+                                        "\" is not a subject: use *, anonymous, users, self or "
+                                        "rootdn (or dn = \"...\", group = \"...\")");
+        }
+      }
+      for (const std::string* dn : {&subject.dn, &subject.group}) {
+        if (!dn->empty()) {
+          if (Result<schema::Dn> parsed = schema::Dn::parse(*dn); !parsed.ok()) {
+            problems.add(at + (dn == &subject.dn ? ".dn" : ".group"), parsed.status().message());
+          }
+        }
+      }
+      if (get_string(clause, at, "scope", text, problems)) {
+        Result<DnScope> scope = parse_dn_scope(text);
+        if (!scope.ok()) {
+          problems.add(at + ".scope", scope.status().message());
+        } else if (subject.dn.empty()) {
+          problems.add(at + ".scope", "set without dn");
+        } else {
+          subject.dn_scope = *scope;
+        }
+      }
+      if (get_string(clause, at, "access", text, problems)) {
+        Result<AccessMask> access = parse_access(text);
+        if (!access.ok()) {
+          problems.add(at + ".access", access.status().message());
+        } else {
+          subject.access = *access;
+        }
+      } else if (!problems.any()) {
+        problems.add(at + ".access", "missing");
+      }
+      rule.by.push_back(std::move(subject));
+    }
+    config.access.push_back(std::move(rule));
+  }
+}
+
 }  // namespace
 
 Result<Config> parse_config(std::string_view text, std::string_view origin,
@@ -530,7 +628,8 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   const toml::table& root = parsed.table();
   Problems problems(origin);
-  check_keys(root, "", {"database", "schema", "passwords", "server", "limits", "log", "threads"},
+  check_keys(root, "",
+             {"database", "schema", "passwords", "server", "limits", "log", "threads", "access"},
              problems);
 
   Config config;
@@ -569,6 +668,9 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   // After [passwords]: whether a cleartext rootpw is allowed depends on it.
   if (const toml::table* server = get_table(root, "server", problems)) {
     parse_server(*server, config, problems);
+  }
+  if (const toml::node* access = root.get("access")) {
+    parse_access_rules(*access, config, problems);
   }
   if (const toml::table* limits = get_table(root, "limits", problems)) {
     parse_limits(*limits, config, problems);

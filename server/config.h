@@ -38,6 +38,17 @@
 //   level = "off"                        # access log: "off", "stats" or "debug"
 //   file = "/var/log/numadir/access.log" # "-" (default): standard error; reopened on SIGHUP
 //
+//   [[access]]                           # ordered access rules (server/access_control.h);
+//   dn = "ou=people,dc=example,dc=com"   # target: entries at/below this DN (default: all)
+//   scope = "subtree"                    # base, one, subtree (default) or children
+//   filter = "(objectClass=person)"      # target: entries matching this filter
+//   attrs = ["userPassword"]             # target: these types, "entry", "children" (default: all)
+//   by = [{ who = "self", access = "=wx" },           # who: *, anonymous, users, self, rootdn
+//         { dn = "cn=admin,dc=example,dc=com", access = "write" },  # (+ scope, default base)
+//         { group = "cn=admins,dc=example,dc=com", access = "write" },
+//         { who = "*", access = "auth" }]  # none disclose auth compare search read write, =wrscxd
+//   (none: the default policy; with rules, anything no rule grants is denied)
+//
 //   [threads]
 //   dispatcher = "percpu"                # per-NUMA-node listeners and pinned worker pools, or
 //                                        # "single": one listener, one mutex+condvar queue,
@@ -52,6 +63,7 @@
 #pragma once
 
 #include "listener/listen_url.h"
+#include "server/access_control.h"
 #include "server/access_log.h"
 
 #include <cstdint>
@@ -103,6 +115,7 @@ struct Config {
   LogLevel log_level = LogLevel::kOff;
   std::filesystem::path log_file = "-";
   ThreadSettings threads;
+  std::vector<AccessRuleSpec> access;  // [[access]], in order; empty: the default policy.
 };
 
 // Parses numadir.toml text. Relative paths are taken relative to `base_dir`.

@@ -168,7 +168,9 @@ void OperationHandler::password_modify(const LdapMessage& request, const Identit
                   std::nullopt, sink);
     return;
   }
-  if (!access_.may_write(who, target_ndn, user_password_type_)) {
+  const DirectoryGroups groups(*this);
+  if (!may(requester(who, groups), target_ndn, entry_for_access(target_dn),
+           AccessAttribute::of(user_password_type_), AccessLevel::kWrite)) {
     send_extended(request, OwnedResult::error(ResultCode::kInsufficientAccessRights, ""),
                   std::nullopt, sink);
     return;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <utility>
 
 #include "schema/dn.h"
@@ -29,6 +30,8 @@ struct CachedTxn {
   backend::ReadTxn* txn;  // Owned by the handler with that key.
 };
 thread_local std::vector<CachedTxn> cached_txns;
+// Marks the key of a handler's side transaction (handler keys never reach this bit).
+constexpr std::uint64_t kSideTxnKey = std::uint64_t{1} << 63;
 
 // Returns: the response operation answering `op`, or nullopt for operations that have none.
 std::optional<ProtocolOp> response_op(ProtocolOp op) {
@@ -84,7 +87,6 @@ OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions
       options_(std::move(options)),
       catalog_(directory.schema()),
       dn_normalizer_(directory.schema()),
-      access_(directory.schema()),
       verify_policy_{.allow_cleartext = options_.allow_cleartext_passwords},
       user_password_type_(directory.schema().attribute_type("userPassword")),
       root_dse_(make_root_dse(
@@ -104,6 +106,99 @@ OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions
       root_ndn_ = std::move(*ndn);
     }
   }
+  Result<std::unique_ptr<AccessControl>> access = AccessControl::create(
+      catalog_, options_.access_rules, [this](std::string_view dn) { return normalize_dn(dn); });
+  if (access.ok()) {
+    access_ = std::move(*access);
+  } else {
+    // Only the rootdn: a rule that does not compile must not open the directory wider.
+    std::fprintf(stderr, "numadir: %s; only the rootdn has access\n",
+                 access.status().message().c_str());
+    const AccessRuleSpec nobody{"access[deny]",
+                                "",
+                                DnScope::kSubtree,
+                                "",
+                                {},
+                                {AccessSubjectSpec{"*", "", DnScope::kBase, "", 0}}};
+    access_ = std::move(*AccessControl::create(
+        catalog_, {nobody}, [](std::string_view dn) { return schema::normalize_dn(dn); }));
+  }
+}
+
+Status OperationHandler::check_access_rules(const schema::Schema& schema,
+                                            const std::vector<AccessRuleSpec>& rules) {
+  const backend::AttributeCatalog catalog(schema);
+  const backend::SchemaDnNormalizer normalizer(schema);
+  Result<std::unique_ptr<AccessControl>> access =
+      AccessControl::create(catalog, rules, [&](std::string_view dn) -> Result<std::string> {
+        Result<schema::Dn> parsed = schema::Dn::parse(dn);
+        if (!parsed.ok()) {
+          return parsed.status();
+        }
+        for (std::size_t i = 0; i < parsed->rdn_count(); ++i) {
+          for (const schema::Ava& ava : parsed->rdn(i)) {
+            if (schema.attribute_type(ava.type) == nullptr) {
+              return invalid_argument("attribute type \"" + std::string(ava.type) +
+                                      "\" of the DN is not in the schema");
+            }
+          }
+        }
+        return parsed->normalized(&normalizer);
+      });
+  return access.ok() ? Status() : access.status();
+}
+
+bool OperationHandler::DirectoryGroups::is_member(std::string_view group_ndn,
+                                                  std::string_view member_ndn) const {
+  for (const auto& [group, answer] : answers_) {
+    if (group == group_ndn) {
+      return answer;
+    }
+  }
+  bool member = false;
+  const auto on_entry = [&](const backend::EntryRef& entry) {
+    for (const std::string_view attribute : {"member", "uniqueMember"}) {
+      for (std::string_view value : entry.values(attribute)) {
+        Result<std::string> ndn = handler_.normalize_dn(value);
+        if (!ndn.ok() && attribute == "uniqueMember") {
+          // Name and Optional UID (RFC 4517 3.3.21): "<dn>#'0101'B".
+          if (const std::size_t hash = value.rfind("#'"); hash != std::string_view::npos) {
+            ndn = handler_.normalize_dn(value.substr(0, hash));
+          }
+        }
+        if (ndn.ok() && *ndn == member_ndn) {
+          member = true;
+          return;
+        }
+      }
+    }
+  };
+  // The side transaction: a search may be holding the first one open around this check.
+  (void)handler_.directory_.lookup(handler_.side_read_txn(), group_ndn, std::ref(on_entry));
+  answers_.emplace_back(std::string(group_ndn), member);
+  return member;
+}
+
+std::optional<schema::Entry> OperationHandler::entry_for_access(std::string_view dn) const {
+  if (!access_->needs_entry()) {
+    return std::nullopt;
+  }
+  Result<schema::Entry> entry = directory_.get(side_read_txn(), dn);
+  if (!entry.ok()) {
+    return std::nullopt;
+  }
+  return std::move(*entry);
+}
+
+bool OperationHandler::discloses(const Requester& who, std::string_view dn) const {
+  if (access_->is_default() || who.identity.root) {
+    return true;
+  }
+  Result<std::string> ndn = normalize_dn(dn);
+  if (!ndn.ok()) {
+    return false;
+  }
+  return may(who, *ndn, entry_for_access(dn), AccessAttribute::entry(), AccessLevel::kDisclose);
 }
 
 OperationHandler::~OperationHandler() = default;
@@ -163,9 +258,15 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   }
 }
 
-backend::ReadTxn& OperationHandler::read_txn() const {
+backend::ReadTxn& OperationHandler::read_txn() const { return cached_read_txn(txn_key_); }
+
+backend::ReadTxn& OperationHandler::side_read_txn() const {
+  return cached_read_txn(txn_key_ | kSideTxnKey);
+}
+
+backend::ReadTxn& OperationHandler::cached_read_txn(std::uint64_t key) const {
   for (const CachedTxn& cached : cached_txns) {
-    if (cached.key == txn_key_) {
+    if (cached.key == key) {
       return *cached.txn;
     }
   }
@@ -175,7 +276,7 @@ backend::ReadTxn& OperationHandler::read_txn() const {
     MutexLock lock(txns_mu_);
     txns_.push_back(std::move(txn));
   }
-  cached_txns.push_back(CachedTxn{txn_key_, raw});
+  cached_txns.push_back(CachedTxn{key, raw});
   return *raw;
 }
 

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/attribute_catalog.h"
@@ -61,16 +62,25 @@ struct HandlerOptions {
   std::string vendor_version;  // e.g. "numadir 0.1.0"; vendorVersion of the root DSE.
   // cn=Monitor's data (server/monitor.h), outliving the handler; nullptr: no cn=Monitor.
   const Monitor* monitor = nullptr;
+  // The config's [[access]] rules (server/access_control.h); empty: the default policy.
+  std::vector<AccessRuleSpec> access_rules;
 };
 
 class OperationHandler final : public listener::RequestHandler {
  public:
   // Requires: `directory` outlives this handler. A root_dn that does not parse as a DN is
   // ignored (no rootdn); the config check reports it before this is built.
+  // Rules of options.access_rules that do not compile (check_access_rules says why) leave a
+  // policy under which only the rootdn may do anything.
   OperationHandler(backend::Directory& directory, HandlerOptions options);
   ~OperationHandler() override;
   OperationHandler(const OperationHandler&) = delete;
   OperationHandler& operator=(const OperationHandler&) = delete;
+
+  // Errors: kInvalidArgument naming the first of `rules` that does not compile against `schema`
+  //   (an unknown attribute, a bad DN or filter).
+  static Status check_access_rules(const schema::Schema& schema,
+                                   const std::vector<AccessRuleSpec>& rules);
 
   // Returns: a ServerSession, bound anonymously.
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
@@ -112,11 +122,46 @@ class OperationHandler final : public listener::RequestHandler {
   // Search helpers (search_operation.cc).
   // Sends the entries of a search of the root DSE or cn=Subschema; returns false if `base_ndn`
   // is neither.
-  bool search_special(const listener::wire::LdapMessage& request, const Identity& who,
+  bool search_special(const listener::wire::LdapMessage& request, const Requester& who,
                       std::string_view base_ndn, listener::ResponseSink& sink) const;
+
+  // Access checks (operation_handler.cc).
+  // Group membership read from the directory for one operation, each answer cached.
+  class DirectoryGroups final : public GroupMembership {
+   public:
+    explicit DirectoryGroups(const OperationHandler& handler) : handler_(handler) {}
+    bool is_member(std::string_view group_ndn, std::string_view member_ndn) const override;
+
+   private:
+    const OperationHandler& handler_;
+    mutable std::vector<std::pair<std::string, bool>> answers_;  // Keyed by group ndn.
+  };
+  // Returns: `who` as a Requester whose group clauses read `groups`.
+  Requester requester(const Identity& who, const DirectoryGroups& groups) const {
+    return Requester{who, access_->has_groups() ? &groups : nullptr};
+  }
+  // Returns: the stored entry `dn`, when the access rules need entries to decide (filters);
+  //   nullopt otherwise or when it cannot be read.
+  std::optional<schema::Entry> entry_for_access(std::string_view dn) const;
+  // Returns: whether `who` has privilege `level` on `attribute` of the entry named `ndn`
+  //   (`entry`: its content, when entry_for_access gave it).
+  bool may(const Requester& who, std::string_view ndn, const std::optional<schema::Entry>& entry,
+           const AccessAttribute& attribute, AccessLevel level) const {
+    return access_->allows(who, AccessEntry{ndn, entry.has_value() ? &*entry : nullptr}, attribute,
+                           level);
+  }
+  // Returns: whether `who` may add or remove entries below the entry `parent_ndn`.
+  bool may_write_children(const Requester& who, std::string_view parent_ndn) const;
+  // Returns: whether `who` may learn that the entry `dn` exists (for an answer that would name
+  //   it: a result's matchedDN, noSuchObject versus another error).
+  bool discloses(const Requester& who, std::string_view dn) const;
 
   // Returns: the calling thread's read transaction for this handler's directory.
   backend::ReadTxn& read_txn() const;
+  // Returns: a second read transaction of the calling thread, for reads made while the first
+  //   one is in use (group lookups during a search).
+  backend::ReadTxn& side_read_txn() const;
+  backend::ReadTxn& cached_read_txn(std::uint64_t key) const;
   // Returns: `dn` parsed and checked as slapd's DN normalizer checks it: every attribute type
   //   known to the schema, every value (but '#' hex ones) valid for its type's syntax.
   // Errors: kInvalidDnSyntax when it does not parse or fails those checks.
@@ -149,6 +194,10 @@ class OperationHandler final : public listener::RequestHandler {
   // Sends the result for a failed Status (logging storage and internal errors once).
   void send_status(const listener::wire::LdapMessage& request, const Status& status,
                    listener::ResponseSink& sink) const;
+  // Sends `denied` for an update of entry `dn` that access control refuses, or noSuchObject
+  // (with its matchedDN) when `dn` does not exist: as slapd, which finds the entry first.
+  void send_denied(const listener::wire::LdapMessage& request, std::string_view dn,
+                   const OwnedResult& denied, listener::ResponseSink& sink) const;
   // Sends success for an ok `status`, else as send_status (the end of every update).
   void send_update_result(const listener::wire::LdapMessage& request, const Status& status,
                           listener::ResponseSink& sink) const;
@@ -157,7 +206,7 @@ class OperationHandler final : public listener::RequestHandler {
   const HandlerOptions options_;
   const backend::AttributeCatalog catalog_;
   const backend::SchemaDnNormalizer dn_normalizer_;
-  const AccessControl access_;
+  std::unique_ptr<const AccessControl> access_;  // Set in the constructor; never null.
   const backend::VerifyPolicy verify_policy_;
   const schema::AttributeType* const user_password_type_;  // nullptr if the schema lacks it.
   std::string root_ndn_;  // Set in the constructor, then immutable; empty: no rootdn.

@@ -161,14 +161,16 @@ bool is_item(schema::FilterKind kind) {
          kind != schema::FilterKind::kSubAny && kind != schema::FilterKind::kSubFinal;
 }
 
-// Appends the attributes of `entry` that `selection` selects and `who` may read.
+// Appends the attributes of `entry` (normalized DN `entry_ndn`) that `selection` selects and
+// `who` may read.
 void append_attributes(const schema::Entry& entry, std::string_view entry_ndn,
                        const AttributeSelection& selection, const AccessControl& access,
-                       const Identity& who, bool types_only, listener::wire::AttributeList& out) {
+                       const Requester& who, bool types_only, listener::wire::AttributeList& out) {
+  const AccessEntry target{entry_ndn, &entry};
   for (const schema::EntryAttribute& attribute : entry.attributes) {
     const schema::AttributeType* type = selection.type_of(attribute.description);
     if (!selection.selects(attribute.description, type) ||
-        access.level(who, entry_ndn, type) < AccessLevel::kRead) {
+        !access.allows(who, target, AccessAttribute::of(type), AccessLevel::kRead)) {
       continue;
     }
     out.add(attribute.description);
@@ -182,7 +184,7 @@ void append_attributes(const schema::Entry& entry, std::string_view entry_ndn,
 
 }  // namespace
 
-bool OperationHandler::search_special(const LdapMessage& request, const Identity& who,
+bool OperationHandler::search_special(const LdapMessage& request, const Requester& who,
                                       std::string_view base_ndn,
                                       listener::ResponseSink& sink) const {
   const SearchRequest& search = request.search_request;
@@ -209,7 +211,7 @@ bool OperationHandler::search_special(const LdapMessage& request, const Identity
     response.message_id = request.message_id;
     response.op = ProtocolOp::kSearchResultEntry;
     response.search_entry.object_name = entry->dn;
-    append_attributes(*entry, base_ndn, selection, access_, who, search.types_only,
+    append_attributes(*entry, base_ndn, selection, *access_, who, search.types_only,
                       response.search_entry.attributes);
     sink.send(response);
   }
@@ -239,7 +241,14 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
   if (search_monitor(request, who, *base_ndn, sink)) {
     return;
   }
-  if (search_special(request, who, *base_ndn, sink)) {
+  const DirectoryGroups groups(*this);
+  const Requester asker = requester(who, groups);
+  if (search_special(request, asker, *base_ndn, sink)) {
+    return;
+  }
+  if (!discloses(asker, search.base_object)) {
+    // As slapd: a base the client may not know of is missing, and nothing above it is named.
+    send_result(request, OwnedResult::error(ResultCode::kNoSuchObject, ""), sink);
     return;
   }
 
@@ -284,23 +293,16 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
     }
   }
 
-  // Items on attributes the client may not search are made Undefined, so a filter cannot test
-  // hidden values (userPassword). Matching-rule-only extensible items test every attribute the
-  // rule applies to: only the rootdn may use them.
-  const auto denied = [&](const schema::FilterNode& node) {
-    if (!is_item(node.kind)) {
-      return false;
-    }
-    if (node.kind == schema::FilterKind::kExtensible && node.attribute.empty()) {
-      return !who.root;
-    }
-    const schema::AttributeType* type = attribute_type(node.attribute);
-    return type != nullptr && access_.level(who, *base_ndn, type) < AccessLevel::kSearch;
+  // Matching-rule-only extensible items test every attribute the rule applies to: only the
+  // rootdn may use them (made Undefined for anyone else). Items on attributes the client may
+  // not search are made Undefined entry by entry below, as slapd evaluates them.
+  const auto typeless = [&](const schema::FilterNode& node) {
+    return node.kind == schema::FilterKind::kExtensible && node.attribute.empty() && !who.root;
   };
   const schema::Filter* filter = &search.filter;
   schema::Filter restricted;
-  if (std::any_of(search.filter.nodes().begin(), search.filter.nodes().end(), denied)) {
-    copy_restricted(search.filter, 0, restricted, denied);
+  if (std::any_of(search.filter.nodes().begin(), search.filter.nodes().end(), typeless)) {
+    copy_restricted(search.filter, 0, restricted, typeless);
     filter = &restricted;
   }
 
@@ -316,7 +318,18 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
   }
 
   const AttributeSelection selection(search.attributes, catalog_);
-  const bool self_matters = !who.anonymous() && !who.root;
+  // Under the default policy only `self` clauses look at the entry's DN; rules may look at it,
+  // and at the entry itself (filters).
+  const bool ndn_matters = !access_->is_default() || (!who.anonymous() && !who.root);
+  const bool content_matters = access_->needs_entry();
+  // The items of the filter on a type, for the per-entry search right (typeless ones are
+  // already the rootdn's alone).
+  std::vector<const schema::AttributeType*> item_types;
+  for (const schema::FilterNode& node : filter->nodes()) {
+    if (is_item(node.kind) && !node.attribute.empty()) {
+      item_types.push_back(attribute_type(node.attribute));
+    }
+  }
   LdapMessage response;
   response.message_id = request.message_id;
   response.op = ProtocolOp::kSearchResultEntry;
@@ -326,10 +339,53 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
   bool size_exceeded = false;
   bool page_full = false;
   bool abandoned = false;
+  std::string entry_ndn;
   const auto on_entry = [&](const backend::EntryRef& entry) {
     if (sink.abandoned()) {
       abandoned = true;
       return false;
+    }
+    entry_ndn.clear();
+    if (ndn_matters) {
+      if (!normalize_dn_into(entry.dn(), entry_ndn).ok()) {
+        entry_ndn.clear();
+      }
+    }
+    schema::Entry decoded;  // Lives until the entry is sent: the response views it.
+    bool have_decoded = false;
+    if (content_matters) {
+      decoded = entry.materialize();
+      have_decoded = true;
+    }
+    const AccessEntry target{entry_ndn, have_decoded ? &decoded : nullptr};
+    if (!access_->allows(asker, target, AccessAttribute::entry(), AccessLevel::kRead)) {
+      return true;  // Silently left out, as an entry the client may not see.
+    }
+    const bool items_denied =
+        std::any_of(item_types.begin(), item_types.end(), [&](const schema::AttributeType* type) {
+          return type != nullptr &&
+                 !access_->allows(asker, target, AccessAttribute::of(type), AccessLevel::kSearch);
+        });
+    if (items_denied) {
+      // The backend matched with every item; match again with the denied ones Undefined.
+      // Undefined never turns a non-match into a match, so the backend's candidates suffice.
+      if (!have_decoded) {
+        decoded = entry.materialize();
+        have_decoded = true;
+      }
+      const AccessEntry full{entry_ndn, &decoded};
+      schema::Filter per_entry;
+      copy_restricted(*filter, 0, per_entry, [&](const schema::FilterNode& node) {
+        if (!is_item(node.kind) || node.attribute.empty()) {
+          return false;
+        }
+        const schema::AttributeType* type = attribute_type(node.attribute);
+        return type != nullptr &&
+               !access_->allows(asker, full, AccessAttribute::of(type), AccessLevel::kSearch);
+      });
+      if (!backend::EntryFilter(per_entry, catalog_).matches(decoded)) {
+        return true;
+      }
     }
     if (seen++ < skip) {
       return true;
@@ -344,15 +400,11 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
     }
     response.search_entry.object_name = entry.dn();
     response.search_entry.attributes.clear();
-    schema::Entry decoded;  // Lives until the entry is sent: the response views it.
     if (!selection.selects_nothing()) {
-      decoded = entry.materialize();
-      std::string entry_ndn;
-      if (self_matters) {
-        Result<std::string> ndn = normalize_dn(entry.dn());
-        entry_ndn = ndn.ok() ? std::move(*ndn) : std::string();
+      if (!have_decoded) {
+        decoded = entry.materialize();
       }
-      append_attributes(decoded, entry_ndn, selection, access_, who, search.types_only,
+      append_attributes(decoded, entry_ndn, selection, *access_, asker, search.types_only,
                         response.search_entry.attributes);
     }
     sink.send(response);
@@ -375,6 +427,10 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
     }
   } else if (size_exceeded) {
     result = OwnedResult::error(ResultCode::kSizeLimitExceeded, "");
+  }
+  if (result.code == ResultCode::kNoSuchObject && !result.matched_dn.empty() &&
+      !discloses(asker, result.matched_dn)) {
+    result.matched_dn.clear();
   }
   done.result.code = result.code;
   done.result.matched_dn = result.matched_dn;

@@ -102,6 +102,12 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     err << "numadir serve: " << opened.status().message() << "\n";
     return 1;
   }
+  if (Status rules =
+          OperationHandler::check_access_rules(opened->directory->schema(), config->access);
+      !rules.ok()) {
+    err << "numadir serve: " << options.config.string() << ": " << rules.message() << "\n";
+    return 1;
+  }
   const ServerSettings& settings = config->server;
   HandlerOptions handler_options;
   handler_options.root_dn = settings.root_dn;
@@ -115,6 +121,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.vendor_version = "numadir " NUMADIR_VERSION;
   Monitor monitor(handler_options.vendor_version);  // cn=Monitor; outlives the handler.
   handler_options.monitor = &monitor;
+  handler_options.access_rules = config->access;
   OperationHandler operations(*opened->directory, handler_options);
   // The access log, when on, wraps the handler; off, requests go straight to it.
   std::unique_ptr<AccessLog> access_log;

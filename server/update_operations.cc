@@ -33,6 +33,15 @@ OwnedResult no_parent_access() {
   return OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to parent");
 }
 
+OwnedResult no_entry_access() {
+  return OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to entry");
+}
+
+OwnedResult no_attribute_access(const schema::AttributeType& type) {
+  return OwnedResult::error(ResultCode::kInsufficientAccessRights,
+                            "no write access to attribute " + std::string(type.primary_name()));
+}
+
 backend::ModificationKind modification_kind(ModifyOperation operation) {
   switch (operation) {
     case ModifyOperation::kAdd:
@@ -160,10 +169,6 @@ void OperationHandler::compare(const LdapMessage& request, const Identity& who,
                 sink);
     return;
   }
-  if (access_.level(who, *ndn, info->type) < AccessLevel::kCompare) {
-    send_result(request, OwnedResult::error(ResultCode::kInsufficientAccessRights, ""), sink);
-    return;
-  }
   if (info->type->equality == nullptr) {
     send_result(request,
                 OwnedResult::error(ResultCode::kInappropriateMatching, "no equality matching rule"),
@@ -194,6 +199,18 @@ void OperationHandler::compare(const LdapMessage& request, const Identity& who,
     }
     fetched = std::move(*got);
     entry = &*fetched;
+  }
+  // As slapd: an entry the client may not know of is missing; then the compare right.
+  const DirectoryGroups groups(*this);
+  const Requester asker = requester(who, groups);
+  const AccessEntry target{*ndn, entry};
+  if (!access_->allows(asker, target, AccessAttribute::entry(), AccessLevel::kDisclose)) {
+    send_result(request, OwnedResult::error(ResultCode::kNoSuchObject, ""), sink);
+    return;
+  }
+  if (!access_->allows(asker, target, AccessAttribute::of(info->type), AccessLevel::kCompare)) {
+    send_result(request, OwnedResult::error(ResultCode::kInsufficientAccessRights, ""), sink);
+    return;
   }
 
   const std::string_view wanted_options = backend::description_options(*wanted);
@@ -262,7 +279,9 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
     send_result(request, outside_naming_context(), sink);
     return;
   }
-  if (!access_.may_write_children(who, name->parent_ndn)) {
+  const DirectoryGroups groups(*this);
+  const Requester asker = requester(who, groups);
+  if (!may_write_children(asker, name->parent_ndn)) {
     send_result(request, no_parent_access(), sink);
     return;
   }
@@ -280,6 +299,20 @@ void OperationHandler::add(const LdapMessage& request, const Identity& who,
     }
   }
   add_rdn_values(name->dn, catalog_, entry);
+  // As slapd: write to the new entry itself and to each attribute it is given.
+  const AccessEntry added{name->ndn, &entry};
+  if (!access_->allows(asker, added, AccessAttribute::entry(), AccessLevel::kWrite)) {
+    send_result(request, no_entry_access(), sink);
+    return;
+  }
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    const schema::AttributeType* type = attribute_type(attribute.description);
+    if (type != nullptr &&
+        !access_->allows(asker, added, AccessAttribute::of(type), AccessLevel::kWrite)) {
+      send_result(request, no_attribute_access(*type), sink);
+      return;
+    }
+  }
   if (!options_.allow_cleartext_passwords && user_password_type_ != nullptr) {
     for (schema::EntryAttribute& attribute : entry.attributes) {
       if (attribute_type(attribute.description) == user_password_type_ &&
@@ -319,24 +352,18 @@ void OperationHandler::modify(const LdapMessage& request, const Identity& who,
     send_result(request, outside_naming_context(), sink);
     return;
   }
-  if (access_.level(who, ndn, nullptr) < AccessLevel::kWrite) {
-    send_result(
-        request,
-        OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to entry"),
-        sink);
-    return;
-  }
+  // As slapd: write access to each attribute modified (the entry itself is not asked for).
+  const DirectoryGroups groups(*this);
+  const Requester asker = requester(who, groups);
+  const std::optional<schema::Entry> content = entry_for_access(modify.object);
   std::vector<backend::Modification> modifications;
   modifications.reserve(modify.modifications.size());
   const auto attributes = modify.modifications.attributes();
   for (std::size_t i = 0; i < attributes.size(); ++i) {
     const schema::AttributeType* type = attribute_type(attributes[i].type);
-    if (type != nullptr && !access_.may_write(who, ndn, type)) {
-      send_result(
-          request,
-          OwnedResult::error(ResultCode::kInsufficientAccessRights,
-                             "no write access to attribute " + std::string(type->primary_name())),
-          sink);
+    if (type != nullptr &&
+        !may(asker, ndn, content, AccessAttribute::of(type), AccessLevel::kWrite)) {
+      send_denied(request, modify.object, no_attribute_access(*type), sink);
       return;
     }
     backend::Modification modification;
@@ -382,8 +409,15 @@ void OperationHandler::remove(const LdapMessage& request, const Identity& who,
     send_result(request, outside_naming_context(), sink);
     return;
   }
-  if (!access_.may_write_children(who, name->parent_ndn)) {
-    send_result(request, no_parent_access(), sink);
+  const DirectoryGroups groups(*this);
+  const Requester asker = requester(who, groups);
+  if (!may_write_children(asker, name->parent_ndn)) {
+    send_denied(request, request.dn, no_parent_access(), sink);
+    return;
+  }
+  if (!may(asker, name->ndn, entry_for_access(request.dn), AccessAttribute::entry(),
+           AccessLevel::kWrite)) {
+    send_denied(request, request.dn, no_entry_access(), sink);
     return;
   }
   send_update_result(
@@ -430,9 +464,16 @@ void OperationHandler::rename(const LdapMessage& request, const Identity& who,
                 sink);
     return;
   }
-  if (!access_.may_write_children(who, name->parent_ndn) ||
-      (new_parent.has_value() && !access_.may_write_children(who, new_parent->ndn))) {
-    send_result(request, no_parent_access(), sink);
+  const DirectoryGroups groups(*this);
+  const Requester asker = requester(who, groups);
+  if (!may_write_children(asker, name->parent_ndn) ||
+      (new_parent.has_value() && !may_write_children(asker, new_parent->ndn))) {
+    send_result(request, no_parent_access(), sink);  // slapd checks this before the entry.
+    return;
+  }
+  if (!may(asker, name->ndn, entry_for_access(rename.entry), AccessAttribute::entry(),
+           AccessLevel::kWrite)) {
+    send_denied(request, rename.entry, no_entry_access(), sink);
     return;
   }
   send_update_result(
@@ -440,6 +481,21 @@ void OperationHandler::rename(const LdapMessage& request, const Identity& who,
       directory_.rename(rename.entry, rename.new_rdn, rename.delete_old_rdn, rename.new_superior,
                         backend::UpdateContext{who.dn, std::nullopt}),
       sink);
+}
+
+void OperationHandler::send_denied(const LdapMessage& request, std::string_view dn,
+                                   const OwnedResult& denied, listener::ResponseSink& sink) const {
+  Result<schema::Entry> entry = directory_.get(read_txn(), dn);
+  if (!entry.ok() && entry.status().code() == StatusCode::kNoSuchObject) {
+    send_status(request, entry.status(), sink);
+    return;
+  }
+  send_result(request, denied, sink);
+}
+
+bool OperationHandler::may_write_children(const Requester& who, std::string_view parent_ndn) const {
+  return may(who, parent_ndn, entry_for_access(parent_ndn), AccessAttribute::children(),
+             AccessLevel::kWrite);
 }
 
 void OperationHandler::send_update_result(const LdapMessage& request, const Status& status,

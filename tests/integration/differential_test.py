@@ -981,7 +981,14 @@ def describe(outcome: dict) -> str:
     return ", ".join(parts)
 
 
-def run_all(numadir_url: str, slapd_url: str, verbose: bool) -> int:
+def run_all(numadir_url: str, slapd_url: str, verbose: bool, test_name: str = "differential_test",
+            known_differences=None, known_operational=None) -> int:
+    """Runs REQUESTS against both servers; differences are checked against the given tables
+    (default: this file's KNOWN_DIFFERENCES and KNOWN_OPERATIONAL_ATTRIBUTES)."""
+    KNOWN_DIFFERENCES = known_differences if known_differences is not None \
+        else globals()["KNOWN_DIFFERENCES"]
+    KNOWN_OPERATIONAL_ATTRIBUTES = known_operational if known_operational is not None \
+        else globals()["KNOWN_OPERATIONAL_ATTRIBUTES"]
     identical, known, new = 0, [], []
     op_names = {}
     compared = 0
@@ -1043,7 +1050,7 @@ def run_all(numadir_url: str, slapd_url: str, verbose: bool) -> int:
             print(f"  STALE: KNOWN_OPERATIONAL_ATTRIBUTES lists '{attribute}', which '+' did "
                   f"not return from one server only: remove it", flush=True)
 
-    print(f"differential_test: {compared} requests compared, {identical} identical, "
+    print(f"{test_name}: {compared} requests compared, {identical} identical, "
           f"{len(known)} known differences, {len(new)} new differences; '+' attribute names: "
           f"{len(op_known)} known, {len(op_new)} new; {len(stale)} stale table entries",
           flush=True)
@@ -1066,23 +1073,25 @@ def run_all(numadir_url: str, slapd_url: str, verbose: bool) -> int:
     return 1 if new or op_new or stale else 0
 
 
-def write_ldif(path: str, gen: str):
+def write_ldif(path: str, gen: str, extra_ldif: str = EXTRA_LDIF):
     with open(path, "wb") as stream:
         generated = subprocess.run(["/usr/bin/python3", gen, "--users", str(USERS), "--suffix",
                                     SUFFIX], capture_output=True, timeout=120)
         if generated.returncode != 0:
             fail(f"gen_users.py failed: {generated.stderr.decode(errors='replace')}")
         stream.write(generated.stdout)
-        stream.write(b"\n" + EXTRA_LDIF.strip("\n").encode() + b"\n\n")
+        stream.write(b"\n" + extra_ldif.strip("\n").encode() + b"\n\n")
 
 
 class DifferentialNumadir(NumadirServer):
     """numadir on the given LDIF file, with slapd's indexes and a {SSHA} rootpw."""
 
-    def __init__(self, numadir: str, ldif_path: str, root_pw_hash: str, keep: bool):
+    def __init__(self, numadir: str, ldif_path: str, root_pw_hash: str, keep: bool,
+                 extra_toml: str = ""):
         super().__init__(numadir, gen_users="", users=0, keep=keep)
         self.ldif_path = ldif_path
         self.root_pw_hash = root_pw_hash
+        self.extra_toml = extra_toml
 
     def _prepare(self):
         self.config = os.path.join(self.dir, "numadir.toml")
@@ -1108,6 +1117,7 @@ workers = 2
 [limits]
 size_limit = 500
 time_limit = 3600
+{self.extra_toml}
 """)
         imported = subprocess.run([self.numadir, "import", "-c", self.config, "--no-progress",
                                    self.ldif_path], capture_output=True, text=True, timeout=300)
@@ -1116,39 +1126,49 @@ time_limit = 3600
                  f"{imported.stdout}")
 
 
-def main() -> int:
-    args = parse_args("numadir against OpenLDAP slapd, request by request")
+def run_differential(test_name: str, define, slapd_access: str, numadir_toml: str = "",
+                     extra_ldif: str = EXTRA_LDIF, known_differences=None,
+                     known_operational=None) -> int:
+    """The whole test: both servers on the same data, `define()` filling REQUESTS, the answers
+    compared. Returns the exit status."""
+    args = parse_args(f"{test_name}: numadir against OpenLDAP slapd, request by request")
     verbose = "-v" in sys.argv[1:] or "--verbose" in sys.argv[1:]
     missing = slapd_harness.available()
     if missing:
-        print(f"FAIL differential_test: {missing}", flush=True)
+        print(f"FAIL {test_name}: {missing}", flush=True)
         return 1
     started = time.monotonic()
-    define_requests()
+    REQUESTS.clear()
+    define()
     with tempfile.TemporaryDirectory(prefix="numadir-diff-") as work:
         ldif_path = os.path.join(work, "data.ldif")
-        write_ldif(ldif_path, args.gen)
+        write_ldif(ldif_path, args.gen, extra_ldif)
         hashed = subprocess.run([os.path.abspath(args.numadir), "passwd", "-h", "SSHA", "-s",
                                  ROOT_PW], capture_output=True, text=True, timeout=60)
         if hashed.returncode != 0 or not hashed.stdout.startswith("{SSHA}"):
-            print(f"FAIL differential_test: numadir passwd -h SSHA: {hashed.stderr}")
+            print(f"FAIL {test_name}: numadir passwd -h SSHA: {hashed.stderr}")
             return 1
         root_pw_hash = hashed.stdout.strip()
         try:
-            with slapd_harness.SlapdServer(ldif_path, access=SLAPD_ACCESS, root_pw=root_pw_hash,
+            with slapd_harness.SlapdServer(ldif_path, access=slapd_access, root_pw=root_pw_hash,
                                            keep=args.keep) as slapd, \
                     DifferentialNumadir(args.numadir, ldif_path, root_pw_hash,
-                                        args.keep) as numadir:
-                status = run_all(numadir.url, slapd.url, verbose)
+                                        args.keep, numadir_toml) as numadir:
+                status = run_all(numadir.url, slapd.url, verbose, test_name, known_differences,
+                                 known_operational)
         except CheckFailed as error:
-            print(f"FAIL differential_test: {error}", flush=True)
+            print(f"FAIL {test_name}: {error}", flush=True)
             return 1
-    print(f"differential_test: {time.monotonic() - started:.1f}s", flush=True)
+    print(f"{test_name}: {time.monotonic() - started:.1f}s", flush=True)
     if status != 0:
-        print("FAIL differential_test: new differences between numadir and slapd (above); "
+        print(f"FAIL {test_name}: new differences between numadir and slapd (above); "
               "fix numadir or, if slapd's answer is not the reference here, list them in "
               "KNOWN_DIFFERENCES with the reason", flush=True)
     return status
+
+
+def main() -> int:
+    return run_differential("differential_test", define_requests, SLAPD_ACCESS)
 
 
 if __name__ == "__main__":

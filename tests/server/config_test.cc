@@ -243,5 +243,63 @@ TEST_CASE("Config: threads mistakes name their key") {
         "test.toml: threads.node: only with dispatcher = \"percpu\"");
 }
 
+TEST_CASE("Config: access rules are read in order") {
+  auto config = parse(std::string(kMinimal) + R"toml(
+[[access]]
+dn = "ou=people,dc=example,dc=com"
+scope = "children"
+filter = "(objectClass=person)"
+attrs = ["userPassword", "entry"]
+by = [{ who = "self", access = "=wx" },
+      { dn = "cn=admin,dc=example,dc=com", scope = "base", access = "write" },
+      { group = "cn=admins,dc=example,dc=com", access = "read" }]
+
+[[access]]
+by = [{ who = "*", access = "read" }]
+)toml");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  REQUIRE(config->access.size() == 2);
+  const AccessRuleSpec& first = config->access[0];
+  CHECK(first.origin == "access[0]");
+  CHECK(first.dn == "ou=people,dc=example,dc=com");
+  CHECK(first.scope == DnScope::kChildren);
+  CHECK(first.filter == "(objectClass=person)");
+  CHECK(first.attrs == std::vector<std::string>{"userPassword", "entry"});
+  REQUIRE(first.by.size() == 3);
+  CHECK(first.by[0].who == "self");
+  CHECK(first.by[0].access == *parse_access("=wx"));
+  CHECK(first.by[1].dn == "cn=admin,dc=example,dc=com");
+  CHECK(first.by[1].dn_scope == DnScope::kBase);
+  CHECK(first.by[2].group == "cn=admins,dc=example,dc=com");
+  CHECK(first.by[2].access == up_to(AccessLevel::kRead));
+  CHECK(config->access[1].dn.empty());
+  CHECK(config->access[1].by[0].who == "*");
+}
+
+TEST_CASE("Config: access rule mistakes name their key") {
+  const auto error = [](const std::string& rules) {
+    return error_of(std::string(kMinimal) + rules);
+  };
+  const std::string read_all = "by = [{ who = \"*\", access = \"read\" }]\n";
+  CHECK(error_of("access = 1\n" + std::string(kMinimal)) ==
+        "test.toml: access: must be an array of tables ([[access]])");
+  CHECK(error("[[access]]\ndn = \"x\"\n" + read_all).starts_with("test.toml: access[0].dn: "));
+  CHECK(error("[[access]]\nscope = \"one\"\n" + read_all) ==
+        "test.toml: access[0].scope: set without dn");
+  CHECK(error("[[access]]\nfilter = \"(uid=\"\n" + read_all)
+            .starts_with("test.toml: access[0].filter: "));
+  CHECK(error("[[access]]\nattrs = [\"cn\"]\n") ==
+        "test.toml: access[0].by: missing (who gets which access)");
+  CHECK(error("[[access]]\nby = [{ who = \"all\", access = \"read\" }]\n")
+            .starts_with("test.toml: access[0].by[0].who: \"all\" is not a subject"));
+  CHECK(error("[[access]]\nby = [{ who = \"*\", dn = \"cn=x\", access = \"read\" }]\n") ==
+        "test.toml: access[0].by[0]: needs exactly one of who, dn or group");
+  CHECK(error("[[access]]\nby = [{ who = \"*\", access = \"manage\" }]\n")
+            .starts_with("test.toml: access[0].by[0].access: \"manage\" is not an access"));
+  CHECK(error("[[access]]\nby = [{ who = \"*\" }]\n") ==
+        "test.toml: access[0].by[0].access: missing");
+  CHECK(error("[[access]]\nto = \"*\"\n" + read_all) == "test.toml: access[0].to: unknown key");
+}
+
 }  // namespace
 }  // namespace numadir::server
