@@ -396,6 +396,10 @@ bool Listener::route_input(Connection& connection) {
       break;
     }
     const wire::LdapMessage& message = request->message();
+    if (message.op == wire::ProtocolOp::kUnbindRequest ||
+        message.op == wire::ProtocolOp::kAbandonRequest) {
+      shared_.handler->notice(message, *connection.session_);
+    }
     if (message.op == wire::ProtocolOp::kUnbindRequest) {
       connection.abandon_all();
       begin_close(connection);

@@ -59,6 +59,13 @@ class RequestHandler {
   // listener carries out itself; its views stay valid during the call. Never throws, never
   // blocks on the network: a failure becomes an LDAP result code in a response.
   virtual void handle(const wire::LdapMessage& request, Session& session, ResponseSink& sink) = 0;
+  // Called on the listener thread with each UnbindRequest and AbandonRequest, which have no
+  // response and which the listener carries out itself, just before it does (for the access
+  // log). Must not block. The default does nothing.
+  virtual void notice(const wire::LdapMessage& request, Session& session) {
+    (void)request;
+    (void)session;
+  }
 };
 
 }  // namespace numadir::listener

@@ -84,6 +84,10 @@ void append_quoted(std::string& out, std::string_view value) {
 std::string describe_request(const LdapMessage& request) {
   std::string out;
   switch (request.op) {
+    case ProtocolOp::kUnbindRequest:
+      return "UNBIND";
+    case ProtocolOp::kAbandonRequest:
+      return "ABANDON msg=" + std::to_string(request.abandon_id);
     case ProtocolOp::kBindRequest:
       out = "BIND dn=";
       append_quoted(out, request.bind_request.name);
@@ -148,6 +152,12 @@ std::unique_ptr<listener::Session> LoggingHandler::open_session(
   log_.append(log_timestamp() + "conn=" + std::to_string(info.id) + " ACCEPT from IP=" + info.peer +
               " (port " + std::to_string(info.local_port) + ")\n");
   return std::make_unique<LoggedSession>(inner_.open_session(info), info.id, log_);
+}
+
+void LoggingHandler::notice(const LdapMessage& request, listener::Session& session) {
+  const auto& logged = static_cast<LoggedSession&>(session);
+  log_.append(log_timestamp() + "conn=" + std::to_string(logged.id()) +
+              " op=" + std::to_string(request.message_id) + " " + describe_request(request) + "\n");
 }
 
 void LoggingHandler::handle(const LdapMessage& request, listener::Session& session,

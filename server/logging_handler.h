@@ -1,5 +1,6 @@
 // server/logging_handler.h: a RequestHandler that writes the access log around another one:
-// the connection opening and closing, each request and its result with the time it took.
+// the connection opening and closing, each request and its result with the time it took, and
+// the unbinds and abandons the listener carries out itself.
 // Wrapped around the OperationHandler only when logging is on, so a server without a log pays
 // nothing for it.
 //
@@ -22,6 +23,8 @@ class LoggingHandler final : public listener::RequestHandler {
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink) override;
+  // Logs UNBIND, or ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`).
+  void notice(const listener::wire::LdapMessage& request, listener::Session& session) override;
 
  private:
   listener::RequestHandler& inner_;

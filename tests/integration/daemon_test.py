@@ -143,7 +143,7 @@ def check_user(numadir, folder):
 
 def check_access_log(numadir, folder):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from numadir_harness import read_ldap_message, search_request
+    from numadir_harness import ber, ber_int, read_ldap_message, search_request, wait_for_close
     config = write_config(folder)
     with open(config, "a") as stream:
         stream.write('\n[log]\nlevel = "stats"\nfile = "access.log"\n')
@@ -153,6 +153,10 @@ def check_access_log(numadir, folder):
     sock.sendall(search_request(5, SUFFIX, scope=0))  # An empty directory: noSuchObject.
     buffer = bytearray()
     read_ldap_message(sock, buffer, timeout=10)
+    sock.sendall(ber(0x30, ber_int(0x02, 6) + ber_int(0x50, 5)))  # Abandon 5 (long done).
+    sock.sendall(ber(0x30, ber_int(0x02, 7) + ber(0x42, b"")))  # Unbind: the server closes.
+    if not wait_for_close(sock, timeout=10):
+        fail("the server did not close the connection after an UnbindRequest")
     sock.close()
     os.rename(os.path.join(folder, "access.log"), os.path.join(folder, "access.log.1"))
     process.send_signal(signal.SIGHUP)  # Reopen: later lines go to a new access.log.
@@ -161,15 +165,20 @@ def check_access_log(numadir, folder):
         time.sleep(0.05)
     if stop(process) != 0:
         fail("serve with an access log did not stop cleanly")
-    with open(os.path.join(folder, "access.log.1")) as stream:
-        text = stream.read()
+    text = ""
+    for name in ("access.log.1", "access.log"):  # The writer is asynchronous: either file.
+        if os.path.exists(os.path.join(folder, name)):
+            with open(os.path.join(folder, name)) as stream:
+                text += stream.read()
     for expected in ("ACCEPT from IP=127.0.0.1:", f'op=5 SRCH base="{SUFFIX}" scope=0',
-                     "op=5 SEARCH RESULT tag=101 err=32 nentries=0 etime="):
+                     "op=5 SEARCH RESULT tag=101 err=32 nentries=0 etime=",
+                     "op=6 ABANDON msg=5\n", "op=7 UNBIND\n"):
         if expected not in text:
             fail(f"access log lacks {expected!r}:\n{text}")
     if not os.path.exists(os.path.join(folder, "access.log")):
         fail("SIGHUP did not reopen the access log")
-    print("ok: [log] stats writes connections, requests and results; SIGHUP reopens the file")
+    print("ok: [log] stats writes connections, requests, results, abandons and unbinds; SIGHUP "
+          "reopens the file")
 
 
 def main():

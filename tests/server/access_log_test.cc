@@ -132,6 +132,13 @@ TEST_CASE("LoggingHandler: logs the connection and each operation with its resul
     bind.reset(2, ProtocolOp::kBindRequest);
     bind.bind_request.name = "uid=a,dc=x";
     handler.handle(bind, *session, sink);
+    LdapMessage abandon;
+    abandon.reset(3, ProtocolOp::kAbandonRequest);
+    abandon.abandon_id = 1;
+    handler.notice(abandon, *session);
+    LdapMessage unbind;
+    unbind.reset(4, ProtocolOp::kUnbindRequest);
+    handler.notice(unbind, *session);
     session.reset();
     (*log)->flush();
     const std::string text = read_file(dir / "access.log");
@@ -142,6 +149,9 @@ TEST_CASE("LoggingHandler: logs the connection and each operation with its resul
           std::string::npos);
     CHECK(text.find("conn=7 op=2 BIND dn=\"uid=a,dc=x\" method=128\n") != std::string::npos);
     CHECK(text.find("conn=7 op=2 RESULT tag=97 err=49 etime=") != std::string::npos);
+    CHECK(text.find("conn=7 op=3 ABANDON msg=1\n") != std::string::npos);
+    CHECK(text.find("conn=7 op=4 UNBIND\n") != std::string::npos);
+    CHECK(text.find("conn=7 op=4 UNBIND\n") < text.find("conn=7 closed\n"));
     CHECK(text.find("conn=7 closed\n") != std::string::npos);
     CHECK(text.find("ENTRY") == std::string::npos);
   }
