@@ -4,6 +4,7 @@
 // Thread contract: each runs on the main thread of a short-lived process.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <iosfwd>
 #include <optional>
@@ -53,6 +54,21 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
 
 // Loads the config, the schema files it names and opens nothing else; reports every problem.
 int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);
+
+struct StatsOptions {
+  std::string url = "ldap://127.0.0.1:389";
+  std::string bind_dn;                       // -D; empty: anonymous (cn=Monitor is then hidden).
+  std::optional<std::string> password;       // -w
+  std::optional<std::string> password_file;  // -y: the file's contents, less a final newline.
+  double interval_s = 1.0;
+  std::optional<std::uint64_t> count;  // Stop after this many views; none: until interrupted.
+  bool once = false;                   // One view (rates over one interval), then exit.
+  bool terminal = false;               // Redraw in place (ANSI) instead of printing blocks.
+};
+// Reads cn=Monitor of a running server every interval and prints a top-like view: auths/s,
+// requests/s per listener and per worker, queue depths, CPU% per thread. Exits 1 when the
+// server cannot be reached or read (cn=Monitor is for the rootdn only), 2 for bad options.
+int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err);
 
 struct TopologyOptions {
   std::optional<std::string> synthetic;         // An hwloc synthetic description.

@@ -1,6 +1,7 @@
 // numadir: the directory server's command line: `serve` runs the server; the other subcommands
 // work on a directory's files directly, except `topology`, which prints the CPU topology and the
-// thread placement plan.
+// thread placement plan, and `stats`, which watches a running server over LDAP.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -76,6 +77,28 @@ int main(int argc, char** argv) {
   CLI::Option* topology_config_option = topology->add_option(
       "-c,--config", topology_config, "Config file whose [threads] to plan (default: auto)");
 
+  StatsOptions stats_options;
+  CLI::App* stats =
+      app.add_subcommand("stats", "Show a running server's counters live, like top (cn=Monitor)");
+  stats->add_option("-H,--uri", stats_options.url, "The server's LDAP URL")->capture_default_str();
+  stats->add_option("-D,--bind-dn", stats_options.bind_dn, "Bind DN (the rootdn)");
+  std::string stats_password;
+  std::string stats_password_file;
+  CLI::Option* stats_password_option =
+      stats->add_option("-w,--password", stats_password, "Bind password");
+  CLI::Option* stats_file_option = stats->add_option("-y,--password-file", stats_password_file,
+                                                     "Read the bind password from a file");
+  stats_password_option->excludes(stats_file_option);
+  stats->add_option("--interval", stats_options.interval_s, "Seconds between views")
+      ->capture_default_str();
+  std::uint64_t stats_count = 0;
+  CLI::Option* stats_count_option =
+      stats->add_option("--count", stats_count, "Stop after this many views")
+          ->check(CLI::PositiveNumber);
+  CLI::Option* stats_once_option =
+      stats->add_flag("--once", stats_options.once, "One view, then exit");
+  stats_once_option->excludes(stats_count_option);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -103,6 +126,19 @@ int main(int argc, char** argv) {
       passwd_options.secret_file = secret_file;
     }
     return run_passwd(passwd_options, std::cin, std::cout, std::cerr);
+  }
+  if (stats->parsed()) {
+    if (stats_password_option->count() > 0) {
+      stats_options.password = stats_password;
+    }
+    if (stats_file_option->count() > 0) {
+      stats_options.password_file = stats_password_file;
+    }
+    if (stats_count_option->count() > 0) {
+      stats_options.count = stats_count;
+    }
+    stats_options.terminal = isatty(STDOUT_FILENO) != 0;
+    return run_stats(stats_options, std::cout, std::cerr);
   }
   if (topology->parsed()) {
     if (synthetic_option->count() > 0) {
