@@ -76,7 +76,7 @@ void Connection::finish_operation(std::int32_t message_id, std::string_view last
     MutexLock lock(mu_);
     forget_operation(message_id);
     if (!last_bytes.empty() && !output_failed_.load(std::memory_order_relaxed)) {
-      out_.append(last_bytes);
+      append_output(last_bytes);
       write_now = !writing_;
       writing_ = true;
     }
@@ -118,7 +118,7 @@ void Connection::send_bytes(std::string_view bytes) {
     if (output_failed_.load(std::memory_order_relaxed)) {
       return;
     }
-    out_.append(bytes);
+    append_output(bytes);
     if (writing_) {
       return;  // The current writer (or the owner's EPOLLOUT) takes these bytes too.
     }
@@ -178,6 +178,54 @@ bool Connection::write_pending() {
     }
     chunk.clear();
   }
+}
+
+void Connection::append_output(std::string_view bytes) {
+  if (tls_ == nullptr) {
+    out_.append(bytes);
+    return;
+  }
+  if (!tls_->output(bytes, out_).ok()) {
+    output_failed_.store(true, std::memory_order_release);
+  }
+}
+
+void Connection::start_tls(std::unique_ptr<TlsChannel> channel) {
+  MutexLock lock(mu_);
+  tls_ = std::move(channel);
+  tls_started_ = true;
+}
+
+TlsChannel::InputResult Connection::tls_input(std::string_view cipher) {
+  bool write_now = false;
+  TlsChannel::InputResult result;
+  {
+    MutexLock lock(mu_);
+    result = tls_->input(cipher, input_, out_);
+    if (!out_.empty() && !writing_ && !output_failed_.load(std::memory_order_relaxed)) {
+      writing_ = true;
+      write_now = true;
+    }
+  }
+  if (write_now && !write_pending()) {
+    owner_.notify(info_.id);  // Blocked or failed: the owner takes over or closes.
+  }
+  return result;
+}
+
+bool Connection::tls_handshake_done() const {
+  MutexLock lock(mu_);
+  return tls_ != nullptr && tls_->handshake_done();
+}
+
+TlsPeer Connection::tls_peer() const {
+  MutexLock lock(mu_);
+  return tls_->peer();
+}
+
+std::string Connection::tls_error() const {
+  MutexLock lock(mu_);
+  return tls_ == nullptr ? std::string() : tls_->error();
 }
 
 bool Connection::output_blocked() const {

@@ -19,6 +19,7 @@
 
 #include "base/thread_annotations.h"
 #include "listener/request_handler.h"
+#include "listener/tls.h"
 
 namespace numadir::listener {
 
@@ -88,6 +89,20 @@ class Connection {
   // Bytes written and waiting: a reader that does not read holds this much.
   std::size_t pending_output_bytes() const;
 
+  // --- TLS (owner thread only): responses are encrypted by whoever queues them. ---
+
+  // Starts TLS: every byte queued after this is encrypted, every byte read is to be fed to
+  // tls_input(). Bytes queued before (a StartTLS response) go out in plaintext, in order.
+  void start_tls(std::unique_ptr<TlsChannel> channel);
+  bool tls_started() const { return tls_started_; }
+  // Feeds ciphertext read from the socket: appends the plaintext to input_ and sends what TLS
+  // has to send (handshake messages, alerts).
+  TlsChannel::InputResult tls_input(std::string_view cipher);
+  // Returns: whether the handshake has finished; its peer (Requires: it has) and the failure.
+  bool tls_handshake_done() const;
+  TlsPeer tls_peer() const;
+  std::string tls_error() const;
+
   // --- Owner thread only. ---
   std::string input_;                          // Owner: listener. Bytes read, not yet framed.
   std::deque<std::unique_ptr<Request>> held_;  // Owner: listener. Waiting for their turn.
@@ -97,6 +112,8 @@ class Connection {
   bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
   bool reading_paused_ = false;                // Owner: listener. Backpressure.
   std::int64_t last_read_ms_ = 0;              // Owner: listener. Steady clock, for idle_timeout.
+  // Owner: listener. Steady clock: the TLS handshake must be done by then (0: none pending).
+  std::int64_t handshake_deadline_ms_ = 0;
 
  private:
   static constexpr std::uint64_t kWatchBit = 1;
@@ -104,6 +121,9 @@ class Connection {
 
   // Writes `out_` until done or EAGAIN, as the single writer. Returns true when all is written.
   bool write_pending();
+  // Appends response bytes to out_, encrypted once TLS has started; a TLS failure fails the
+  // output.
+  void append_output(std::string_view bytes) NUMADIR_REQUIRES(mu_);
   // Removes `message_id` from the running and abandoned lists.
   void forget_operation(std::int32_t message_id) NUMADIR_REQUIRES(mu_);
 
@@ -127,6 +147,8 @@ class Connection {
   bool blocked_ NUMADIR_GUARDED_BY(mu_) = false;  // The socket was full: the owner writes.
   std::vector<std::int32_t> running_ids_ NUMADIR_GUARDED_BY(mu_);
   std::vector<std::int32_t> abandoned_ids_ NUMADIR_GUARDED_BY(mu_);
+  std::unique_ptr<TlsChannel> tls_ NUMADIR_GUARDED_BY(mu_);  // Set once by the owner.
+  bool tls_started_ = false;                                 // Owner: tls_ != nullptr.
 };
 
 }  // namespace numadir::listener

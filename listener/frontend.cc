@@ -126,6 +126,11 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
         "queue capacity must be 1.." +
         std::to_string(threadpool::BoundedQueue<threadpool::Task>::kMaxCapacity));
   }
+  for (const ListenUrl& url : options.urls) {
+    if (url.scheme == "ldaps" && options.tls == nullptr) {
+      return invalid_argument(url.to_string() + " needs TLS settings (a [tls] section)");
+    }
+  }
   const std::vector<PoolLayout> pools = layout(options);
   std::size_t listeners = 0;
   for (const PoolLayout& pool : pools) {
@@ -161,6 +166,10 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
     frontend->bound_urls_.push_back(bound);
   }
   frontend->shared_.handler = &handler;
+  frontend->shared_.tls = options.tls;
+  for (const ListenUrl& url : options.urls) {
+    frontend->shared_.tls_urls.push_back(url.scheme == "ldaps");
+  }
   frontend->shared_.limits = options.limits;
   frontend->dispatcher_ = options.dispatcher;
   std::size_t next_listener = 0;

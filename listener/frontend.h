@@ -39,6 +39,9 @@ struct FrontendOptions {
   std::size_t workers = 2;    // Worker threads.
   std::size_t queue_capacity = 4096;
   ListenerLimits limits;
+  // TLS for ldaps:// URLs and StartTLS; nullptr: none (an ldaps:// URL is then an error).
+  // Requires: it outlives the Frontend.
+  TlsContext* tls = nullptr;
 };
 
 class Frontend {

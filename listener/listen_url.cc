@@ -30,11 +30,14 @@ Result<ListenUrl> parse_listen_url(std::string_view text) {
   ListenUrl url;
   const std::size_t colon_slashes = text.find("://");
   if (colon_slashes == std::string_view::npos) {
-    return bad_url(text, "expected ldap://address:port");
+    return bad_url(text, "expected ldap://address:port or ldaps://address:port");
   }
   url.scheme = std::string(text.substr(0, colon_slashes));
-  if (url.scheme != "ldap") {
-    return bad_url(text, "unsupported scheme \"" + url.scheme + "\" (ldap)");
+  if (url.scheme != "ldap" && url.scheme != "ldaps") {
+    return bad_url(text, "unsupported scheme \"" + url.scheme + "\" (ldap or ldaps)");
+  }
+  if (url.scheme == "ldaps") {
+    url.port = 636;
   }
   std::string_view rest = text.substr(colon_slashes + 3);
   if (!rest.empty() && rest.back() == '/') {

@@ -1,5 +1,5 @@
 // listener/listen_url.h: listen URLs as written in numadir.toml ("ldap://127.0.0.1:389",
-// "ldap://[::1]:1389", "ldap://:389" for every address).
+// "ldap://[::1]:1389", "ldap://:389" for every address, "ldaps://:636").
 //
 // Thread contract: values; parse on any thread.
 #pragma once
@@ -13,7 +13,7 @@
 namespace numadir::listener {
 
 struct ListenUrl {
-  std::string scheme;        // "ldap" (ldaps comes with TLS).
+  std::string scheme;        // "ldap", or "ldaps": TLS from the first byte (default port 636).
   std::string host;          // Numeric address; empty = every address (IPv6 any, dual stack).
   std::uint16_t port = 389;  // 0 = the kernel picks one (tests).
 

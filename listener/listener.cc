@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -189,7 +190,7 @@ void Listener::run() {
     int timeout_ms = -1;
     if (!stalled_.empty()) {
       timeout_ms = 1;
-    } else if (shared_.limits.idle_timeout_s != 0 && !connections_.empty()) {
+    } else if ((shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || handshakes_ > 0) {
       timeout_ms = 1000;
     }
     const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
@@ -200,7 +201,8 @@ void Listener::run() {
         std::uint64_t count = 0;
         [[maybe_unused]] const ssize_t r = ::read(event_fd_, &count, sizeof(count));
       } else if (tag < kListenTagBase + listen_fds_.size()) {
-        accept_all(listen_fds_[tag - kListenTagBase]);
+        const std::size_t index = tag - kListenTagBase;
+        accept_all(listen_fds_[index], index < shared_.tls_urls.size() && shared_.tls_urls[index]);
       } else {
         Connection& connection = *static_cast<Connection*>(events[i].data.ptr);
         if (connection.closing_) {
@@ -218,10 +220,13 @@ void Listener::run() {
       }
     }
     graveyard_.clear();  // No event of this batch refers to them any more.
-    if (shared_.limits.idle_timeout_s != 0) {
+    if (shared_.limits.idle_timeout_s != 0 || handshakes_ > 0) {
       const std::int64_t now_ms = steady_ms();
       if (now_ms >= next_idle_check_ms_) {
-        close_idle(now_ms);
+        if (shared_.limits.idle_timeout_s != 0) {
+          close_idle(now_ms);
+        }
+        close_stalled_handshakes(now_ms);
         next_idle_check_ms_ = now_ms + 1000;
       }
     }
@@ -235,7 +240,7 @@ void Listener::run() {
   }
 }
 
-void Listener::accept_all(int listen_fd) {
+void Listener::accept_all(int listen_fd, bool tls) {
   for (;;) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
@@ -272,7 +277,20 @@ void Listener::accept_all(int listen_fd) {
     info.id = shared_.next_connection_id.fetch_add(1, std::memory_order_relaxed);
     info.peer = peer_name(address);
     info.local_port = local_port(fd);
+    info.tls = tls;
+    SSL* ssl = nullptr;
+    if (tls && (shared_.tls == nullptr || (ssl = shared_.tls->new_ssl()) == nullptr)) {
+      ::close(fd);
+      threadpool::owner_add(counters_.refused);
+      continue;
+    }
     auto connection = std::make_unique<Connection>(fd, std::move(info), *this);
+    if (ssl != nullptr) {
+      connection->start_tls(std::make_unique<TlsChannel>(ssl));
+      connection->handshake_deadline_ms_ =
+          steady_ms() + std::int64_t{1000} * shared_.tls->settings().handshake_timeout_s;
+      ++handshakes_;
+    }
     connection->session_ = shared_.handler->open_session(connection->info());
     epoll_event event{};
     event.events = EPOLLIN;
@@ -300,7 +318,15 @@ void Listener::on_readable(Connection& connection) {
     // Into the listener's buffer, then appended: growing input_ by resize() would zero it.
     const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
-      connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
+      if (connection.tls_started()) {
+        if (!on_tls_input(connection,
+                          std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)))) {
+          begin_close(connection);
+          return;
+        }
+      } else {
+        connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
+      }
       threadpool::owner_add(counters_.bytes_received, static_cast<std::uint64_t>(n));
       if (shared_.limits.idle_timeout_s != 0) {
         connection.last_read_ms_ = steady_ms();
@@ -419,6 +445,22 @@ bool Listener::route_input(Connection& connection) {
       }
       continue;
     }
+    if (message.op == wire::ProtocolOp::kExtendedRequest &&
+        message.extended.name == wire::kStartTlsOid && shared_.tls != nullptr) {
+      threadpool::owner_add(counters_.requests);
+      start_tls(connection, message);
+      if (connection.tls_started()) {
+        // Whatever the client sent after the request is already TLS.
+        std::string rest_bytes(input.substr(consumed));
+        connection.input_.clear();
+        if (!rest_bytes.empty() && !on_tls_input(connection, rest_bytes)) {
+          begin_close(connection);
+          return false;
+        }
+        return open;
+      }
+      continue;
+    }
     if (!is_request(message.op)) {
       protocol_error(connection,
                      "a client sent " + std::string(wire::protocol_op_name(message.op)));
@@ -477,6 +519,10 @@ void Listener::protocol_error(Connection& connection, std::string_view why) {
 void Listener::begin_close(Connection& connection) {
   if (!connection.closing_) {
     connection.closing_ = true;
+    if (connection.handshake_deadline_ms_ != 0) {
+      connection.handshake_deadline_ms_ = 0;
+      --handshakes_;
+    }
     connection.abandon_all();
     connection.held_.clear();
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd(), nullptr);
@@ -536,6 +582,64 @@ void Listener::on_notified(std::uint64_t connection_id) {
     set_interest(connection);
   }
   pump(connection);
+}
+
+bool Listener::on_tls_input(Connection& connection, std::string_view cipher) {
+  const TlsChannel::InputResult result = connection.tls_input(cipher);
+  if (connection.handshake_deadline_ms_ != 0 && connection.tls_handshake_done()) {
+    connection.handshake_deadline_ms_ = 0;
+    --handshakes_;
+    shared_.handler->tls_established(*connection.session_, connection.tls_peer());
+  }
+  if (result == TlsChannel::InputResult::kFailed) {
+    std::fprintf(stderr, "numadir: conn=%llu: TLS: %s\n",
+                 static_cast<unsigned long long>(connection.id()), connection.tls_error().c_str());
+  }
+  return result == TlsChannel::InputResult::kOk;
+}
+
+void Listener::start_tls(Connection& connection, const wire::LdapMessage& request) {
+  wire::LdapMessage response;
+  response.reset(request.message_id, wire::ProtocolOp::kExtendedResponse);
+  response.extended.name = wire::kStartTlsOid;
+  SSL* ssl = nullptr;
+  if (connection.tls_started()) {
+    response.result.code = wire::ResultCode::kOperationsError;
+    response.result.diagnostic_message = "TLS already started";
+  } else if (connection.operations() > 0 || !connection.held_.empty()) {
+    response.result.code = wire::ResultCode::kOperationsError;
+    response.result.diagnostic_message = "other operations are outstanding";
+  } else if ((ssl = shared_.tls->new_ssl()) == nullptr) {
+    response.result.code = wire::ResultCode::kUnavailable;
+    response.result.diagnostic_message = "TLS is not available";
+  }
+  wire::BerWriter writer;
+  wire::encode_message(response, writer);
+  // In plaintext: TLS starts with the first byte after this response (RFC 4511 §4.14.2).
+  connection.send_bytes(writer.view());
+  if (ssl != nullptr) {
+    connection.start_tls(std::make_unique<TlsChannel>(ssl));
+    connection.handshake_deadline_ms_ =
+        steady_ms() + std::int64_t{1000} * shared_.tls->settings().handshake_timeout_s;
+    ++handshakes_;
+  }
+}
+
+void Listener::close_stalled_handshakes(std::int64_t now_ms) {
+  if (handshakes_ == 0) {
+    return;
+  }
+  std::vector<Connection*> stalled;
+  for (const auto& [id, connection] : connections_) {
+    if (!connection->closing_ && connection->handshake_deadline_ms_ != 0 &&
+        now_ms >= connection->handshake_deadline_ms_) {
+      stalled.push_back(connection.get());
+    }
+  }
+  for (Connection* connection : stalled) {
+    begin_close(*connection);
+  }
+  graveyard_.clear();
 }
 
 void Listener::close_idle(std::int64_t now_ms) {

@@ -22,6 +22,7 @@
 #include "base/cache_line.h"
 #include "listener/connection.h"
 #include "listener/request_handler.h"
+#include "listener/tls.h"
 #include "threadpool/thread_counters.h"
 #include "threadpool/worker_pool.h"
 
@@ -50,6 +51,9 @@ struct alignas(kCacheLineSize) ListenerCounters {
 // What every listener of one server shares.
 struct ListenerShared {
   RequestHandler* handler = nullptr;
+  TlsContext* tls = nullptr;  // nullptr: no TLS (StartTLS goes to the handler, which refuses).
+  // Per listen URL, in the order of every listener's sockets: TLS from the first byte (ldaps).
+  std::vector<bool> tls_urls;
   ListenerLimits limits;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> connections{0};
@@ -82,7 +86,13 @@ class Listener {
 
  private:
   void run();
-  void accept_all(int listen_fd);
+  void accept_all(int listen_fd, bool tls);
+  // Feeds what was read to the connection's TLS; tells the handler when the handshake ends.
+  // Returns: false when the connection is to be closed (a TLS failure or close_notify).
+  bool on_tls_input(Connection& connection, std::string_view cipher);
+  // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
+  void start_tls(Connection& connection, const wire::LdapMessage& request);
+  void close_stalled_handshakes(std::int64_t now_ms);
   void on_readable(Connection& connection);
   // Starts or holds what the connection has read, as far as its rules allow; watches the
   // connection when it waits for workers.
@@ -124,6 +134,7 @@ class Listener {
   std::vector<std::uint64_t> stalled_;  // Connections whose request the full pool refused.
   bool draining_ = false;               // Stopping: no accepts, no reads.
   std::int64_t next_idle_check_ms_ = 0;
+  std::size_t handshakes_ = 0;  // Connections whose TLS handshake is in progress.
   // Shared: connection ids from notify(). When it is full, rescan_ asks for a look at every
   // connection instead.
   boost::lockfree::queue<std::uint64_t, boost::lockfree::fixed_sized<true>> mailbox_{65000};

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
 
 namespace numadir::listener {
@@ -65,6 +66,12 @@ class RequestHandler {
   virtual void notice(const wire::LdapMessage& request, Session& session) {
     (void)request;
     (void)session;
+  }
+  // Called on the listener thread when the connection's TLS handshake has finished (ldaps://
+  // or after StartTLS), before any request sent over TLS is handled. The default does nothing.
+  virtual void tls_established(Session& session, const TlsPeer& peer) {
+    (void)session;
+    (void)peer;
   }
 };
 

@@ -1,5 +1,6 @@
 // server/bind_operation.cc: the Bind operation (RFC 4511 §4.2, RFC 4513 §5): anonymous, simple
-// with the rootdn's password or an entry's userPassword; SASL is not offered.
+// with the rootdn's password or an entry's userPassword; SASL EXTERNAL over TLS with a client
+// certificate (RFC 4513 §5.2.3) when TLS is configured.
 //
 // Privacy: a simple bind that fails for any reason tied to the name or the password (bad DN
 // syntax, no such entry, no userPassword, a wrong password, a stored value we cannot read)
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "backend/password_scheme.h"
+#include "server/external_map.h"
 #include "server/operation_handler.h"
 
 namespace numadir::server {
@@ -50,6 +52,10 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     return;
   }
   if (bind.method == BindMethod::kSasl) {
+    if (bind.sasl_mechanism == "EXTERNAL" && options_.tls) {
+      bind_external(request, session, sink);
+      return;
+    }
     send_result(
         request,
         OwnedResult::error(ResultCode::kAuthMethodNotSupported, "SASL mechanism not supported"),
@@ -71,6 +77,15 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     }
     // RFC 4513 §5.1.2: the name is not checked and the connection stays anonymous.
     send_result(request, OwnedResult::success(), sink);
+    return;
+  }
+
+  if (options_.simple_bind_requires_tls && !session.has_tls()) {
+    // RFC 4513 §5.1.3 / §6.3.3: a password is never accepted in the clear.
+    send_result(request,
+                OwnedResult::error(ResultCode::kConfidentialityRequired,
+                                   "TLS confidentiality required for simple binds"),
+                sink);
     return;
   }
 
@@ -120,6 +135,46 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
   }
   session.set_identity(bind.name, ndn, /*root=*/false);
   operation_counters_.count_auth();
+  send_result(request, OwnedResult::success(), sink);
+}
+
+void OperationHandler::bind_external(const LdapMessage& request, ServerSession& session,
+                                     listener::ResponseSink& sink) const {
+  // RFC 4513 §5.2.3: the identity comes from the TLS client certificate.
+  const std::optional<listener::TlsPeer> peer = session.tls();
+  if (!peer.has_value() || !peer->has_certificate || !peer->verified) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kInappropriateAuthentication,
+                                   peer.has_value() && peer->has_certificate
+                                       ? "client certificate not verified"
+                                       : "no TLS client certificate"),
+                sink);
+    return;
+  }
+  Result<std::string> dn = expand_external_map(options_.external_map, *peer);
+  Result<std::string> ndn = dn.ok() ? normalize_dn(*dn) : Result<std::string>(dn.status());
+  if (!ndn.ok() || ndn->empty()) {
+    send_result(request,
+                OwnedResult::error(ResultCode::kInvalidCredentials,
+                                   "client certificate subject does not map to a DN"),
+                sink);
+    return;
+  }
+  // An authorization identity, if any, must be the authenticated one (no proxy authorization).
+  const std::optional<std::string_view> authzid = request.bind_request.sasl_credentials;
+  if (authzid.has_value() && !authzid->empty()) {
+    Result<std::string> asked = authzid->starts_with("dn:")
+                                    ? normalize_dn(authzid->substr(3))
+                                    : Result<std::string>(invalid_argument(""));
+    if (!asked.ok() || *asked != *ndn) {
+      send_result(request,
+                  OwnedResult::error(ResultCode::kInsufficientAccessRights,
+                                     "authorization identity not permitted"),
+                  sink);
+      return;
+    }
+  }
+  session.set_identity(*dn, *ndn, /*root=*/!root_ndn_.empty() && *ndn == root_ndn_);
   send_result(request, OwnedResult::success(), sink);
 }
 

@@ -511,6 +511,67 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
   }
 }
 
+// [tls]: certificate and key (required), CAs for client certificates, protocol and cipher
+// policy, the client certificate mode, SASL EXTERNAL's mapping and RFC 4513 options.
+void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
+               Problems& problems) {
+  check_keys(table, "tls",
+             {"certificate", "key", "ca_file", "ca_dir", "min_version", "ciphers", "ciphersuites",
+              "verify_client", "external_map", "handshake_timeout", "simple_bind_requires_tls"},
+             problems);
+  listener::TlsSettings& tls = config.tls.emplace();
+  std::string text;
+  const auto path = [&](std::string_view key, std::filesystem::path& out, bool required) {
+    if (get_string(table, "tls", key, text, problems)) {
+      const std::filesystem::path value(text);
+      out = value.is_absolute() ? value : base_dir / value;
+    } else if (required && !problems.any()) {
+      problems.add("tls." + std::string(key), "missing");
+    }
+  };
+  path("certificate", tls.certificate, true);
+  path("key", tls.key, true);
+  path("ca_file", tls.ca_file, false);
+  path("ca_dir", tls.ca_dir, false);
+  if (get_string(table, "tls", "min_version", text, problems)) {
+    if (text == "1.3") {
+      tls.tls13_only = true;
+    } else if (text != "1.2") {
+      problems.add("tls.min_version", "must be \"1.2\" or \"1.3\"");
+    }
+  }
+  get_string(table, "tls", "ciphers", tls.ciphers, problems);
+  get_string(table, "tls", "ciphersuites", tls.ciphersuites, problems);
+  if (get_string(table, "tls", "verify_client", text, problems)) {
+    if (text == "never") {
+      tls.client_certificates = listener::ClientCertificates::kNever;
+    } else if (text == "allow") {
+      tls.client_certificates = listener::ClientCertificates::kAllow;
+    } else if (text == "demand") {
+      tls.client_certificates = listener::ClientCertificates::kDemand;
+    } else {
+      problems.add("tls.verify_client", "must be \"never\", \"allow\" or \"demand\"");
+    }
+    if (tls.client_certificates == listener::ClientCertificates::kDemand && tls.ca_file.empty() &&
+        tls.ca_dir.empty()) {
+      problems.add("tls.verify_client", "\"demand\" needs tls.ca_file or tls.ca_dir");
+    }
+  }
+  if (get_string(table, "tls", "external_map", config.external_map, problems)) {
+    if (config.external_map.empty()) {
+      problems.add("tls.external_map", "must not be empty (default \"{subject}\")");
+    }
+  }
+  std::uint64_t number = 0;
+  if (get_count(table, "tls", "handshake_timeout", 3600, number, problems)) {
+    if (number == 0) {
+      problems.add("tls.handshake_timeout", "must be at least 1");
+    }
+    tls.handshake_timeout_s = static_cast<std::uint32_t>(number);
+  }
+  get_bool(table, "tls", "simple_bind_requires_tls", config.simple_bind_requires_tls, problems);
+}
+
 // [[access]]: the ordered access rules (server/access_control.h). Their attribute names and DNs
 // are checked against the schema when the server builds them (OperationHandler).
 void parse_access_rules(const toml::node& node, Config& config, Problems& problems) {
@@ -628,9 +689,10 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   const toml::table& root = parsed.table();
   Problems problems(origin);
-  check_keys(root, "",
-             {"database", "schema", "passwords", "server", "limits", "log", "threads", "access"},
-             problems);
+  check_keys(
+      root, "",
+      {"database", "schema", "passwords", "server", "limits", "log", "threads", "access", "tls"},
+      problems);
 
   Config config;
   if (const toml::table* database = get_table(root, "database", problems)) {
@@ -694,8 +756,16 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   if (const toml::table* threads = get_table(root, "threads", problems)) {
     parse_threads(*threads, config, problems);
   }
+  if (const toml::table* tls = get_table(root, "tls", problems)) {
+    parse_tls(*tls, base_dir, config, problems);
+  }
   if (config.server.listen.empty()) {
     config.server.listen.push_back(listener::ListenUrl{"ldap", "", 389});
+  }
+  for (const listener::ListenUrl& url : config.server.listen) {
+    if (url.scheme == "ldaps" && !config.tls.has_value()) {
+      problems.add("server.listen", url.to_string() + " needs a [tls] section");
+    }
   }
   if (problems.any()) {
     return problems.status();

@@ -49,6 +49,19 @@
 //         { who = "*", access = "auth" }]  # none disclose auth compare search read write, =wrscxd
 //   (none: the default policy; with rules, anything no rule grants is denied)
 //
+//   [tls]                                # ldaps:// URLs and StartTLS
+//   certificate = "server.crt"           # PEM: the server certificate, then its chain
+//   key = "server.key"                   # PEM private key
+//   ca_file = "ca.crt"                   # CAs for client certificates (or ca_dir: hashed dir)
+//   min_version = "1.2"                  # "1.2" or "1.3"
+//   ciphers = ""                         # TLS 1.2 cipher list (empty: OpenSSL's default)
+//   ciphersuites = ""                    # TLS 1.3 suites (empty: OpenSSL's default)
+//   verify_client = "never"              # never | allow | demand (client certificates)
+//   external_map = "{subject}"           # SASL EXTERNAL identity: the subject DN, or a
+//                                        # template like "uid={cn},ou=people,dc=example,dc=com"
+//   handshake_timeout = 10               # seconds to finish the TLS handshake
+//   simple_bind_requires_tls = false     # true: simple binds without TLS get 13
+//
 //   [threads]
 //   dispatcher = "percpu"                # per-NUMA-node listeners and pinned worker pools, or
 //                                        # "single": one listener, one mutex+condvar queue,
@@ -63,11 +76,13 @@
 #pragma once
 
 #include "listener/listen_url.h"
+#include "listener/tls.h"
 #include "server/access_control.h"
 #include "server/access_log.h"
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,7 +130,10 @@ struct Config {
   LogLevel log_level = LogLevel::kOff;
   std::filesystem::path log_file = "-";
   ThreadSettings threads;
-  std::vector<AccessRuleSpec> access;  // [[access]], in order; empty: the default policy.
+  std::vector<AccessRuleSpec> access;        // [[access]], in order; empty: the default policy.
+  std::optional<listener::TlsSettings> tls;  // [tls]; none: no ldaps://, no StartTLS.
+  std::string external_map = "{subject}";    // SASL EXTERNAL: client certificate subject -> DN.
+  bool simple_bind_requires_tls = false;     // RFC 4513 §5.1.3 / slapd `security simple_bind`.
 };
 
 // Parses numadir.toml text. Relative paths are taken relative to `base_dir`.

@@ -160,6 +160,20 @@ void LoggingHandler::notice(const LdapMessage& request, listener::Session& sessi
               " op=" + std::to_string(request.message_id) + " " + describe_request(request) + "\n");
 }
 
+void LoggingHandler::tls_established(listener::Session& session, const listener::TlsPeer& peer) {
+  auto& logged = static_cast<LoggedSession&>(session);
+  std::string line = log_timestamp() + "conn=" + std::to_string(logged.id()) +
+                     " TLS established tls_proto=" + peer.protocol + " tls_cipher=" + peer.cipher +
+                     (peer.resumed ? " resumed" : "");
+  if (peer.has_certificate) {
+    line += " peer=";
+    append_quoted(line, peer.subject);
+    line += peer.verified ? " verified" : " unverified";
+  }
+  log_.append(line + "\n");
+  inner_.tls_established(logged.inner(), peer);
+}
+
 void LoggingHandler::handle(const LdapMessage& request, listener::Session& session,
                             listener::ResponseSink& sink) {
   auto& logged = static_cast<LoggedSession&>(session);

@@ -25,6 +25,8 @@ class LoggingHandler final : public listener::RequestHandler {
               listener::ResponseSink& sink) override;
   // Logs UNBIND, or ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`).
   void notice(const listener::wire::LdapMessage& request, listener::Session& session) override;
+  // Logs the TLS handshake (protocol, cipher, client certificate) and tells the inner handler.
+  void tls_established(listener::Session& session, const listener::TlsPeer& peer) override;
 
  private:
   listener::RequestHandler& inner_;

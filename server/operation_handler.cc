@@ -90,7 +90,7 @@ OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions
       verify_policy_{.allow_cleartext = options_.allow_cleartext_passwords},
       user_password_type_(directory.schema().attribute_type("userPassword")),
       root_dse_(make_root_dse(
-          RootDseOptions{directory.options().suffix, options_.vendor_version, /*start_tls=*/false,
+          RootDseOptions{directory.options().suffix, options_.vendor_version, options_.tls,
                          options_.monitor != nullptr ? std::string(kMonitorDn) : std::string()})),
       subschema_(make_subschema_entry(directory.schema(), std::chrono::system_clock::now())),
       subschema_ndn_(schema::Dn::parse(kSubschemaEntryDn)->normalized(&dn_normalizer_)),
@@ -202,6 +202,10 @@ bool OperationHandler::discloses(const Requester& who, std::string_view dn) cons
 }
 
 OperationHandler::~OperationHandler() = default;
+
+void OperationHandler::tls_established(listener::Session& session, const listener::TlsPeer& peer) {
+  static_cast<ServerSession&>(session).set_tls(peer);
+}
 
 std::unique_ptr<listener::Session> OperationHandler::open_session(
     const listener::ConnectionInfo& info) {

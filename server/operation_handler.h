@@ -62,6 +62,13 @@ struct HandlerOptions {
   std::string vendor_version;  // e.g. "numadir 0.1.0"; vendorVersion of the root DSE.
   // cn=Monitor's data (server/monitor.h), outliving the handler; nullptr: no cn=Monitor.
   const Monitor* monitor = nullptr;
+  // TLS is configured (ldaps:// or StartTLS): the root DSE lists StartTLS and SASL EXTERNAL.
+  bool tls = false;
+  // SASL EXTERNAL: the identity's DN from the client certificate's subject (expand_external_map).
+  std::string external_map = "{subject}";
+  // RFC 4513 §5.1.3: a simple bind with a password over a connection without TLS gets
+  // confidentialityRequired (13).
+  bool simple_bind_requires_tls = false;
   // The config's [[access]] rules (server/access_control.h); empty: the default policy.
   std::vector<AccessRuleSpec> access_rules;
 };
@@ -90,12 +97,16 @@ class OperationHandler final : public listener::RequestHandler {
   // are dropped.
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink) override;
+  // Records the connection's TLS (and client certificate) in its ServerSession.
+  void tls_established(listener::Session& session, const listener::TlsPeer& peer) override;
   // Returns: the operations handle() ran so far, by kind, and the successful binds.
   OperationTotals operation_totals() const;
 
  private:
   void bind(const listener::wire::LdapMessage& request, ServerSession& session,
             listener::ResponseSink& sink) const;
+  void bind_external(const listener::wire::LdapMessage& request, ServerSession& session,
+                     listener::ResponseSink& sink) const;
   void search(const listener::wire::LdapMessage& request, ServerSession& session,
               listener::ResponseSink& sink) const;
   void compare(const listener::wire::LdapMessage& request, const Identity& who,

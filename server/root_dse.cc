@@ -30,6 +30,9 @@ schema::Entry make_root_dse(const RootDseOptions& options) {
     extensions.emplace_back(kStartTlsOid);
   }
   add(entry, "supportedExtension", std::move(extensions));
+  if (options.start_tls) {
+    add(entry, "supportedSASLMechanisms", {"EXTERNAL"});  // With a client certificate.
+  }
   add(entry, "supportedFeatures",
       {
           "1.3.6.1.1.14",            // RFC 4525 Modify-Increment

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "listener/wire/ldap_message.h"
 #include "schema/entry.h"
 
 namespace numadir::server {
@@ -17,14 +18,15 @@ inline constexpr std::string_view kManageDsaItOid = "2.16.840.1.113730.3.4.2";  
 // Extended operations (supportedExtension).
 inline constexpr std::string_view kWhoAmIOid = "1.3.6.1.4.1.4203.1.11.3";          // RFC 4532
 inline constexpr std::string_view kPasswordModifyOid = "1.3.6.1.4.1.4203.1.11.1";  // RFC 3062
-inline constexpr std::string_view kStartTlsOid = "1.3.6.1.4.1.1466.20037";         // RFC 4511
+inline constexpr std::string_view kStartTlsOid = listener::wire::kStartTlsOid;     // RFC 4511
 // The subschema subentry's DN, as published in subschemaSubentry.
 inline constexpr std::string_view kSubschemaEntryDn = "cn=Subschema";
 
 struct RootDseOptions {
   std::string suffix;           // namingContexts; empty: none.
   std::string vendor_version;   // vendorVersion; empty: left out.
-  bool start_tls = false;       // Listed in supportedExtension only when it can succeed.
+  bool start_tls = false;       // TLS configured: StartTLS in supportedExtension, and
+                                // supportedSASLMechanisms EXTERNAL.
   std::string monitor_context;  // monitorContext (slapd's: "cn=Monitor"); empty: left out.
 };
 
@@ -33,7 +35,7 @@ struct RootDseOptions {
 //   given), namingContexts, subschemaSubentry, supportedControl, supportedExtension,
 //   supportedFeatures, supportedLDAPVersion, vendorName and vendorVersion, each named by its
 //   schema primary name.
-//   supportedSASLMechanisms is left out: no mechanism is offered.
+//   supportedSASLMechanisms (EXTERNAL) only with start_tls.
 schema::Entry make_root_dse(const RootDseOptions& options);
 
 }  // namespace numadir::server

@@ -122,6 +122,20 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   Monitor monitor(handler_options.vendor_version);  // cn=Monitor; outlives the handler.
   handler_options.monitor = &monitor;
   handler_options.access_rules = config->access;
+  // TLS: the certificate and key are read before anything starts (and again on SIGHUP).
+  std::unique_ptr<listener::TlsContext> tls;
+  if (config->tls.has_value()) {
+    auto created = listener::TlsContext::create(*config->tls);
+    if (!created.ok()) {
+      err << "numadir serve: " << options.config.string() << ": " << created.status().message()
+          << "\n";
+      return 1;
+    }
+    tls = std::move(*created);
+    handler_options.tls = true;
+    handler_options.external_map = config->external_map;
+  }
+  handler_options.simple_bind_requires_tls = config->simple_bind_requires_tls;
   OperationHandler operations(*opened->directory, handler_options);
   // The access log, when on, wraps the handler; off, requests go straight to it.
   std::unique_ptr<AccessLog> access_log;
@@ -154,6 +168,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   frontend_options.limits.max_pdu_bytes = settings.max_pdu_bytes;
   frontend_options.limits.max_outstanding_per_connection = settings.max_outstanding_per_connection;
   frontend_options.limits.idle_timeout_s = settings.idle_timeout_s;
+  frontend_options.tls = tls.get();
   std::string threads_summary;
   if (config->threads.dispatcher == "single") {
     frontend_options.dispatcher = listener::Dispatcher::kSingle;
@@ -231,6 +246,15 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       if (access_log != nullptr) {
         if (const Status reopened = access_log->reopen(); !reopened.ok()) {
           err << "numadir serve: SIGHUP: " << reopened.message() << "\n";
+        }
+      }
+      if (tls != nullptr) {
+        // New connections get the new certificate; open ones keep theirs.
+        if (const Status reloaded = tls->reload(); !reloaded.ok()) {
+          err << "numadir serve: SIGHUP: " << reloaded.message()
+              << " (keeping the previous certificate)\n";
+        } else {
+          out << "numadir: SIGHUP: TLS certificate and key reloaded" << std::endl;
         }
       }
       continue;

@@ -42,6 +42,21 @@ class ServerSession final : public listener::Session {
 
   explicit ServerSession(const listener::ConnectionInfo& info) : info_(info) {}
 
+  // TLS: set when the handshake finished (ldaps:// or StartTLS); then never changes.
+  void set_tls(const listener::TlsPeer& peer) NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    tls_ = peer;
+  }
+  // Returns: the connection's TLS peer, or nullopt while it has no TLS.
+  std::optional<listener::TlsPeer> tls() const NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return tls_;
+  }
+  bool has_tls() const NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return tls_.has_value();
+  }
+
   const listener::ConnectionInfo& info() const { return info_; }
 
   // Returns: a copy of the bound identity (operations use it while a later bind may change it).
@@ -111,6 +126,7 @@ class ServerSession final : public listener::Session {
   mutable Mutex mu_;
   Identity identity_ NUMADIR_GUARDED_BY(mu_);
   std::uint64_t last_cookie_ NUMADIR_GUARDED_BY(mu_) = 0;
+  std::optional<listener::TlsPeer> tls_ NUMADIR_GUARDED_BY(mu_);
   std::deque<std::pair<std::uint64_t, PagedPosition>> paged_ NUMADIR_GUARDED_BY(mu_);
 };
 

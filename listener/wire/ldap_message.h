@@ -122,6 +122,7 @@ enum class BindMethod : std::uint8_t { kSimple, kSasl };
 inline constexpr std::int32_t kUnsolicitedMessageId = 0;
 // The responseName of the Notice of Disconnection (RFC 4511 §4.4.1).
 inline constexpr std::string_view kNoticeOfDisconnectionOid = "1.3.6.1.4.1.1466.20036";
+inline constexpr std::string_view kStartTlsOid = "1.3.6.1.4.1.1466.20037";  // RFC 4511 §4.14
 
 struct Control {
   std::string_view type;  // The control's OID.
