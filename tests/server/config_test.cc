@@ -301,5 +301,46 @@ TEST_CASE("Config: access rule mistakes name their key") {
   CHECK(error("[[access]]\nto = \"*\"\n" + read_all) == "test.toml: access[0].to: unknown key");
 }
 
+TEST_CASE("Config: tls is read and its mistakes name their key") {
+  auto config = parse(std::string(kMinimal) + R"toml(
+[server]
+listen = ["ldap://127.0.0.1:389", "ldaps://127.0.0.1:636"]
+
+[tls]
+certificate = "server.crt"
+key = "/etc/ssl/server.key"
+ca_file = "ca.crt"
+min_version = "1.3"
+ciphers = "HIGH"
+verify_client = "demand"
+external_map = "uid={cn},ou=people,dc=example,dc=com"
+handshake_timeout = 5
+simple_bind_requires_tls = true
+)toml");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  REQUIRE(config->tls.has_value());
+  CHECK(config->tls->certificate == "/etc/nd/server.crt");
+  CHECK(config->tls->key == "/etc/ssl/server.key");
+  CHECK(config->tls->ca_file == "/etc/nd/ca.crt");
+  CHECK(config->tls->tls13_only);
+  CHECK(config->tls->ciphers == "HIGH");
+  CHECK(config->tls->client_certificates == listener::ClientCertificates::kDemand);
+  CHECK(config->tls->handshake_timeout_s == 5);
+  CHECK(config->external_map == "uid={cn},ou=people,dc=example,dc=com");
+  CHECK(config->simple_bind_requires_tls);
+  CHECK(config->server.listen[1].scheme == "ldaps");
+
+  const auto error = [](const std::string& text) { return error_of(std::string(kMinimal) + text); };
+  CHECK(error("[server]\nlisten = [\"ldaps://127.0.0.1:636\"]\n") ==
+        "test.toml: server.listen: ldaps://127.0.0.1:636 needs a [tls] section");
+  CHECK(error("[tls]\nkey = \"k\"\n") == "test.toml: tls.certificate: missing");
+  CHECK(error("[tls]\ncertificate = \"c\"\nkey = \"k\"\nmin_version = \"1.1\"\n") ==
+        "test.toml: tls.min_version: must be \"1.2\" or \"1.3\"");
+  CHECK(error("[tls]\ncertificate = \"c\"\nkey = \"k\"\nverify_client = \"demand\"\n") ==
+        "test.toml: tls.verify_client: \"demand\" needs tls.ca_file or tls.ca_dir");
+  CHECK(error("[tls]\ncertificate = \"c\"\nkey = \"k\"\nverify = \"never\"\n") ==
+        "test.toml: tls.verify: unknown key");
+}
+
 }  // namespace
 }  // namespace numadir::server
