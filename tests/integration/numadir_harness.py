@@ -6,9 +6,10 @@
 
 NumadirServer writes numadir.toml in a fresh temporary directory, imports the LDIF that
 perf/gen_users.py prints (plus extra LDIF), starts `numadir serve` listening on
-ldap://127.0.0.1:0, reads the port from its "listening on" line and, on exit, stops it with
-SIGTERM and checks that it exited 0. Checks fail through `fail()`, which raises CheckFailed;
-`run_checks()` turns the first failure into a message and a non-zero exit status.
+ldap://127.0.0.1:0 (or the `listen` URLs given, e.g. an ldaps:// one too), reads the ports from
+its "listening on" lines and, on exit, stops it with SIGTERM and checks that it exited 0. Checks
+fail through `fail()`, which raises CheckFailed; `run_checks()` turns the first failure into a
+message and a non-zero exit status.
 
 Standard library only (the tests themselves import python3-ldap / python3-ldap3).
 """
@@ -134,7 +135,11 @@ class NumadirServer:
 
     def __init__(self, numadir: str, gen_users: str, users: int = 1000, extra_ldif: str = "",
                  size_limit: int = 500, time_limit: int = 3600, keep: bool = False,
-                 extra_server_toml: str = ""):
+                 extra_server_toml: str = "", listen=("ldap://127.0.0.1:0",),
+                 extra_toml: str = ""):
+        """`extra_server_toml`: more keys of [server]; `extra_toml`: more top-level tables
+        (e.g. a [tls] section), written at the end of numadir.toml. `listen`: the listen URLs
+        (each printed back with its port: see `ports`)."""
         self.numadir = os.path.abspath(numadir)
         self.gen_users = gen_users
         self.users = users
@@ -143,11 +148,19 @@ class NumadirServer:
         self.time_limit = time_limit
         self.keep = keep
         self.extra_server_toml = extra_server_toml
+        self.listen = list(listen)
+        self.extra_toml = extra_toml
         self.suffix = SUFFIX
         self.root_dn = ROOT_DN
         self.root_pw = ROOT_PW
         self.process = None
-        self.port = None
+        self.port = None  # The first ldap:// listener's port (see `url`).
+        # Every URL from a "listening on" line, in the order printed, and scheme -> its first
+        # port ({"ldap": 38921, "ldaps": 40113}).
+        self.listening_urls = []
+        self.ports = {}
+        self.ldaps_port = None
+        self.ldaps_url = None
         self.dir = None
         self.stdout_lines = []
 
@@ -196,7 +209,7 @@ durability = "nosync"
 indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub", "mail eq"]
 
 [server]
-listen = ["ldap://127.0.0.1:0"]
+listen = [{", ".join('"' + url + '"' for url in self.listen)}]
 rootdn = "{ROOT_DN}"
 rootpw = "{rootpw.stdout.strip()}"
 listeners = 1
@@ -205,6 +218,7 @@ workers = 2
 [limits]
 size_limit = {self.size_limit}
 time_limit = {self.time_limit}
+{self.extra_toml}
 """)
         ldif_path = os.path.join(self.dir, "data.ldif")
         with open(ldif_path, "w") as stream:
@@ -246,18 +260,29 @@ time_limit = {self.time_limit}
                 fail(f"numadir serve exited ({self.process.returncode}) before listening; "
                      f"stdout: {buffer!r}; stderr: {self.stderr_text()[-2000:]}")
             buffer += chunk
-            match = re.search(rb"listening on ldap://127\.0\.0\.1:(\d+)", buffer)
-            if match:
-                self.port = int(match.group(1))
+            # One line per listen URL; wait for all of them (complete lines only).
+            complete = buffer[:buffer.rfind(b"\n") + 1]
+            found = re.findall(rb"listening on (ldaps?)://(\[[0-9a-fA-F:.]*\]|[^:/\s]*):(\d+)",
+                               complete)
+            if len(found) >= len(self.listen):
                 break
-        if self.port == 0:
-            fail("numadir serve reported port 0, not the port it bound")
+        for scheme, host, port in found:
+            url = f"{scheme.decode()}://{host.decode()}:{int(port)}"
+            self.listening_urls.append(url)
+            self.ports.setdefault(scheme.decode(), int(port))
+            if int(port) == 0:
+                fail(f"numadir serve reported port 0, not the port it bound: {url}")
+        self.port = self.ports.get("ldap")
+        self.ldaps_port = self.ports.get("ldaps")
+        self.ldaps_url = next((u for u in self.listening_urls if u.startswith("ldaps:")), None)
         self.stdout_lines = buffer.decode(errors="replace").splitlines()
         # Keep draining stdout so the server can never block on a full pipe.
         import threading
         threading.Thread(target=self._drain, daemon=True).start()
-        self.url = f"ldap://127.0.0.1:{self.port}"
-        print(f"  numadir serve: pid {self.process.pid}, {self.url}, db in {self.dir}", flush=True)
+        self.url = next((u for u in self.listening_urls if u.startswith("ldap:")),
+                        self.ldaps_url)
+        print(f"  numadir serve: pid {self.process.pid}, {', '.join(self.listening_urls)}, "
+              f"db in {self.dir}", flush=True)
 
     def _drain(self):
         try:
@@ -301,22 +326,26 @@ time_limit = {self.time_limit}
             shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- clients --------------------------------------------------------------------------------
-    def ldap(self, tool: str, *args, input_text: str = None, timeout: float = 60):
-        """Runs an ldap-utils tool against this server (-H added). Returns (rc, stdout, stderr)."""
-        command = [shutil.which(tool) or f"/usr/bin/{tool}", "-H", self.url, *args]
-        env = dict(os.environ)
-        env["LDAPNOINIT"] = "1"  # Ignore ~/.ldaprc and /etc/ldap/ldap.conf.
+    def ldap(self, tool: str, *args, input_text: str = None, timeout: float = 60, url: str = None,
+             env: dict = None):
+        """Runs an ldap-utils tool against this server (-H added: `url`, by default the ldap://
+        one). Returns (rc, stdout, stderr). `env`: the whole environment instead of ours with
+        LDAPNOINIT (which also makes libldap ignore LDAPTLS_* variables)."""
+        command = [shutil.which(tool) or f"/usr/bin/{tool}", "-H", url or self.url, *args]
+        if env is None:
+            env = dict(os.environ)
+            env["LDAPNOINIT"] = "1"  # Ignore ~/.ldaprc and /etc/ldap/ldap.conf.
         result = subprocess.run(command, input=input_text, capture_output=True, text=True,
                                 timeout=timeout, env=env)
-        print(f"  $ {' '.join(_quote(a) for a in [tool, *args])} -> rc {result.returncode}",
-              flush=True)
+        shown = [tool, *(["-H", url] if url else []), *args]
+        print(f"  $ {' '.join(_quote(a) for a in shown)} -> rc {result.returncode}", flush=True)
         return result.returncode, result.stdout, result.stderr
 
     def ldap_root(self, tool: str, *args, **kwargs):
         return self.ldap(tool, "-x", "-D", ROOT_DN, "-w", ROOT_PW, *args, **kwargs)
 
-    def connect_raw(self, timeout: float = 10) -> socket.socket:
-        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+    def connect_raw(self, timeout: float = 10, port: int = None) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", port or self.port), timeout=timeout)
 
 
 def _quote(arg: str) -> str:
