@@ -10,9 +10,10 @@ server and its other connections unharmed.
   tls_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
 A throwaway CA and every certificate are made with the openssl CLI in a temporary directory.
-Four servers run one after the other: the main one (ldap:// and ldaps://, verify_client =
+Five servers run one after the other: the main one (ldap:// and ldaps://, verify_client =
 "allow"), one with simple_bind_requires_tls, min_version 1.3 and a hashed ca_dir, one with
-verify_client = "demand" and a TLS 1.2 cipher list, and one without [tls].
+verify_client = "demand" and a TLS 1.2 cipher list, an ldaps://-only one with [tls] defaults,
+and one without [tls].
 
 Exits 0 when every check passes; otherwise 1 with the failing checks (observed vs expected).
 """
@@ -528,6 +529,49 @@ def check_ldap3():
     conn.unbind()
 
 
+def pipelined(sock, what: str):
+    """Many requests at once over one TLS connection: two workers answer them concurrently, so
+    their responses are encrypted by different threads into the same TLS stream."""
+    buffer = bytearray()
+    response = exchange(sock, simple_bind_request(1, ROOT_DN, ROOT_PW), buffer)
+    if response is None or result_code(response[1]) != SUCCESS:
+        fail(f"{what}: bind as the rootdn: {response}")
+    count = 300
+    requests = [search_request(10 + n, user_dn(n + 1), scope=0, attributes=("*",))
+                for n in range(count)]
+    requests.insert(count // 2, search_request(5, PEOPLE, scope=1, attributes=("*", "+")))
+    sock.sendall(b"".join(requests))
+    entries, done = {}, {}
+    while len(done) < count + 1:
+        message = read_ldap_message(sock, buffer, timeout=30)
+        if message is None:
+            fail(f"{what}: closed after {len(done)} of {count + 1} searches")
+        message_id, tag, content = message[0], message[1], message[2]
+        if tag == SEARCH_ENTRY:
+            entries.setdefault(message_id, []).append(ber_children(content)[0][1].decode())
+        elif tag == SEARCH_DONE:
+            done[message_id] = result_code(content)
+    check(all(code == SUCCESS for code in done.values()) and
+          all(entries.get(10 + n) == [user_dn(n + 1)] for n in range(count)),
+          f"{what}: {count} pipelined base searches each get their own entry",
+          f"results {sorted(set(done.values()))}, "
+          f"wrong: {[n for n in range(count) if entries.get(10 + n) != [user_dn(n + 1)]][:10]}")
+    check_equal(len(entries.get(5, [])), USERS,
+                f"{what}: and a one-level search among them returns all {USERS} users")
+
+
+def check_concurrent_responses():
+    with ldaps_socket() as sock:
+        pipelined(sock, "ldaps://")
+    with starttls_socket() as sock:
+        pipelined(sock, "StartTLS")
+    conn = python_ldap(S.ldaps_url)
+    conn.simple_bind_s(ROOT_DN, ROOT_PW)
+    results = conn.search_s(PEOPLE, ldap.SCOPE_ONELEVEL, "(objectClass=*)", ["*", "+"])
+    check_equal(len(results), USERS, f"python-ldap over ldaps:// reads all {USERS} users")
+    conn.unbind_s()
+
+
 def check_starttls_twice():
     raw = S.connect_raw()
     buffer = bytearray()
@@ -915,7 +959,29 @@ def check_ciphers():
 DEMAND_CIPHER = "ECDHE-RSA-AES256-GCM-SHA384"
 
 
-# -- fourth server: no [tls] ---------------------------------------------------------------------
+# -- fourth server: ldaps:// only, [tls] with its defaults ---------------------------------------
+def check_defaults():
+    check_equal(S.listening_urls, [S.ldaps_url], "the only listener is the ldaps:// one")
+    context = client_context(PKI.user5_crt, PKI.user5_key, maximum=ssl.TLSVersion.TLSv1_2)
+    with ldaps_socket(context) as sock:
+        check_equal(sock.version(), "TLSv1.2", 'no min_version: TLS 1.2 clients connect ("1.2")')
+        buffer = bytearray()
+        check_equal(search_uid_raw(sock, buffer, 1, 1), [user_dn(1)], "and search")
+    with ldaps_socket(client_context(PKI.user5_crt, PKI.user5_key)) as sock:
+        check_equal(sock.version(), "TLSv1.3", "a default client gets TLS 1.3")
+        buffer = bytearray()
+        response = exchange(sock, sasl_bind_request(1, "EXTERNAL"), buffer)
+        check(response is not None and response[0] == BIND_RESPONSE and
+              result_code(response[1]) == INAPPROPRIATE_AUTHENTICATION,
+              'no verify_client ("never"): no client certificate is asked for, so EXTERNAL '
+              "gets inappropriateAuthentication (48) even from a client that has one",
+              f"observed {response}")
+    rc, out, err = tool("ldapwhoami", "-x", "-D", user_dn(2), "-w", user_pw(2), url=S.ldaps_url)
+    check(rc == 0 and out.strip().lower() == f"dn:{user_dn(2)}",
+          "ldapwhoami -x over the ldaps:// listener", output(rc, out, err))
+
+
+# -- fifth server: no [tls] -----------------------------------------------------------------------
 def check_without_tls():
     with S.connect_raw() as sock:
         buffer = bytearray()
@@ -979,6 +1045,7 @@ def main() -> int:
             ("SASL EXTERNAL", check_external),
             ("python-ldap", check_python_ldap),
             ("ldap3", check_ldap3),
+            ("many responses at once over one TLS connection", check_concurrent_responses),
             ("StartTLS twice", check_starttls_twice),
             ("StartTLS with an operation outstanding", check_starttls_outstanding),
             ("bad input", check_bad_input),
@@ -1000,6 +1067,10 @@ def main() -> int:
         ], 100, listen=both, extra_toml=tls_config(
             PKI.server_crt, PKI.server_key, ca_file=PKI.ca_crt, verify_client="demand",
             external_map=EXTERNAL_MAP, ciphers=DEMAND_CIPHER))
+        failures += run_server(args, "tls defaults, ldaps only", [
+            ("[tls] defaults", check_defaults),
+        ], 10, listen=("ldaps://127.0.0.1:0",), extra_toml=tls_config(
+            PKI.server_crt, PKI.server_key, ca_file=PKI.ca_crt))
         failures += run_server(args, "without tls", [
             ("StartTLS unavailable", check_without_tls),
         ], 10)
