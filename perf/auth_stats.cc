@@ -26,12 +26,16 @@ std::string_view auth_error_name(AuthError kind) {
       return "connection_dropped";
     case AuthError::kProtocolError:
       return "protocol_error";
+    case AuthError::kTlsFailed:
+      return "tls_failed";
   }
   return "unknown";
 }
 
 void AuthTotals::add_live(const WorkerStats& live) {
   auths += load_relaxed(live.auths);
+  tls_handshakes += load_relaxed(live.tls_handshakes);
+  tls_resumed += load_relaxed(live.tls_resumed);
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] += load_relaxed(live.errors[i]);
   }
@@ -45,6 +49,8 @@ void AuthTotals::add_live(const WorkerStats& live) {
 
 void AuthTotals::add(const AuthTotals& other) {
   auths += other.auths;
+  tls_handshakes += other.tls_handshakes;
+  tls_resumed += other.tls_resumed;
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] += other.errors[i];
   }
@@ -56,6 +62,8 @@ void AuthTotals::add(const AuthTotals& other) {
 
 void AuthTotals::subtract(const AuthTotals& earlier) {
   auths -= std::min(auths, earlier.auths);
+  tls_handshakes -= std::min(tls_handshakes, earlier.tls_handshakes);
+  tls_resumed -= std::min(tls_resumed, earlier.tls_resumed);
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] -= std::min(errors[i], earlier.errors[i]);
   }

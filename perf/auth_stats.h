@@ -27,8 +27,9 @@ enum class AuthError : std::uint8_t {
   kConnectFailed,      // connect() failed (refused, unreachable, ...).
   kConnectionDropped,  // The server closed or reset the connection (or sent a notice).
   kProtocolError,      // A PDU that does not decode or does not answer the request.
+  kTlsFailed,          // The TLS handshake failed (or no SSL object could be made).
 };
-inline constexpr std::size_t kAuthErrorKinds = 6;
+inline constexpr std::size_t kAuthErrorKinds = 7;
 // Returns: a stable snake_case name, e.g. "no_entry".
 std::string_view auth_error_name(AuthError kind);
 
@@ -50,9 +51,18 @@ struct alignas(kCacheLineSize) WorkerStats {
                           : kOtherResultCodeSlot]);
     count_error(AuthError::kLdapResult);
   }
+  // A completed TLS handshake; `resumed` when the server took the offered session.
+  void count_tls_handshake(bool resumed) {
+    bump(tls_handshakes);
+    if (resumed) {
+      bump(tls_resumed);
+    }
+  }
 
   LatencyHistogram latency;
   std::uint64_t auths = 0;
+  std::uint64_t tls_handshakes = 0;
+  std::uint64_t tls_resumed = 0;
   std::array<std::uint64_t, kAuthErrorKinds> errors{};
   std::array<std::uint64_t, kResultCodeSlots> result_codes{};
 
@@ -73,6 +83,8 @@ struct AuthTotals {
   std::uint64_t error_total() const;
 
   std::uint64_t auths = 0;
+  std::uint64_t tls_handshakes = 0;
+  std::uint64_t tls_resumed = 0;
   std::array<std::uint64_t, kAuthErrorKinds> errors{};
   std::array<std::uint64_t, kResultCodeSlots> result_codes{};
   LatencyHistogram latency;

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <openssl/ssl.h>
+
 #include "base/check.h"
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/framing.h"
@@ -92,6 +94,7 @@ AuthWorker::AuthWorker(WorkerConfig config, WorkerStats& stats)
 AuthWorker::~AuthWorker() {
   for (auto& slot : slots_) {
     for (Connection& conn : slot->connections) {
+      SSL_free(conn.ssl);
       if (conn.fd >= 0) {
         ::close(conn.fd);
       }
@@ -222,6 +225,10 @@ void AuthWorker::on_message(Connection& conn) {
     drop(conn, AuthError::kConnectionDropped, 0);
     return;
   }
+  if (conn.state == Connection::State::kStartTls) {
+    on_start_tls_answer(conn);
+    return;
+  }
   if (!slot.active || conn.pending_id == 0 || message.message_id != conn.pending_id ||
       &phase_connection(slot) != &conn) {
     drop(conn, AuthError::kProtocolError, 0);
@@ -307,7 +314,9 @@ void AuthWorker::advance(Slot& slot) {
       open_connection(conn);  // on_connected() comes back here; a failure defers the slot.
       return;
     case Connection::State::kConnecting:
-      return;
+    case Connection::State::kStartTls:
+    case Connection::State::kHandshaking:
+      return;  // connection_ready() comes back here.
     case Connection::State::kOpen:
       send_request(slot, conn);
       return;
@@ -355,6 +364,16 @@ void AuthWorker::fail_auth(Slot& slot, std::int32_t result_code) {
 void AuthWorker::drop(Connection& conn, AuthError kind, std::int64_t delay_ns) {
   stats_.count_error(kind);
   close_connection(conn, /*send_unbind=*/false);
+  abandon_slot_of(conn, delay_ns);
+}
+
+void AuthWorker::drop_with_code(Connection& conn, std::int32_t result_code, std::int64_t delay_ns) {
+  stats_.count_result_code(result_code);
+  close_connection(conn, /*send_unbind=*/false);
+  abandon_slot_of(conn, delay_ns);
+}
+
+void AuthWorker::abandon_slot_of(Connection& conn, std::int64_t delay_ns) {
   Slot& slot = *conn.slot;
   if (slot.active && &phase_connection(slot) == &conn) {
     // The auth is lost. Its slot starts the next one from the timer, not from here, so a

@@ -6,10 +6,17 @@
 //
 // A slot is one auth in flight: one connection, or two in split mode (search on one, bind on
 // the other, as slapd-auth and UnboundID's authrate do). Failures are counted, never fatal: a
-// dropped connection is reopened, a refused connect retried after kConnectRetryMs.
+// dropped connection is reopened, a refused connect, refused StartTLS or failed TLS handshake
+// retried after kConnectRetryMs.
+//
+// With TLS (WorkerConfig::tls) each new connection first does StartTLS (if asked) and the TLS
+// handshake, non-blocking like everything else (SSL_connect / SSL_read / SSL_write retried on
+// the readiness they want), before its first request; with --tls-resume a slot's connection
+// offers the session of its previous one.
 //
 // auth_worker.cc holds the loop and the auth state machine, auth_worker_io.cc the sockets, reads
-// and writes; the per-slot state they share is in perf/detail/auth_slot.h.
+// and writes, auth_worker_tls.cc StartTLS and the handshake; the per-slot state they share is in
+// perf/detail/auth_slot.h.
 //
 // Thread contract: construct on any thread, then run() on exactly one thread, which owns every
 // member (connections, buffers, messages) until run() returns; `stats` is written only by that
@@ -27,6 +34,7 @@
 #include "base/status.h"
 #include "perf/auth_stats.h"
 #include "perf/auth_workload.h"
+#include "perf/tls_client.h"
 
 namespace numadir::perf {
 
@@ -45,9 +53,11 @@ struct WorkerConfig {
   sockaddr_storage address{};              // The server.
   socklen_t address_len = 0;
   AuthMode mode = AuthMode::kSame;
-  int slots = 1;            // Auths in flight (connections: slots, or 2 * slots in split mode).
-  bool reconnect = false;   // New connection(s) for every auth.
-  double rate_per_sec = 0;  // This worker's open-loop rate; 0 = closed loop.
+  int slots = 1;           // Auths in flight (connections: slots, or 2 * slots in split mode).
+  bool reconnect = false;  // New connection(s) for every auth.
+  const TlsClient* tls = nullptr;  // TLS (ldaps or StartTLS); nullptr: in the clear. Outlives
+                                   // the worker.
+  double rate_per_sec = 0;         // This worker's open-loop rate; 0 = closed loop.
   std::int64_t rate_start_ns = 0;  // CLOCK_MONOTONIC time of this worker's first intended auth.
   std::uint64_t seed = 1;
   int stop_fd = -1;  // An eventfd (owned by the caller); readable = return from run().
@@ -76,6 +86,16 @@ class AuthWorker {
   void close_connection(Connection& conn, bool send_unbind);
   void on_event(Connection& conn, std::uint32_t events);
   void on_connected(Connection& conn);
+  // The connection is ready for requests: sends the waiting one, if any.
+  void connection_ready(Connection& conn);
+  // TLS (auth_worker_tls.cc): after the TCP connect, StartTLS or the handshake.
+  void start_tls(Connection& conn);
+  void on_start_tls_answer(Connection& conn);
+  void begin_handshake(Connection& conn);
+  void continue_handshake(Connection& conn);
+  // Reads into conn.input from the socket or through TLS. Returns: the bytes read; 0 when
+  // nothing is there yet; -1 when the connection was dropped (already counted).
+  ssize_t read_some(Connection& conn);
   void on_readable(Connection& conn);
   void on_message(Connection& conn);
   void flush(Connection& conn);
@@ -89,6 +109,9 @@ class AuthWorker {
   // Counts `kind`, closes `conn` and, if it carried the slot's auth, abandons that auth and
   // defers the slot's next one by `delay_ns`.
   void drop(Connection& conn, AuthError kind, std::int64_t delay_ns);
+  // As drop(), counting a result code (a refused StartTLS) instead of a kind.
+  void drop_with_code(Connection& conn, std::int32_t result_code, std::int64_t delay_ns);
+  void abandon_slot_of(Connection& conn, std::int64_t delay_ns);
   void next_auth(Slot& slot);
   void defer(Slot& slot, std::int64_t at_ns);
   void run_timers(std::int64_t now_ns);

@@ -2,9 +2,12 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -59,19 +62,36 @@ void AuthWorker::close_connection(Connection& conn, bool send_unbind) {
   if (conn.fd < 0) {
     return;
   }
-  if (send_unbind && conn.state == Connection::State::kOpen) {
-    // Best effort, as clients do; the buffer is empty unless a write is pending.
+  // Best effort, as clients do. Over TLS only when no write waits to be retried (OpenSSL wants
+  // the same bytes again), followed by a close_notify.
+  const bool graceful = send_unbind && conn.state == Connection::State::kOpen &&
+                        (conn.ssl == nullptr || conn.output_sent == conn.output.size());
+  if (graceful) {
     wire::LdapMessage& unbind = scratch_->request;
     unbind.reset(conn.next_id, wire::ProtocolOp::kUnbindRequest);
     conn.output.clear();
     wire::encode_message(unbind, conn.output);
-    [[maybe_unused]] const ssize_t n =
-        ::send(conn.fd, conn.output.view().data(), conn.output.size(), MSG_NOSIGNAL);
+    if (conn.ssl != nullptr) {
+      if (SSL_write(conn.ssl, conn.output.view().data(), static_cast<int>(conn.output.size())) >
+          0) {
+        SSL_shutdown(conn.ssl);
+      }
+    } else {
+      [[maybe_unused]] const ssize_t n =
+          ::send(conn.fd, conn.output.view().data(), conn.output.size(), MSG_NOSIGNAL);
+    }
+  }
+  if (conn.ssl != nullptr) {
+    SSL_free(conn.ssl);
+    conn.ssl = nullptr;
+    ERR_clear_error();  // Whatever a failed call left for this thread's next SSL call.
   }
   ::close(conn.fd);  // Also removes it from the epoll set.
   conn.fd = -1;
   conn.state = Connection::State::kClosed;
   conn.want_write = false;
+  conn.tls_want_write = false;
+  conn.write_wants_read = false;
   conn.pending_id = 0;
 }
 
@@ -86,13 +106,20 @@ void AuthWorker::on_event(Connection& conn, std::uint32_t events) {
     }
     return;
   }
-  if ((events & EPOLLOUT) != 0) {
+  if (conn.state == Connection::State::kHandshaking) {
+    continue_handshake(conn);
+    return;
+  }
+  // Over TLS a write may wait for data and a read for room (OpenSSL's WANT_READ / WANT_WRITE).
+  const bool readable = (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0;
+  const bool writable = (events & EPOLLOUT) != 0;
+  if (writable || (readable && conn.write_wants_read)) {
     flush(conn);
     if (conn.fd < 0) {
       return;
     }
   }
-  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+  if (readable || (writable && conn.tls_want_write)) {
     on_readable(conn);
   }
 }
@@ -105,6 +132,14 @@ void AuthWorker::on_connected(Connection& conn) {
     drop(conn, AuthError::kConnectFailed, kConnectRetryMs * kNsPerMs);
     return;
   }
+  if (config_.tls != nullptr) {
+    start_tls(conn);
+    return;
+  }
+  connection_ready(conn);
+}
+
+void AuthWorker::connection_ready(Connection& conn) {
   conn.state = Connection::State::kOpen;
   update_events(conn);
   Slot& slot = *conn.slot;
@@ -114,7 +149,7 @@ void AuthWorker::on_connected(Connection& conn) {
 }
 
 void AuthWorker::update_events(Connection& conn) {
-  const bool want_write = conn.output_sent < conn.output.size();
+  const bool want_write = conn.output_sent < conn.output.size() || conn.tls_want_write;
   if (want_write == conn.want_write) {
     return;
   }
@@ -127,6 +162,24 @@ void AuthWorker::update_events(Connection& conn) {
 void AuthWorker::flush(Connection& conn) {
   while (conn.output_sent < conn.output.size()) {
     const std::string_view rest = conn.output.view().substr(conn.output_sent);
+    if (conn.ssl != nullptr) {
+      const int n = SSL_write(conn.ssl, rest.data(), static_cast<int>(rest.size()));
+      if (n > 0) {
+        conn.output_sent += static_cast<std::size_t>(n);
+        conn.write_wants_read = false;
+        continue;
+      }
+      const int error = SSL_get_error(conn.ssl, n);
+      if (error == SSL_ERROR_WANT_WRITE) {
+        break;
+      }
+      if (error == SSL_ERROR_WANT_READ) {
+        conn.write_wants_read = true;
+        break;
+      }
+      drop(conn, AuthError::kConnectionDropped, 0);
+      return;
+    }
     const ssize_t n = ::send(conn.fd, rest.data(), rest.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -147,48 +200,86 @@ void AuthWorker::flush(Connection& conn) {
   update_events(conn);
 }
 
+ssize_t AuthWorker::read_some(Connection& conn) {
+  char* const into = conn.input.get() + conn.input_end;
+  const std::size_t room = conn.input_capacity - conn.input_end;
+  if (conn.ssl != nullptr) {
+    const int n =
+        SSL_read(conn.ssl, into, static_cast<int>(std::min<std::size_t>(room, INT32_MAX)));
+    if (n > 0) {
+      return n;
+    }
+    const int error = SSL_get_error(conn.ssl, n);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      const bool want_write = error == SSL_ERROR_WANT_WRITE;
+      if (want_write != conn.tls_want_write) {
+        conn.tls_want_write = want_write;
+        update_events(conn);
+      }
+      return 0;
+    }
+    // A TLS alert (in TLS 1.3 also a client certificate the server refused after the handshake)
+    // or a bad record is a TLS failure; a close_notify or a reset, a dropped connection.
+    drop(conn, error == SSL_ERROR_SSL ? AuthError::kTlsFailed : AuthError::kConnectionDropped, 0);
+    return -1;
+  }
+  const ssize_t n = ::recv(conn.fd, into, room, 0);
+  if (n > 0) {
+    return n;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    return 0;
+  }
+  drop(conn, AuthError::kConnectionDropped, 0);
+  return -1;
+}
+
 void AuthWorker::on_readable(Connection& conn) {
-  if (conn.input_end == conn.input_capacity) {
-    // Move the partial PDU to the front; grow only when it fills the whole buffer.
-    const std::size_t kept = conn.input_end - conn.input_begin;
-    if (conn.input_begin > 0) {
-      std::memmove(conn.input.get(), conn.input.get() + conn.input_begin, kept);
-    } else {
-      auto bigger = std::make_unique<char[]>(conn.input_capacity * 2);
-      std::memcpy(bigger.get(), conn.input.get(), kept);
-      conn.input = std::move(bigger);
-      conn.input_capacity *= 2;
+  const std::uint32_t generation = conn.generation;
+  for (;;) {
+    if (conn.input_end == conn.input_capacity) {
+      // Move the partial PDU to the front; grow only when it fills the whole buffer.
+      const std::size_t kept = conn.input_end - conn.input_begin;
+      if (conn.input_begin > 0) {
+        std::memmove(conn.input.get(), conn.input.get() + conn.input_begin, kept);
+      } else {
+        auto bigger = std::make_unique<char[]>(conn.input_capacity * 2);
+        std::memcpy(bigger.get(), conn.input.get(), kept);
+        conn.input = std::move(bigger);
+        conn.input_capacity *= 2;
+      }
+      conn.input_begin = 0;
+      conn.input_end = kept;
     }
-    conn.input_begin = 0;
-    conn.input_end = kept;
-  }
-  const ssize_t n =
-      ::recv(conn.fd, conn.input.get() + conn.input_end, conn.input_capacity - conn.input_end, 0);
-  if (n <= 0) {
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    const ssize_t n = read_some(conn);
+    if (n <= 0) {
       return;
     }
-    drop(conn, AuthError::kConnectionDropped, 0);
-    return;
-  }
-  conn.input_end += static_cast<std::size_t>(n);
-  while (conn.fd >= 0 && conn.input_begin < conn.input_end) {
-    const std::string_view buffered(conn.input.get() + conn.input_begin,
-                                    conn.input_end - conn.input_begin);
-    const wire::Frame frame = wire::frame_pdu(buffered);
-    if (frame.state == wire::FrameState::kNeedMore) {
-      break;
+    conn.input_end += static_cast<std::size_t>(n);
+    while (conn.fd >= 0 && conn.input_begin < conn.input_end) {
+      const std::string_view buffered(conn.input.get() + conn.input_begin,
+                                      conn.input_end - conn.input_begin);
+      const wire::Frame frame = wire::frame_pdu(buffered);
+      if (frame.state == wire::FrameState::kNeedMore) {
+        break;
+      }
+      if (frame.state != wire::FrameState::kComplete ||
+          !wire::decode_message(buffered.substr(0, frame.pdu_bytes), scratch_->response).ok()) {
+        drop(conn, AuthError::kProtocolError, 0);
+        return;
+      }
+      conn.input_begin += frame.pdu_bytes;
+      on_message(conn);  // May close (or reopen) conn; the response's views die here.
     }
-    if (frame.state != wire::FrameState::kComplete ||
-        !wire::decode_message(buffered.substr(0, frame.pdu_bytes), scratch_->response).ok()) {
-      drop(conn, AuthError::kProtocolError, 0);
+    if (conn.input_begin == conn.input_end) {
+      conn.input_begin = conn.input_end = 0;
+    }
+    // OpenSSL may hold decrypted bytes of a record that did not fit: epoll cannot see those.
+    // Read on while the connection is the same one, still open.
+    if (conn.ssl == nullptr || conn.generation != generation ||
+        conn.state != Connection::State::kOpen || SSL_pending(conn.ssl) == 0) {
       return;
     }
-    conn.input_begin += frame.pdu_bytes;
-    on_message(conn);  // May close conn; the response's views die with this iteration.
-  }
-  if (conn.input_begin == conn.input_end) {
-    conn.input_begin = conn.input_end = 0;
   }
 }
 }  // namespace numadir::perf

@@ -70,20 +70,22 @@ Result<HotSet> parse_hot_set(std::string_view text) {
 }
 
 Result<LdapUrl> parse_ldap_url(std::string_view url) {
-  constexpr std::string_view kScheme = "ldap://";
   const std::size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
     return invalid_argument("URL '" + std::string(url) + "' has no scheme: use ldap://host:port");
   }
-  if (url.substr(0, kScheme.size()) != kScheme) {
-    return unsupported("URL '" + std::string(url) + "': only ldap:// is supported for now " +
-                       "(ldaps:// and StartTLS are not implemented yet)");
+  LdapUrl parsed;
+  const std::string_view scheme = url.substr(0, scheme_end);
+  if (scheme == "ldaps") {
+    parsed.ldaps = true;
+    parsed.port = 636;
+  } else if (scheme != "ldap") {
+    return unsupported("URL '" + std::string(url) + "': only ldap:// and ldaps:// are supported");
   }
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(scheme_end + 3);
   if (!rest.empty() && rest.back() == '/') {
     rest.remove_suffix(1);
   }
-  LdapUrl parsed;
   std::string_view port;
   if (!rest.empty() && rest.front() == '[') {
     const std::size_t close = rest.find(']');

@@ -33,14 +33,15 @@ struct HotSet {
 // Errors: kInvalidArgument naming what is wrong.
 Result<HotSet> parse_hot_set(std::string_view text);
 
-// `-H ldap://host:port`.
+// `-H ldap://host:port` or `-H ldaps://host:port`.
 struct LdapUrl {
   std::string host;
-  std::uint16_t port = 389;
+  std::uint16_t port = 389;  // 636 for ldaps:// without a port.
+  bool ldaps = false;        // TLS from the first byte.
 };
-// Parses "ldap://host[:port][/]" (host may be an [IPv6] literal).
-// Errors: kUnsupported for ldaps:// and other schemes (not yet implemented); kInvalidArgument
-//   for anything malformed.
+// Parses "ldap://host[:port][/]" or "ldaps://host[:port][/]" (host may be an [IPv6] literal).
+// Errors: kUnsupported for other schemes (ldapi://, ...); kInvalidArgument for anything
+//   malformed.
 Result<LdapUrl> parse_ldap_url(std::string_view url);
 
 struct WorkloadOptions {

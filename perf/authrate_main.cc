@@ -5,6 +5,12 @@
 // peak RSS.
 //
 //   authrate -H ldap://127.0.0.1:3389 -t 2 -c 32 -d 30 --warmup 5 --server-pid 1234
+//   authrate -H ldaps://127.0.0.1:3636 --tls-ca ca.crt --reconnect --tls-resume
+//
+// TLS: ldaps:// URLs (TLS from the first byte) or --starttls (the StartTLS extended operation
+// on each new connection, before its first request); --tls-ca to verify the server (without
+// it the server's certificate is not checked), --tls-cert/--tls-key for a client certificate,
+// --tls-resume to resume each slot's previous session on its next connection.
 //
 // Exit: 0 when the run completed (auth errors are counted, not fatal); 1 when the server could
 // not be reached at all or no auth succeeded; 2 for a usage error.
@@ -35,6 +41,7 @@
 #include "perf/auth_workload.h"
 #include "perf/authrate_report.h"
 #include "perf/proc_stat.h"
+#include "perf/tls_client.h"
 
 namespace numadir::perf {
 namespace {
@@ -53,6 +60,8 @@ struct Options {
   int threads = 1;
   int connections = 16;
   bool reconnect = false;
+  bool starttls = false;
+  TlsClientOptions tls;
   double rate = 0;
   double warmup_s = 0;
   double duration_s = 10;
@@ -68,11 +77,12 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-// Resolves the URL's host and tries one blocking-style connect, so that a server that is not
-// there is reported once, clearly, instead of as a stream of connect errors.
+// Resolves the URL's host and tries one blocking-style connect (and with `tls` one handshake,
+// after StartTLS if asked), so that a server that is not there, or that TLS cannot reach, is
+// reported once, clearly, instead of as a stream of connect errors.
 // Errors: kIo naming the URL and the reason.
-Status resolve_and_probe(const LdapUrl& url, const std::string& text, sockaddr_storage& address,
-                         socklen_t& address_len) {
+Status resolve_and_probe(const LdapUrl& url, const std::string& text, const TlsClient* tls,
+                         sockaddr_storage& address, socklen_t& address_len) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -102,11 +112,16 @@ Status resolve_and_probe(const LdapUrl& url, const std::string& text, sockaddr_s
       }
     }
   }
-  ::close(fd);
   if (error != 0) {
+    ::close(fd);
     return status_error(StatusCode::kIo, "cannot connect to " + text + ": " + std::strerror(error));
   }
-  return Status();
+  Status status;
+  if (tls != nullptr) {
+    status = probe_tls(*tls, fd, text, kPreflightTimeoutMs);
+  }
+  ::close(fd);
+  return status;
 }
 
 // Makes room for `connections` sockets (plus stdio, epoll and the like) under RLIMIT_NOFILE,
@@ -137,9 +152,31 @@ AuthTotals snapshot(const std::vector<std::unique_ptr<WorkerStats>>& stats) {
 }
 
 int run(Options& options) {
+  // OpenSSL writes to its sockets with write(2), not send(MSG_NOSIGNAL): a server that closes
+  // first must be an error counted, not a SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   Result<LdapUrl> url = parse_ldap_url(options.url);
   if (!url.ok()) {
     return usage_error(url.status().message());
+  }
+  if (url->ldaps && options.starttls) {
+    return usage_error("--starttls is for ldap:// URLs; ldaps:// is TLS from the first byte");
+  }
+  options.tls.mode = url->ldaps         ? TlsMode::kLdaps
+                     : options.starttls ? TlsMode::kStartTls
+                                        : TlsMode::kNone;
+  std::unique_ptr<TlsClient> tls;
+  if (options.tls.mode == TlsMode::kNone) {
+    if (!options.tls.ca_file.empty() || !options.tls.cert_file.empty() ||
+        !options.tls.key_file.empty() || options.tls.resume) {
+      return usage_error("--tls-* options need an ldaps:// URL or --starttls");
+    }
+  } else {
+    Result<std::unique_ptr<TlsClient>> client = TlsClient::create(options.tls, url->host);
+    if (!client.ok()) {
+      return usage_error(client.status().message());
+    }
+    tls = std::move(*client);
   }
   Result<AuthMode> mode = parse_auth_mode(options.mode);
   if (!mode.ok()) {
@@ -185,7 +222,8 @@ int run(Options& options) {
 
   sockaddr_storage address{};
   socklen_t address_len = 0;
-  if (Status probe = resolve_and_probe(*url, options.url, address, address_len); !probe.ok()) {
+  if (Status probe = resolve_and_probe(*url, options.url, tls.get(), address, address_len);
+      !probe.ok()) {
     std::fprintf(stderr, "authrate: %s\n", probe.message().c_str());
     return kExitFailed;
   }
@@ -224,6 +262,7 @@ int run(Options& options) {
     config.mode = *mode;
     config.slots = total_slots / threads + (i < total_slots % threads ? 1 : 0);
     config.reconnect = options.reconnect;
+    config.tls = tls.get();
     if (options.rate > 0) {
       config.rate_per_sec = options.rate * config.slots / total_slots;
       // Stagger the threads' schedules so their sends interleave instead of bunching.
@@ -361,6 +400,8 @@ int run(Options& options) {
   report.connections = connections;
   report.threads = threads;
   report.mode = std::string(auth_mode_name(*mode));
+  report.tls = std::string(tls_mode_name(options.tls.mode));
+  report.tls_resume = options.tls.resume;
   if (cpu_start && cpu_end && report.totals.auths > 0) {
     const double cpu_us = static_cast<double>(cpu_end->total() - cpu_start->total()) * 1e6 /
                           static_cast<double>(clock_ticks_per_second());
@@ -387,7 +428,8 @@ int main(int argc, char** argv) {
   using numadir::perf::Options;
   Options options;
   CLI::App app{"authrate: LDAP search+bind load generator (numadir perf/)"};
-  app.add_option("-H,--url", options.url, "server URL, ldap://host:port")->capture_default_str();
+  app.add_option("-H,--url", options.url, "server URL, ldap://host:port or ldaps://host:port")
+      ->capture_default_str();
   app.add_option("-b,--base", options.workload.base, "search base")->capture_default_str();
   app.add_option("-f,--filter", options.workload.filter_template,
                  "search filter template; %d is the user number")
@@ -415,6 +457,15 @@ int main(int argc, char** argv) {
   app.add_option("--mode", options.mode, "same | split | bind-only | search-only")
       ->capture_default_str();
   app.add_flag("--reconnect", options.reconnect, "a new connection for every auth");
+  app.add_flag("--starttls", options.starttls,
+               "StartTLS on each new connection before its first request (ldap:// URLs)");
+  app.add_option("--tls-ca", options.tls.ca_file,
+                 "PEM CA file to verify the server's certificate and name against (default: "
+                 "the server is NOT verified)");
+  app.add_option("--tls-cert", options.tls.cert_file, "PEM client certificate (with --tls-key)");
+  app.add_option("--tls-key", options.tls.key_file, "PEM client private key (with --tls-cert)");
+  app.add_flag("--tls-resume", options.tls.resume,
+               "resume each slot's previous TLS session on its next connection (--reconnect)");
   app.add_option("--rate", options.rate, "open loop: auths/s in total (0 = closed loop)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", options.warmup_s, "seconds before measuring")

@@ -55,6 +55,17 @@ std::string format_summary_text(const AuthrateReport& report) {
          ms(latency.value_at_percentile(50)), ms(latency.value_at_percentile(90)),
          ms(latency.value_at_percentile(99)), ms(latency.value_at_percentile(99.9)),
          ms(latency.max()), latency.mean() / 1e6);
+  if (report.tls != "none") {
+    append(out, "TLS          %s, %llu handshakes", report.tls.c_str(),
+           static_cast<unsigned long long>(totals.tls_handshakes));
+    if (report.tls_resume) {
+      append(out, ", %llu resumed (%.1f%%)", static_cast<unsigned long long>(totals.tls_resumed),
+             totals.tls_handshakes == 0 ? 0.0
+                                        : 100.0 * static_cast<double>(totals.tls_resumed) /
+                                              static_cast<double>(totals.tls_handshakes));
+    }
+    out += "\n";
+  }
   append(out, "errors       %llu\n", static_cast<unsigned long long>(totals.error_total()));
   for (std::size_t kind = 0; kind < kAuthErrorKinds; ++kind) {
     if (totals.errors[kind] != 0) {
@@ -127,6 +138,16 @@ std::string format_summary_json(const AuthrateReport& report) {
     out += "\"server_peak_rss_kib\": null, ";
   }
   // The mode names are fixed identifiers: no JSON escaping needed.
+  if (report.tls == "none") {
+    out += "\"tls\": null, ";
+  } else {
+    append(out,
+           "\"tls\": {\"mode\": \"%s\", \"resume\": %s, \"handshakes\": %llu, "
+           "\"resumed\": %llu}, ",
+           report.tls.c_str(), report.tls_resume ? "true" : "false",
+           static_cast<unsigned long long>(totals.tls_handshakes),
+           static_cast<unsigned long long>(totals.tls_resumed));
+  }
   append(out, "\"connections\": %d, \"threads\": %d, \"duration_s\": %.3f, \"mode\": \"%s\"}\n",
          report.connections, report.threads, report.duration_s, report.mode.c_str());
   return out;

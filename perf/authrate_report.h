@@ -35,6 +35,8 @@ struct AuthrateReport {
   int connections = 0;
   int threads = 0;
   std::string mode;
+  std::string tls = "none";  // "none", "ldaps" or "starttls" (totals count the handshakes).
+  bool tls_resume = false;
   std::optional<double> server_cpu_us_per_auth;
   std::optional<std::uint64_t> server_peak_rss_kib;
 };
@@ -44,7 +46,8 @@ std::string format_summary_text(const AuthrateReport& report);
 // Returns: one JSON object and a newline, with keys auths, auths_per_sec, latency_ms {p50, p90,
 //   p99, p999, max, mean}, errors {total, by_kind {<kind>: n}, by_code {"<code>": n}},
 //   server_cpu_us_per_auth and server_peak_rss_kib (null without --server-pid), connections,
-//   threads, duration_s, mode.
+//   threads, duration_s, mode, and tls: null in the clear, else {mode, resume, handshakes,
+//   resumed}.
 std::string format_summary_json(const AuthrateReport& report);
 
 }  // namespace numadir::perf

@@ -1,6 +1,7 @@
 // perf/detail/auth_slot.h: the state AuthWorker keeps per slot and per connection, shared by
-// its two source files (auth_worker.cc: the loop and the auth state machine; auth_worker_io.cc:
-// sockets, reads and writes). Private to perf/.
+// its source files (auth_worker.cc: the loop and the auth state machine; auth_worker_io.cc:
+// sockets, reads and writes; auth_worker_tls.cc: StartTLS and the TLS handshake). Private to
+// perf/.
 //
 // Thread contract: every object here belongs to the AuthWorker's run() thread.
 #pragma once
@@ -13,6 +14,7 @@
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/ldap_message.h"
 #include "perf/auth_worker.h"
+#include "perf/tls_client.h"
 
 namespace numadir::perf {
 
@@ -24,22 +26,27 @@ inline constexpr std::int64_t kNsPerMs = 1'000'000;
 }  // namespace detail
 
 struct AuthWorker::Connection {
-  enum class State : std::uint8_t { kClosed, kConnecting, kOpen };
+  // kConnecting -> [kStartTls: StartTLS sent ->] [kHandshaking: TLS ->] kOpen (requests).
+  enum class State : std::uint8_t { kClosed, kConnecting, kStartTls, kHandshaking, kOpen };
 
   Slot* slot = nullptr;
   std::uint64_t tag_base = 0;    // Slot index and place, as in epoll_event.data.u64.
   std::uint32_t generation = 0;  // Bumped by every open.
   int fd = -1;
   State state = State::kClosed;
-  bool want_write = false;      // EPOLLOUT is registered.
-  std::int32_t next_id = 1;     // The next request's message ID.
-  std::int32_t pending_id = 0;  // The outstanding request's ID; 0 = none.
+  bool want_write = false;        // EPOLLOUT is registered.
+  bool tls_want_write = false;    // The handshake or an SSL_read waits for the socket's room.
+  bool write_wants_read = false;  // An SSL_write waits for the socket's data.
+  std::int32_t next_id = 1;       // The next request's message ID.
+  std::int32_t pending_id = 0;    // The outstanding request's ID; 0 = none.
   std::unique_ptr<char[]> input;
   std::size_t input_capacity = 0;
   std::size_t input_begin = 0;  // Unconsumed bytes are [input_begin, input_end).
   std::size_t input_end = 0;
   listener::wire::BerWriter output;
   std::size_t output_sent = 0;
+  SSL* ssl = nullptr;  // Owned (SSL_free) while the socket is open over TLS.
+  TlsSession session;  // --tls-resume: the last session of this place in the slot.
 };
 
 struct AuthWorker::Slot {

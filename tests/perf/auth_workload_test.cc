@@ -152,7 +152,7 @@ TEST_CASE("parse_hot_set: accepts X:Y and rejects the rest") {
   }
 }
 
-TEST_CASE("parse_ldap_url: ldap URLs only") {
+TEST_CASE("parse_ldap_url: ldap and ldaps URLs only") {
   auto url = parse_ldap_url("ldap://127.0.0.1:3389");
   REQUIRE(url.ok());
   CHECK(url->host == "127.0.0.1");
@@ -165,10 +165,20 @@ TEST_CASE("parse_ldap_url: ldap URLs only") {
   REQUIRE(url.ok());
   CHECK(url->host == "::1");
   CHECK(url->port == 1389);
+  CHECK_FALSE(url->ldaps);
+  url = parse_ldap_url("ldaps://127.0.0.1:3636/");
+  REQUIRE(url.ok());
+  CHECK(url->ldaps);
+  CHECK(url->port == 3636);
+  url = parse_ldap_url("ldaps://[::1]");
+  REQUIRE(url.ok());
+  CHECK(url->ldaps);
+  CHECK(url->host == "::1");
+  CHECK(url->port == 636);
 
-  CHECK(parse_ldap_url("ldaps://host:636").status().code() == StatusCode::kUnsupported);
+  CHECK(parse_ldap_url("ldapx://host:636").status().code() == StatusCode::kUnsupported);
   CHECK(parse_ldap_url("ldapi:///run/slapd.sock").status().code() == StatusCode::kUnsupported);
-  for (const char* bad : {"host:389", "ldap://", "ldap://host:", "ldap://host:0",
+  for (const char* bad : {"host:389", "ldap://", "ldaps://", "ldap://host:", "ldap://host:0",
                           "ldap://host:70000", "ldap://host:12x", "ldap://[::1"}) {
     CAPTURE(bad);
     CHECK(parse_ldap_url(bad).status().code() == StatusCode::kInvalidArgument);

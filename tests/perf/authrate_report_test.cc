@@ -45,6 +45,44 @@ TEST_CASE("AuthTotals: collects a worker's counts and subtracts an earlier total
   CHECK(later.error_total() == 1);
 }
 
+TEST_CASE("AuthTotals: counts TLS handshakes and resumed ones over a window") {
+  WorkerStats stats;
+  stats.count_tls_handshake(/*resumed=*/false);
+  AuthTotals earlier;
+  earlier.add_live(stats);
+  stats.count_tls_handshake(/*resumed=*/true);
+  stats.count_tls_handshake(/*resumed=*/true);
+  stats.count_tls_handshake(/*resumed=*/false);
+  stats.count_error(AuthError::kTlsFailed);
+  AuthTotals later;
+  later.add_live(stats);
+  later.subtract(earlier);
+  CHECK(later.tls_handshakes == 3);
+  CHECK(later.tls_resumed == 2);
+  CHECK(later.errors[static_cast<std::size_t>(AuthError::kTlsFailed)] == 1);
+  AuthTotals both = later;
+  both.add(earlier);
+  CHECK(both.tls_handshakes == 4);
+  CHECK(both.tls_resumed == 2);
+}
+
+TEST_CASE("format_summary_json: tls is null in the clear and counts handshakes over TLS") {
+  AuthrateReport report = sample_report();
+  CHECK(format_summary_json(report).find("\"tls\": null") != std::string::npos);
+  CHECK(format_summary_json(report).find("\"tls_failed\": 0") != std::string::npos);
+  report.tls = "ldaps";
+  report.tls_resume = true;
+  report.totals.tls_handshakes = 10;
+  report.totals.tls_resumed = 9;
+  const std::string json = format_summary_json(report);
+  CHECK(json.find("\"tls\": {\"mode\": \"ldaps\", \"resume\": true, \"handshakes\": 10, "
+                  "\"resumed\": 9}") != std::string::npos);
+  const std::string text = format_summary_text(report);
+  CHECK(text.find("TLS          ldaps, 10 handshakes, 9 resumed (90.0%)") != std::string::npos);
+  report.tls_resume = false;
+  CHECK(format_summary_text(report).find("resumed") == std::string::npos);
+}
+
 TEST_CASE("format_summary_json: has every key scripts read") {
   AuthrateReport report = sample_report();
   std::string json = format_summary_json(report);
@@ -74,6 +112,7 @@ TEST_CASE("format_summary_text: names errors by kind and by code") {
   CHECK(text.find("result code 49") != std::string::npos);
   CHECK(text.find("result code other") != std::string::npos);
   CHECK(text.find("server CPU") == std::string::npos);
+  CHECK(text.find("TLS") == std::string::npos);
 }
 
 TEST_CASE("format_interval_csv: one field per header column") {
