@@ -122,9 +122,9 @@ def main() -> int:
             fail(f"unclear message against {dead}: {result.stderr!r}")
 
         # 5. Usage errors exit 2.
-        result = run_authrate(authrate, ["-H", "ldaps://127.0.0.1:636"])
+        result = run_authrate(authrate, ["-H", "ldapi:///run/slapd/ldapi"])
         if result.returncode != 2 or "ldap://" not in result.stderr:
-            fail(f"ldaps:// URL: exit {result.returncode}: {result.stderr!r}")
+            fail(f"ldapi:// URL: exit {result.returncode}: {result.stderr!r}")
 
         # 6. floor-server exits cleanly on SIGTERM.
         server.send_signal(signal.SIGTERM)

@@ -12,6 +12,10 @@ given indexes, access lines, rootdn and rootpw), loads the LDIF with slapadd, st
 foreground, so the pid we hold is slapd's), waits until the port accepts connections and, on
 exit, stops it by pid with SIGTERM and waits for it.
 
+With `tls=SlapdTls(certificate, key, ca_file)` slapd.conf also gets TLSCertificateFile,
+TLSCertificateKeyFile (and TLSCACertificateFile) and slapd listens on a second port for
+ldaps:// (`ldaps_url`, `ldaps_port`); StartTLS works on the ldap:// port.
+
 Standard library only.
 """
 import os
@@ -50,18 +54,36 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class SlapdTls:
+    """slapd's TLS settings: PEM files (the certificate may carry its chain after the leaf)."""
+
+    def __init__(self, certificate: str, key: str, ca_file: str = ""):
+        self.certificate = certificate
+        self.key = key
+        self.ca_file = ca_file
+
+    def conf_lines(self) -> str:
+        lines = f"TLSCertificateFile {self.certificate}\nTLSCertificateKeyFile {self.key}\n"
+        if self.ca_file:
+            lines += f"TLSCACertificateFile {self.ca_file}\n"
+        return lines
+
+
 class SlapdServer:
     """slapd with a fresh back-mdb database loaded from `ldif_path`. A context manager."""
 
     def __init__(self, ldif_path: str, access: str = "", root_pw: str = "secret",
                  indexes=("objectClass eq", "uid eq"), extra_conf: str = "",
-                 keep: bool = False):
+                 keep: bool = False, tls: "SlapdTls | None" = None):
         self.ldif_path = ldif_path
         self.access = access
         self.root_pw = root_pw
         self.indexes = indexes
         self.extra_conf = extra_conf
         self.keep = keep
+        self.tls = tls
+        self.ldaps_port = None
+        self.ldaps_url = None
         self.suffix = SUFFIX
         self.root_dn = ROOT_DN
         self.process = None
@@ -105,7 +127,7 @@ modulepath {MODULE_DIR}
 moduleload back_mdb
 pidfile {self.dir}/slapd.pid
 argsfile {self.dir}/slapd.args
-{self.extra_conf}
+{self.tls.conf_lines() if self.tls else ""}{self.extra_conf}
 
 database mdb
 maxsize 1073741824
@@ -129,27 +151,33 @@ directory {self.db_dir}
         for _ in range(5):
             self.port = free_port()
             self.url = f"ldap://127.0.0.1:{self.port}"
+            urls = f"{self.url}/"
+            if self.tls:
+                self.ldaps_port = free_port()
+                self.ldaps_url = f"ldaps://127.0.0.1:{self.ldaps_port}"
+                urls += f" {self.ldaps_url}/"
             self.process = subprocess.Popen(
-                [SLAPD, "-h", f"{self.url}/", "-f", self.config, "-d", "0"],
+                [SLAPD, "-h", urls, "-f", self.config, "-d", "0"],
                 stdout=subprocess.DEVNULL, stderr=self.stderr_file, stdin=subprocess.DEVNULL)
-            if self._wait_listening():
-                print(f"  slapd: pid {self.process.pid}, {self.url}, db in {self.dir}",
+            if self._wait_listening(self.port) and \
+                    (self.ldaps_port is None or self._wait_listening(self.ldaps_port)):
+                print(f"  slapd: pid {self.process.pid}, {urls}, db in {self.dir}",
                       flush=True)
                 return
         fail(f"slapd did not start; stderr: {self.stderr_text()}")
 
-    def _wait_listening(self) -> bool:
+    def _wait_listening(self, port: int) -> bool:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 return False
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return True
             except OSError:
                 time.sleep(0.05)
         self._kill()
-        fail(f"slapd did not listen on {self.url} within {STARTUP_TIMEOUT_S}s; "
+        fail(f"slapd did not listen on port {port} within {STARTUP_TIMEOUT_S}s; "
              f"stderr: {self.stderr_text()}")
 
     def stop(self) -> int:
