@@ -10,10 +10,10 @@ server and its other connections unharmed.
   tls_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
 A throwaway CA and every certificate are made with the openssl CLI in a temporary directory.
-Five servers run one after the other: the main one (ldap:// and ldaps://, verify_client =
+Six servers run one after the other: the main one (ldap:// and ldaps://, verify_client =
 "allow"), one with simple_bind_requires_tls, min_version 1.3 and a hashed ca_dir, one with
 verify_client = "demand" and a TLS 1.2 cipher list, an ldaps://-only one with [tls] defaults,
-and one without [tls].
+one with external_map "uid={uid},..." and a TLS 1.3 suite list, and one without [tls].
 
 Exits 0 when every check passes; otherwise 1 with the failing checks (observed vs expected).
 """
@@ -85,6 +85,10 @@ class Pki:
         # A subject that is a directory DN as a whole, for external_map = "{subject}".
         self.user7_crt, self.user7_key = self.issue(
             "user7", "/DC=com/DC=example/OU=people/UID=user7", client_ext)
+        # For external_map = "uid={uid},...": userId prints as UID, among other attributes.
+        self.user8_crt, self.user8_key = self.issue(
+            "user8", "/O=Example/CN=Someone Else/UID=user8/emailAddress=user8@example.com",
+            client_ext)
         self.expired_crt, self.expired_key = self.issue_expired("expired", "/CN=user5")
         # Self-signed, so no CA of the server's vouches for it.
         self.untrusted_crt = self.path("untrusted.crt")
@@ -981,7 +985,40 @@ def check_defaults():
           "ldapwhoami -x over the ldaps:// listener", output(rc, out, err))
 
 
-# -- fifth server: no [tls] -----------------------------------------------------------------------
+# -- fifth server: external_map with {uid}, TLS 1.3 ciphersuites -----------------------------------
+TLS13_SUITE = "TLS_CHACHA20_POLY1305_SHA256"
+
+
+def check_uid_map():
+    expected = f"dn:{user_dn(8)}"
+    rc, out, err = tool("ldapwhoami", "-Y", "EXTERNAL", "-Q", url=S.ldaps_url,
+                        cert=PKI.user8_crt, key=PKI.user8_key)
+    check(rc == 0 and out.strip().lower() == expected,
+          'external_map = "uid={uid},ou=people,dc=example,dc=com" with the certificate of '
+          f"O=Example/CN=Someone Else/UID=user8/emailAddress=...: {expected}",
+          output(rc, out, err))
+    with ldaps_socket(client_context(PKI.user8_crt, PKI.user8_key)) as sock:
+        buffer = bytearray()
+        response = exchange(sock, sasl_bind_request(1, "EXTERNAL"), buffer)
+        check(response is not None and result_code(response[1]) == SUCCESS,
+              "the same from Python's ssl", f"observed {response}")
+        check_equal(whoami_raw(sock, buffer, 2).lower(), expected, "WhoAmI after it")
+
+
+def check_ciphersuites():
+    with ldaps_socket() as sock:
+        check_equal((sock.version(), sock.cipher()[0]), ("TLSv1.3", TLS13_SUITE),
+                    f'ciphersuites = "{TLS13_SUITE}": a TLS 1.3 client gets that suite')
+    result = subprocess.run(
+        ["openssl", "s_client", "-connect", f"127.0.0.1:{S.ldaps_port}", "-CAfile", PKI.ca_crt,
+         "-tls1_3", "-ciphersuites", "TLS_AES_128_GCM_SHA256"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    check(result.returncode != 0 and "Cipher is (NONE)" in result.stdout,
+          "openssl s_client -tls1_3 offering only TLS_AES_128_GCM_SHA256 is refused",
+          f"rc {result.returncode}; {result.stdout[-800:]} {result.stderr[-800:]}")
+
+
+# -- sixth server: no [tls] -----------------------------------------------------------------------
 def check_without_tls():
     with S.connect_raw() as sock:
         buffer = bytearray()
@@ -1071,6 +1108,12 @@ def main() -> int:
             ("[tls] defaults", check_defaults),
         ], 10, listen=("ldaps://127.0.0.1:0",), extra_toml=tls_config(
             PKI.server_crt, PKI.server_key, ca_file=PKI.ca_crt))
+        failures += run_server(args, "external_map {uid}, ciphersuites", [
+            ("external_map with {uid}", check_uid_map),
+            ("TLS 1.3 ciphersuites", check_ciphersuites),
+        ], 10, listen=("ldaps://127.0.0.1:0",), extra_toml=tls_config(
+            PKI.server_crt, PKI.server_key, ca_file=PKI.ca_crt, verify_client="allow",
+            external_map=f"uid={{uid}},{PEOPLE}", ciphersuites=TLS13_SUITE))
         failures += run_server(args, "without tls", [
             ("StartTLS unavailable", check_without_tls),
         ], 10)
