@@ -22,9 +22,11 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import ldap  # python3-ldap
@@ -569,6 +571,27 @@ def check_concurrent_responses():
         pipelined(sock, "ldaps://")
     with starttls_socket() as sock:
         pipelined(sock, "StartTLS")
+    # Handshakes at once: the listener thread advances them all as their bytes come.
+    errors = []
+
+    def one_client(n: int):
+        try:
+            with (ldaps_socket() if n % 2 else starttls_socket()) as sock:
+                buffer = bytearray()
+                if search_uid_raw(sock, buffer, 1, 100 + n) != [user_dn(100 + n)]:
+                    errors.append(f"client {n}: wrong entry")
+        except (CheckFailed, OSError, ValueError) as error:
+            errors.append(f"client {n}: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=one_client, args=(n,)) for n in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    check(not errors and not any(thread.is_alive() for thread in threads),
+          "40 clients handshaking at once (half ldaps://, half StartTLS) each find their entry",
+          f"{errors[:5]}")
+
     conn = python_ldap(S.ldaps_url)
     conn.simple_bind_s(ROOT_DN, ROOT_PW)
     results = conn.search_s(PEOPLE, ldap.SCOPE_ONELEVEL, "(objectClass=*)", ["*", "+"])
@@ -734,6 +757,18 @@ def check_bad_input():
               f"{elapsed:.1f} s", f"closed {closed} after {elapsed:.1f} s")
         sock.close()
     bystanders_work("after the stalled handshakes")
+
+    # Clients vanishing while the server encrypts a large search for them.
+    for round_ in range(10):
+        sock = ldaps_socket() if round_ % 2 else starttls_socket()
+        sock.sendall(simple_bind_request(1, ROOT_DN, ROOT_PW) +
+                     search_request(2, SUFFIX, scope=2, attributes=("*", "+")))
+        if round_ % 4 < 2:
+            # An abortive close (RST) half the time, otherwise an orderly FIN.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    check(True, "10 TLS clients sent a search of everything and closed at once")
+    bystanders_work("after them")
     bystander.unbind_s()
     bystander_tls.unbind_s()
     check(S.alive(), "the server process is still running")
