@@ -5,11 +5,18 @@ point repeated and interleaved, medians reported. Run by perf/bench.sh (which bu
 
   perf/bench.py --build-dir build/release [--users 100000] [--connections 16,64,256]
                 [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
+                [--tls | --tls-only] [--tls-connections 16] [--tls-key-type rsa]
 
 Every server runs at once, idle while another is measured (an idle server costs nothing), so
 the points of one repetition follow each other within seconds. Each server's CPU (utime +
 stime from /proc/PID/stat over the measured window) comes from authrate --server-pid as µs per
 auth. Writes the tables between the bench markers of RESULTS.md and a PNG plot (gnuplot).
+
+--tls adds TLS points (--tls-only runs only those): one throwaway certificate (made with the
+openssl command) for slapd (TLSCertificateFile / TLSCertificateKeyFile, an ldaps:// URL) and
+numadir ([tls] certificate / key, an ldaps:// listen URL); authrate over ldap:// and ldaps://
+with persistent connections, and with a new connection per auth (--reconnect, then with
+--tls-resume) to show what a handshake costs. Written between the bench-tls markers.
 """
 import argparse
 import datetime
@@ -31,6 +38,19 @@ PEOPLE = f"ou=people,{SUFFIX}"
 ROOT_DN = f"cn=admin,{SUFFIX}"
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"
+TLS_BEGIN = "<!-- bench-tls:begin -->"
+TLS_END = "<!-- bench-tls:end -->"
+TLS_HEADING = "TLS: the side-by-side benchmark over ldaps:// (perf/bench.sh --tls)"
+
+# The TLS points: (label, URL scheme, authrate options). Each TLS point has its cleartext twin
+# (same options over ldap://) so what TLS adds shows as a difference.
+TLS_VARIANTS = [
+    ("ldap", "ldap", []),
+    ("ldaps", "ldaps", []),
+    ("ldap reconnect", "ldap", ["--reconnect"]),
+    ("ldaps reconnect", "ldaps", ["--reconnect"]),
+    ("ldaps reconnect resume", "ldaps", ["--reconnect", "--tls-resume"]),
+]
 
 # numadir's default access policy (server/access_control.h) in slapd's terms, so both servers
 # check the same rules on every auth.
@@ -80,10 +100,11 @@ def wait_for_port(port, process, timeout_s=60):
 
 
 class Server:
-    def __init__(self, name, process, port):
+    def __init__(self, name, process, port, ldaps_port=None):
         self.name = name
         self.process = process
         self.port = port
+        self.ldaps_port = ldaps_port  # None: no TLS.
 
     def stop(self):
         if self.process.poll() is None:
@@ -102,7 +123,39 @@ def start_floor(build):
     return Server("floor", process, port)
 
 
-def start_numadir(build, work, name, dispatcher, ldif, cleartext=False):
+def make_certificate(work, key_type):
+    """A throwaway CA and a server certificate for 127.0.0.1 / localhost, signed by it, made
+    with the openssl command. Returns {"ca", "certificate" (leaf then CA), "key"} paths."""
+    folder = os.path.join(work, "tls")
+    os.makedirs(folder)
+    new_key = (["-newkey", "rsa:2048"] if key_type == "rsa" else
+               ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+
+    def openssl(*command):
+        subprocess.run(["openssl"] + list(command), cwd=folder, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    openssl("req", "-x509", *new_key, "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days",
+            "2", "-subj", "/CN=numadir bench CA", "-addext",
+            "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", *new_key, "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj",
+            "/CN=localhost")
+    with open(os.path.join(folder, "server.ext"), "w") as stream:
+        stream.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                     "extendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-set_serial", "2", "-days", "2", "-out", "leaf.crt", "-extfile", "server.ext")
+    with open(os.path.join(folder, "server.crt"), "w") as out:
+        for part in ("leaf.crt", "ca.crt"):
+            with open(os.path.join(folder, part)) as stream:
+                out.write(stream.read())
+    return {"ca": os.path.join(folder, "ca.crt"),
+            "certificate": os.path.join(folder, "server.crt"),
+            "key": os.path.join(folder, "server.key")}
+
+
+def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None):
+    """`tls`: make_certificate()'s files: numadir also listens on ldaps://."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
     root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
@@ -115,7 +168,7 @@ map_size = "8GiB"
 indexes = ["objectClass eq", "uid eq"]
 
 [server]
-listen = ["ldap://127.0.0.1:0"]
+listen = ["ldap://127.0.0.1:0"{', "ldaps://127.0.0.1:0"' if tls else ""}]
 rootdn = "{ROOT_DN}"
 rootpw = "{root_pw}"
 
@@ -125,16 +178,31 @@ dispatcher = "{dispatcher}"
 [passwords]
 allow_cleartext = {"true" if cleartext else "false"}
 """)
+        if tls:
+            stream.write(f"""
+[tls]
+certificate = "{tls['certificate']}"
+key = "{tls['key']}"
+""")
     config = os.path.join(folder, "numadir.toml")
     subprocess.run([f"{build}/server/numadir", "import", "-c", config, "--no-progress", ldif],
                    check=True, stdout=subprocess.DEVNULL)
     process = subprocess.Popen([f"{build}/server/numadir", "serve", "-c", config],
                                stdout=subprocess.PIPE, text=True)
     port = int(wait_for_line(process, r"listening on ldap://127\.0\.0\.1:(\d+)").group(1))
-    return Server(name, process, port)
+    ldaps_port = None
+    if tls:
+        try:
+            ldaps_port = int(wait_for_line(process, r"listening on ldaps://127\.0\.0\.1:(\d+)",
+                                           timeout_s=30).group(1))
+        except RuntimeError:
+            Server(name, process, port).stop()
+            raise
+    return Server(name, process, port, ldaps_port)
 
 
-def start_slapd(work, ldif, args):
+def start_slapd(work, ldif, args, tls=None):
+    """`tls`: make_certificate()'s files: slapd also listens on ldaps://."""
     folder = os.path.join(work, "slapd")
     db = os.path.join(folder, "db")
     os.makedirs(db)
@@ -150,7 +218,7 @@ moduleload back_mdb
 pidfile {folder}/slapd.pid
 argsfile {folder}/slapd.args
 loglevel {args.slapd_loglevel}
-{args.slapd_extra.replace(";", chr(10))}
+{slapd_tls_lines(tls)}{args.slapd_extra.replace(";", chr(10))}
 
 database mdb
 maxsize 8589934592
@@ -165,18 +233,35 @@ index uid eq
     subprocess.run(["/usr/sbin/slapadd", "-q", "-f", config, "-l", ldif], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     port = free_port()
-    process = subprocess.Popen(["/usr/sbin/slapd", "-h", f"ldap://127.0.0.1:{port}/", "-f",
-                                config, "-d", "0"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    urls = f"ldap://127.0.0.1:{port}/"
+    ldaps_port = None
+    if tls:
+        ldaps_port = free_port()
+        urls += f" ldaps://127.0.0.1:{ldaps_port}/"
+    process = subprocess.Popen(["/usr/sbin/slapd", "-h", urls, "-f", config, "-d", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     wait_for_port(port, process)
-    return Server("slapd", process, port)
+    if ldaps_port:
+        wait_for_port(ldaps_port, process)
+    return Server("slapd", process, port, ldaps_port)
 
 
-def run_authrate(build, server, connections, args):
-    command = [f"{build}/perf/authrate", "-H", f"ldap://127.0.0.1:{server.port}", "-b", PEOPLE,
+def slapd_tls_lines(tls):
+    if not tls:
+        return ""
+    return (f"TLSCertificateFile {tls['certificate']}\n"
+            f"TLSCertificateKeyFile {tls['key']}\n"
+            f"TLSCACertificateFile {tls['ca']}\n")
+
+
+def run_authrate(build, server, connections, args, scheme="ldap", extra=()):
+    """One authrate run; `scheme` "ldaps" goes to the server's ldaps:// port, `extra` are more
+    authrate options. Returns authrate's JSON summary."""
+    port = server.ldaps_port if scheme == "ldaps" else server.port
+    command = [f"{build}/perf/authrate", "-H", f"{scheme}://127.0.0.1:{port}", "-b", PEOPLE,
                "--first", "0", "--last", str(args.users - 1), "-c", str(connections),
                "-t", str(args.authrate_threads), "-d", str(args.duration), "--warmup",
-               str(args.warmup), "--server-pid", str(server.process.pid), "--json"]
+               str(args.warmup), "--server-pid", str(server.process.pid), "--json"] + list(extra)
     result = subprocess.run(command, capture_output=True, text=True, timeout=args.duration * 4 + 120)
     if result.returncode != 0:
         raise RuntimeError(f"authrate against {server.name} failed: {result.stderr[-2000:]}")
@@ -271,6 +356,66 @@ def write_section(path, begin, end, heading, section):
         stream.write(text)
 
 
+def summarize(runs):
+    """Medians over the repetitions of each point."""
+    points = {}
+    for key, summaries in runs.items():
+        points[key] = {
+            "rate": statistics.median(s["auths_per_sec"] for s in summaries),
+            "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
+            "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
+            "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
+            "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
+            "errors": sum(s["errors"]["total"] for s in summaries),
+            "handshakes": sum((s.get("tls") or {}).get("handshakes", 0) for s in summaries),
+            "resumed": sum((s.get("tls") or {}).get("resumed", 0) for s in summaries),
+        }
+    return points
+
+
+def tls_tables(points, servers):
+    """The TLS points, the cost TLS adds per auth (server CPU over the cleartext twin), and
+    numadir's ratios to slapd."""
+    lines = ["| point | server | auths/s | p50 ms | p99 ms | server CPU µs/auth | "
+             "handshakes resumed |", "|---|---|---:|---:|---:|---:|---:|"]
+    for label, _, _ in TLS_VARIANTS:
+        for name in servers:
+            p = points.get((name, label))
+            if p is None:
+                continue
+            resumed = (f"{100 * p['resumed'] / p['handshakes']:.0f}%"
+                       if "resume" in label and p["handshakes"] else "")
+            lines.append(f"| {label} | {name} | {p['rate']:.0f} | {p['p50']:.3f} | "
+                         f"{p['p99']:.3f} | {p['cpu']:.1f} | {resumed} |")
+    cost = ["| server | ldaps − ldap (records) | full handshake | resumed handshake |",
+            "|---|---:|---:|---:|"]
+    for name in servers:
+        def delta(tls_label, clear_label):
+            a, b = points.get((name, tls_label)), points.get((name, clear_label))
+            return f"{a['cpu'] - b['cpu']:.1f}" if a and b else "n/a"
+        cost.append(f"| {name} | {delta('ldaps', 'ldap')} | "
+                    f"{delta('ldaps reconnect', 'ldap reconnect')} | "
+                    f"{delta('ldaps reconnect resume', 'ldap reconnect')} |")
+    pairs = [(a, b) for a, b in (("percpu", "slapd"), ("single", "slapd"), ("percpu", "single"))
+             if a in servers and b in servers]
+    ratio = ["| point | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
+                                      for a, b in pairs) + " |",
+             "|---|" + "---:|---:|" * len(pairs)]
+    for label, _, _ in TLS_VARIANTS:
+        cells = []
+        for a, b in pairs:
+            pa, pb = points.get((a, label)), points.get((b, label))
+            if pa is None or pb is None:
+                cells += ["n/a", "n/a"]
+                continue
+            cells.append(f"{pa['rate'] / pb['rate']:.2f}" if pb["rate"] > 0 else "n/a")
+            cells.append(f"{pa['cpu'] / pb['cpu']:.2f}" if pb["cpu"] > 0 else "n/a")
+        ratio.append(f"| {label} | " + " | ".join(cells) + " |")
+    return ("\n".join(lines) + "\n\nServer CPU µs per auth that TLS adds (each TLS point minus its "
+            "cleartext twin):\n\n" + "\n".join(cost) +
+            ("\n\nRatios (medians):\n\n" + "\n".join(ratio) if pairs else ""))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -290,17 +435,31 @@ def main():
     parser.add_argument("--slapd-loglevel", default="0",
                         help="slapd's loglevel (0: none, as numadir logs nothing per operation "
                         "yet; 'stats' for slapd's default)")
+    parser.add_argument("--tls", action="store_true",
+                        help="also the TLS points (ldaps://, persistent and per auth, with and "
+                        "without session resumption) for slapd and numadir")
+    parser.add_argument("--tls-only", action="store_true",
+                        help="only the TLS points (the cleartext section is left as it is)")
+    parser.add_argument("--tls-connections", type=int, default=16,
+                        help="connections (auths in flight) of the TLS points")
+    parser.add_argument("--tls-key-type", default="rsa", choices=["rsa", "ec"],
+                        help="the server certificate's key: RSA 2048 or ECDSA P-256")
     parser.add_argument("--results", default="perf/RESULTS.md",
-                        help="the file whose bench section is rewritten ('' = print only)")
+                        help="the file whose bench sections are rewritten ('' = print only)")
     parser.add_argument("--plot", default="perf/bench.png", help="the PNG to draw ('' = none)")
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
-    connections = [int(c) for c in args.connections.split(",")]
+    connections = [] if args.tls_only else [int(c) for c in args.connections.split(",")]
     names = args.servers.split(",")
+    with_tls = args.tls or args.tls_only
     command = "perf/bench.sh " + " ".join(sys.argv[1:])
 
     work = tempfile.mkdtemp(prefix="numadir-bench-")
     servers = {}
+    tls_names = []  # The servers measured over TLS, in order.
+    tls_missing = {}  # Server name -> why it has no TLS points.
+    runs = {}
+    tls_runs = {}
     try:
         ldif = os.path.join(work, "users.ldif")
         with open(ldif, "w") as stream:
@@ -308,21 +467,41 @@ def main():
                                                              "gen_users.py"),
                             "--users", str(args.users), "--scheme", args.scheme], stdout=stream,
                            check=True)
+        tls = make_certificate(work, args.tls_key_type) if with_tls else None
         print(f"bench: {args.users} users generated; starting {', '.join(names)}", flush=True)
         for name in names:
             if name == "floor":
-                servers[name] = start_floor(build)
+                if args.tls_only:
+                    continue
+                servers[name] = start_floor(build)  # Canned answers in the clear only.
+                if tls:
+                    tls_missing[name] = "the floor server has no TLS"
             elif name == "slapd":
-                servers[name] = start_slapd(work, ldif, args)
+                servers[name] = start_slapd(work, ldif, args, tls=tls)
             elif name in ("percpu", "single"):
-                servers[name] = start_numadir(build, work, name, name, ldif,
-                                              cleartext=args.scheme == "cleartext")
+                cleartext = args.scheme == "cleartext"
+                try:
+                    servers[name] = start_numadir(build, work, name, name, ldif, cleartext,
+                                                  tls=tls)
+                except (RuntimeError, subprocess.CalledProcessError) as error:
+                    if not tls:
+                        raise
+                    # numadir without a working [tls]: its cleartext points still run.
+                    tls_missing[name] = f"numadir did not start with [tls] ({error})"
+                    print(f"bench: {name}: {tls_missing[name]}; measuring it in the clear only",
+                          flush=True)
+                    shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+                    if not args.tls_only:
+                        servers[name] = start_numadir(build, work, name, name, ldif, cleartext)
             else:
                 raise SystemExit(f"bench: unknown server {name!r}")
-        runs = {}
+            if tls and name in servers and servers[name].ldaps_port:
+                tls_names.append(name)
         for rep in range(args.repeat):
             for c in connections:
                 for name in names:
+                    if name not in servers:
+                        continue
                     summary = run_authrate(build, servers[name], c, args)
                     runs.setdefault((name, c), []).append(summary)
                     print(f"bench: rep {rep + 1}/{args.repeat} {c:>5} conns {name:>7}: "
@@ -330,26 +509,30 @@ def main():
                           f"p99 {summary['latency_ms']['p99']:.3f} ms, "
                           f"cpu {summary.get('server_cpu_us_per_auth') or 0:.1f} us/auth, "
                           f"errors {summary['errors']['total']}", flush=True)
+            for label, scheme, extra in TLS_VARIANTS if tls else []:
+                for name in tls_names:
+                    summary = run_authrate(build, servers[name], args.tls_connections, args,
+                                           scheme=scheme, extra=extra)
+                    tls_runs.setdefault((name, label), []).append(summary)
+                    resumed = (summary.get("tls") or {}).get("resumed", 0)
+                    print(f"bench: rep {rep + 1}/{args.repeat} {label:>22} {name:>7}: "
+                          f"{summary['auths_per_sec']:.0f} auths/s, "
+                          f"cpu {summary.get('server_cpu_us_per_auth') or 0:.1f} us/auth, "
+                          f"resumed {resumed}, errors {summary['errors']['total']}", flush=True)
     finally:
         for server in servers.values():
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    points = {}
-    for key, summaries in runs.items():
-        points[key] = {
-            "rate": statistics.median(s["auths_per_sec"] for s in summaries),
-            "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
-            "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
-            "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
-            "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
-            "errors": sum(s["errors"]["total"] for s in summaries),
-        }
+    names = [name for name in names if any(key[0] == name for key in runs)]
+    points = summarize(runs)
     info = machine()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    plotted = bool(args.plot) and plot(points, names, connections, os.path.abspath(args.plot))
-    errors = sum(p["errors"] for p in points.values())
-    section = f"""{BEGIN}
+    sections = []
+    if connections:
+        plotted = bool(args.plot) and plot(points, names, connections, os.path.abspath(args.plot))
+        errors = sum(p["errors"] for p in points.values())
+        sections.append((BEGIN, END, "The side-by-side benchmark (perf/bench.sh)", f"""{BEGIN}
 ### Side by side: {now}
 
 Command: `{command}` — {args.users} users ({args.scheme} passwords), indexes objectClass eq and uid
@@ -365,13 +548,30 @@ Ratios (medians):
 
 {ratios(points, names, connections)}
 {"" if not plotted else chr(10) + "![auths/s vs connections](bench.png)" + chr(10)}
-{END}"""
-    if not args.results:
+{END}"""))
+    if tls:
+        tls_points = summarize(tls_runs)
+        errors = sum(p["errors"] for p in tls_points.values())
+        missing = "".join(f"\n- {name}: no TLS points: {why}." for name, why in tls_missing.items())
+        sections.append((TLS_BEGIN, TLS_END, TLS_HEADING, f"""{TLS_BEGIN}
+### Over TLS: {now}
+
+Command: `{command}` — {args.users} users ({args.scheme} passwords), the same data, indexes and
+access rules as the cleartext points; one throwaway {"RSA 2048" if args.tls_key_type == "rsa"
+else "ECDSA P-256"} server certificate for every server; authrate with {args.tls_connections}
+connections and {args.authrate_threads} thread(s), {args.duration:g} s measured after
+{args.warmup:g} s warm-up, {args.repeat} repetitions interleaved, medians shown. Points: `ldap`
+and `ldaps` on persistent connections; `reconnect`: a new connection (and so a TLS handshake)
+per auth; `resume`: authrate `--tls-resume`, offering the slot's previous session. Machine:
+{info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; {info['slapd']}. Load generator and
+servers share the machine's CPUs. Errors over all runs: {errors}.{missing}
+
+{tls_tables(tls_points, tls_names) if tls_names else "No server was measured over TLS."}
+{TLS_END}"""))
+    for begin, end, heading, section in sections:
+        if args.results:
+            write_section(args.results, begin, end, heading, section)
         print(section)
-        return 0
-    write_section(args.results, BEGIN, END, "The side-by-side benchmark (perf/bench.sh)",
-                  section)
-    print(section)
     return 0
 
 

@@ -4,6 +4,7 @@
 # driven by authrate) and writes its tables into perf/RESULTS.md and its plot into
 # perf/bench.png. Options go to perf/bench.py (see perf/bench.py --help), e.g.
 #   perf/bench.sh --users 100000 --connections 16,64,256 --repeat 3
+#   perf/bench.sh --tls        # also over ldaps:// (persistent, and a handshake per auth)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
