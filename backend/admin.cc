@@ -1,4 +1,4 @@
-// backend/admin.cc: bulk import, export, index rebuild and verification, entry count.
+// backend/admin.cc: export, index rebuild and verification, entry count (import: import.cc).
 #include <algorithm>
 #include <chrono>
 
@@ -7,56 +7,6 @@
 
 namespace numadir::backend::detail {
 namespace {
-
-// Holds the writer mutex and one write transaction from begin to destruction.
-class ImporterImpl : public Directory::Importer {
- public:
-  ImporterImpl(DirectoryCore& core, Txn txn, EntryId next_id, const UpdateContext& context)
-      : core_(core), txn_(std::move(txn)), next_id_(next_id) {
-    now_ = context.now.value_or(std::chrono::system_clock::now());
-    stamp_.actor_dn = context.actor_dn;
-    stamp_.timestamp = generalized_time(now_);
-  }
-  ImporterImpl(const ImporterImpl&) = delete;
-  ImporterImpl& operator=(const ImporterImpl&) = delete;
-
-  ~ImporterImpl() override NUMADIR_NO_THREAD_SAFETY_ANALYSIS {
-    txn_.abort();  // No-op after a successful finish().
-    core_.write_mu.unlock();
-  }
-
-  Status add(const schema::Entry& entry) override {
-    if (done_) {
-      return invalid_argument("import already finished or failed");
-    }
-    stamp_.csn = next_csn(now_);
-    const AddOptions options{.import = true, .append_id = true};
-    Status status = add_in_txn(core_, txn_.raw(), entry, stamp_, options, scratch_, &next_id_);
-    if (!status.ok()) {
-      done_ = true;
-      txn_.abort();
-    }
-    return status;
-  }
-
-  Status finish() override {
-    if (done_) {
-      return invalid_argument("import already finished or failed");
-    }
-    done_ = true;
-    NUMADIR_RETURN_IF_ERROR(store_next_id(core_, txn_.raw(), next_id_));
-    return txn_.commit();
-  }
-
- private:
-  DirectoryCore& core_;
-  Txn txn_;
-  EntryId next_id_;
-  std::chrono::system_clock::time_point now_;
-  Stamp stamp_;
-  AddScratch scratch_;
-  bool done_ = false;
-};
 
 // Finds, for an error message, a pair of `index` that no entry produces (the slow path, taken
 // only when the index holds more pairs than the entries imply).
@@ -151,32 +101,6 @@ Status verify_hierarchy(const DirectoryCore& core, MDB_txn* txn, std::uint64_t* 
 }
 
 }  // namespace
-
-Result<std::unique_ptr<Directory::Importer>> run_begin_import(
-    DirectoryCore& core, const UpdateContext& context) NUMADIR_NO_THREAD_SAFETY_ANALYSIS {
-  core.write_mu.lock();
-  auto fail = [&core](Status status) NUMADIR_NO_THREAD_SAFETY_ANALYSIS {
-    core.write_mu.unlock();
-    return status;
-  };
-  Result<Txn> txn = Txn::begin(*core.env, false);
-  if (!txn.ok()) {
-    return fail(txn.status());
-  }
-  Result<std::uint64_t> entries = db_entries(txn->raw(), core.id2entry);
-  if (!entries.ok()) {
-    return fail(entries.status());
-  }
-  if (*entries != 0) {
-    return fail(invalid_argument("import needs an empty directory"));
-  }
-  Result<EntryId> next_id = load_next_id(core, txn->raw());
-  if (!next_id.ok()) {
-    return fail(next_id.status());
-  }
-  return std::unique_ptr<Directory::Importer>(
-      new ImporterImpl(core, std::move(*txn), *next_id, context));
-}
 
 Status run_export(const DirectoryCore& core,
                   const std::function<bool(const schema::Entry&)>& on_entry) {

@@ -152,6 +152,7 @@ Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
   env_options.max_readers = options.max_readers;
   env_options.max_dbs = static_cast<std::uint32_t>(8 + impl->indexes.indexes().size() + 64);
   env_options.no_sync = options.durability == Durability::kNoSync;
+  env_options.write_map = options.write_map;
   Result<std::unique_ptr<Env>> env = Env::open(env_options);
   if (!env.ok()) {
     return env.status();
@@ -208,6 +209,11 @@ Status Directory::rename(std::string_view dn, std::string_view new_rdn, bool del
 
 Result<std::unique_ptr<Directory::Importer>> Directory::begin_import(const UpdateContext& context) {
   return detail::run_begin_import(*impl_, context);
+}
+
+Result<std::unique_ptr<Directory::BulkImporter>> Directory::begin_bulk_import(
+    const UpdateContext& context, const BulkImportOptions& options) {
+  return detail::run_begin_bulk_import(*impl_, context, options);
 }
 
 Status Directory::export_entries(const std::function<bool(const schema::Entry&)>& on_entry) const {

@@ -51,6 +51,10 @@ struct DirectoryOptions {
   std::vector<IndexSpec> indexes;
   Durability durability = Durability::kSync;
   std::uint32_t max_readers = 256;
+  // LMDB's MDB_WRITEMAP, for a process that bulk-loads (numadir import): faster large write
+  // transactions; commits stay as durable. Other processes may open the same directory without
+  // it meanwhile.
+  bool write_map = false;
 };
 
 // Who does an update and when: fills creatorsName / modifiersName and the timestamps.
@@ -164,6 +168,47 @@ class Directory {
   };
   // Errors: kStorage; kInvalidArgument if the directory is not empty.
   Result<std::unique_ptr<Importer>> begin_import(const UpdateContext& context);
+
+  // A pipelined bulk load with the guarantees of Importer (one write transaction, nothing
+  // committed unless finish() succeeds, indexes built in the same pass): worker threads check,
+  // stamp, encode and key the entries while one writer thread stores them in input order.
+  //
+  // Thread contract: one thread (the caller's) calls add() and finish() and destroys the
+  // BulkImporter; the importer's own threads (the workers and the writer, which owns the write
+  // transaction from begin to commit or abort) are joined by finish() or the destructor.
+  struct BulkImportOptions {
+    std::uint32_t workers = 0;           // Threads that prepare entries; 0: one per CPU.
+    std::size_t batch_entries = 256;     // Entries handed between threads at a time.
+    std::size_t batches_per_worker = 4;  // Bounds the entries in flight (and so the memory).
+  };
+  // Which entry stopped an import, and why.
+  struct ImportFailure {
+    std::uint64_t tag = 0;  // As given to add().
+    std::string dn;         // The entry's DN as given.
+    Status status;          // As add() would have returned it.
+  };
+  class BulkImporter {
+   public:
+    virtual ~BulkImporter() = default;
+    // Queues `entry` with `tag` (the caller's reference for it, e.g. its line number), taking
+    // its contents: `entry` is left holding storage of an earlier entry, for reuse. May wait
+    // while the entries in flight are at their bound.
+    // Returns: false when an entry has failed (failure() says which); stop adding then.
+    virtual bool add(schema::Entry& entry, std::uint64_t tag) = 0;
+    // Stores what is queued and commits. Errors: the failed entry's status (failure() says
+    // which), kStorage; nothing is committed then. Call finish() or abort() at most once.
+    virtual Status finish() = 0;
+    // Commits nothing, after checking what is queued as finish() would (so that an entry that
+    // failed before a later problem, e.g. a bad LDIF record, is the one reported).
+    // Returns: failure(), the first of those entries that failed, or nullptr.
+    virtual const ImportFailure* abort() = 0;
+    // The first entry, in input order, that failed; nullptr when none did. Call after add()
+    // returned false or finish() failed.
+    virtual const ImportFailure* failure() const = 0;
+  };
+  // Errors: kStorage; kInvalidArgument if the directory is not empty.
+  Result<std::unique_ptr<BulkImporter>> begin_bulk_import(const UpdateContext& context,
+                                                          const BulkImportOptions& options);
 
   // Streams every entry (parents before children) to `on_entry`; false stops.
   Status export_entries(const std::function<bool(const schema::Entry&)>& on_entry) const;

@@ -102,6 +102,8 @@ class DnIndex {
 
   MDB_dbi dn2id() const { return dn2id_; }
   MDB_dbi children() const { return children_; }
+  // The longest dn key that can be stored.
+  std::size_t max_key_bytes() const { return max_key_bytes_; }
 
   // Returns: the id stored under `key`, or 0 if absent (also for a key too long to store).
   // Errors: kStorage.

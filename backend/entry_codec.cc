@@ -86,6 +86,14 @@ void encode_entry(const EntryHeader& header, std::span<const schema::EntryAttrib
   }
 }
 
+void set_encoded_parent(std::string_view encoded, EntryId parent_id, std::string& out) {
+  // The version byte, then parent id 0 as a one-byte varint.
+  out.clear();
+  out.push_back(encoded[0]);
+  put_varint(out, parent_id);
+  out.append(encoded.substr(2));
+}
+
 void reencode_entry(const EntryView& view, const EntryHeader& header, std::string& out) {
   out.clear();
   out.push_back(static_cast<char>(kEntryFormatVersion));

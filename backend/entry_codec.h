@@ -38,6 +38,11 @@ struct EntryHeader {
 void encode_entry(const EntryHeader& header, std::span<const schema::EntryAttribute> attributes,
                   std::string& out);
 
+// Writes `encoded`, an entry encode_entry() wrote with parent id 0, to `out` (replacing its
+// contents) with parent id `parent_id` instead: an import encodes entries before their parent's
+// id is known. Requires: `encoded` starts with that header, and does not overlap `out`.
+void set_encoded_parent(std::string_view encoded, EntryId parent_id, std::string& out);
+
 // Writes `view`'s entry with a new header (DN, dn key, parent) and its attributes unchanged to
 // `out` (replacing its contents), copying the attribute bytes without decoding them.
 // Requires: `view` does not point into `out`.

@@ -1,6 +1,9 @@
 // backend/lmdb_env.cc: LMDB wrappers; the one place LMDB return codes are translated.
 #include "backend/lmdb_env.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string>
 #include <utility>
 
@@ -48,16 +51,47 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
     if (options.no_sync) {
       flags |= MDB_NOSYNC;
     }
+    if (options.write_map) {
+      flags |= MDB_WRITEMAP;
+    }
     rc = mdb_env_open(env, options.path.c_str(), flags, 0600);
   }
   if (rc != MDB_SUCCESS) {
     mdb_env_close(env);
     return lmdb_status(rc, "opening LMDB environment " + options.path.string());
   }
-  return std::unique_ptr<Env>(new Env(env));
+  return std::unique_ptr<Env>(new Env(env, options.write_map));
 }
 
-Env::~Env() { mdb_env_close(env_); }
+Env::~Env() {
+  if (write_map_) {
+    shrink_data_file();
+  }
+  mdb_env_close(env_);
+}
+
+void Env::shrink_data_file() {
+  // A write transaction holds the writer lock of every process: no one allocates pages past
+  // the last one while the file is cut, and readers only touch pages of committed snapshots,
+  // which all lie below it. The transaction writes nothing and is aborted.
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env_, nullptr, 0, &txn) != MDB_SUCCESS) {
+    return;
+  }
+  MDB_envinfo info;
+  MDB_stat stat;
+  mdb_filehandle_t fd;
+  if (mdb_env_info(env_, &info) == MDB_SUCCESS && mdb_env_stat(env_, &stat) == MDB_SUCCESS &&
+      mdb_env_get_fd(env_, &fd) == MDB_SUCCESS) {
+    const off_t used = static_cast<off_t>(info.me_last_pgno + 1) * stat.ms_psize;
+    struct stat file;
+    // Best effort: a failed truncate leaves a larger file, as valid.
+    if (fstat(fd, &file) == 0 && file.st_size > used && ftruncate(fd, used) != 0) {
+      file.st_size = used;
+    }
+  }
+  mdb_txn_abort(txn);
+}
 
 Result<Txn> Txn::begin(const Env& env, bool read_only) {
   MDB_txn* txn = nullptr;

@@ -55,6 +55,10 @@ struct EnvOptions {
   std::uint32_t max_readers = 126;
   std::uint32_t max_dbs = 16;
   bool no_sync = false;  // MDB_NOSYNC.
+  // MDB_WRITEMAP: a write transaction writes its pages straight into the memory map (no copy,
+  // no dirty-page list to search or spill): for bulk loads. LMDB grows the data file to
+  // map_size_bytes (sparse); the Env cuts it back to the pages in use when it closes.
+  bool write_map = false;
 };
 
 // An open LMDB environment (MDB_NOTLS). Non-copyable.
@@ -69,8 +73,13 @@ class Env {
   MDB_env* raw() const { return env_; }
 
  private:
-  explicit Env(MDB_env* env) : env_(env) {}
+  Env(MDB_env* env, bool write_map) : env_(env), write_map_(write_map) {}
+  // With write_map: truncates the data file to the pages in use, holding LMDB's writer lock so
+  // that no other process extends the file meanwhile. Best effort: the file is valid either way.
+  void shrink_data_file();
+
   MDB_env* env_;
+  const bool write_map_;
 };
 
 // A transaction; aborted by the destructor unless committed. Move-only.

@@ -62,9 +62,7 @@ Status check_user_modifiable(const AttributeCatalog& catalog, std::string_view d
 
 Status check_entry_schema(const DirectoryCore& core, const schema::Entry& entry,
                           const schema::ObjectClass** structural) {
-  NUMADIR_RETURN_IF_ERROR(core.schema.check_entry(entry));
-  *structural = core.schema.structural_class(entry);
-  return Status();
+  return core.schema.check_entry(entry, structural);
 }
 
 Status put_entry(const DirectoryCore& core, MDB_txn* txn, EntryId id, const EntryHeader& header,

@@ -62,6 +62,9 @@ class Schema {
   // kConstraintViolation, an attribute option with other than letters, digits and '-' is
   // kUndefinedAttributeType, and a DN that does not parse is kInvalidDnSyntax.
   Status check_entry(const Entry& entry) const;
+  // As above; on success also sets *structural to structural_class(entry), found by the same
+  // pass.
+  Status check_entry(const Entry& entry, const ObjectClass** structural) const;
 
   // Returns: the structural object class of `entry` (the most specific of its structural
   // chain), or nullptr if it has none or several chains.

@@ -1,6 +1,7 @@
 // schema/schema_check.cc: Schema::check_entry and Schema::structural_class, the checks slapd's
 // entry_schema_check makes on an entry to add or the result of a modify or rename.
 #include <algorithm>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,7 +47,14 @@ struct AttributeGroup {
   std::string_view description;  // As first written.
   std::vector<const std::string*> values;
   std::vector<std::string> normalized;  // Parallel to values; filled by check_values.
+  // The objectClass group only: the class each value names, parallel to values (check_values).
+  std::vector<const ObjectClass*> classes;
 };
+
+// Up to this many groups (or values of one group) are searched linearly: an entry's usual
+// size, where hash tables cost more to build than they save. Larger ones get a hash table, so
+// that a client sending many still costs linear time.
+constexpr std::size_t kLinearLimit = 16;
 
 // Returns: the options of `options` (";lang-en;binary") in canonical form ("binary;lang-en"),
 // or false if one is empty or has a character that is not a keychar.
@@ -111,7 +119,8 @@ class EntryChecker {
   EntryChecker(const Schema& schema, const SchemaData& impl, const Entry& entry)
       : schema_(schema), impl_(impl), entry_(entry) {}
 
-  Status check() {
+  // On success, *structural is what structural_class() returns.
+  Status check(const ObjectClass** structural) {
     NUMADIR_RETURN_IF_ERROR(group_attributes());
     NUMADIR_RETURN_IF_ERROR(check_values());
     NUMADIR_RETURN_IF_ERROR(check_single_values());
@@ -120,9 +129,8 @@ class EntryChecker {
     if (object_classes == nullptr) {
       return status_error(StatusCode::kObjectClassViolation, "no objectClass attribute");
     }
-    NUMADIR_RETURN_IF_ERROR(resolve_classes(object_classes->values));
-    const ObjectClass* structural = nullptr;
-    NUMADIR_RETURN_IF_ERROR(find_structural(&structural));
+    NUMADIR_RETURN_IF_ERROR(resolve_classes(object_classes->values, object_classes->classes));
+    NUMADIR_RETURN_IF_ERROR(find_structural(structural));
     NUMADIR_RETURN_IF_ERROR(check_abstract_classes());
     NUMADIR_RETURN_IF_ERROR(check_naming());
     NUMADIR_RETURN_IF_ERROR(check_required());
@@ -143,7 +151,7 @@ class EntryChecker {
         }
       }
     }
-    if (values.empty() || !resolve_classes(values).ok()) {
+    if (values.empty() || !resolve_classes(values, {}).ok()) {
       return nullptr;
     }
     const ObjectClass* structural = nullptr;
@@ -173,15 +181,24 @@ class EntryChecker {
         return status_error(StatusCode::kConstraintViolation,
                             attribute.description + ": attribute has no values");
       }
-      const auto [it, inserted] = group_index_.emplace(group_key(type, options), groups_.size());
-      if (inserted) {
+      std::size_t index = group_of(type, options);
+      if (index == kNoGroup) {
+        index = groups_.size();
         groups_.push_back(AttributeGroup{.type = type,
                                          .options = options,
                                          .description = attribute.description,
                                          .values = {},
-                                         .normalized = {}});
+                                         .normalized = {},
+                                         .classes = {}});
+        if (!group_index_.empty()) {
+          group_index_.emplace(group_key(type, options), index);
+        } else if (groups_.size() > kLinearLimit) {
+          for (std::size_t i = 0; i < groups_.size(); ++i) {
+            group_index_.emplace(group_key(groups_[i].type, groups_[i].options), i);
+          }
+        }
       }
-      AttributeGroup& group = groups_[it->second];
+      AttributeGroup& group = groups_[index];
       for (const std::string& value : attribute.values) {
         group.values.push_back(&value);
       }
@@ -196,9 +213,25 @@ class EntryChecker {
     return key;
   }
 
-  const AttributeGroup* find_group(const AttributeType* type, std::string_view options) const {
+  static constexpr std::size_t kNoGroup = ~std::size_t{0};
+
+  // Returns: the index in groups_ of the group of `type` with `options`, or kNoGroup.
+  std::size_t group_of(const AttributeType* type, std::string_view options) const {
+    if (group_index_.empty()) {
+      for (std::size_t i = 0; i < groups_.size(); ++i) {
+        if (groups_[i].type == type && groups_[i].options == options) {
+          return i;
+        }
+      }
+      return kNoGroup;
+    }
     const auto it = group_index_.find(group_key(type, options));
-    return it == group_index_.end() ? nullptr : &groups_[it->second];
+    return it == group_index_.end() ? kNoGroup : it->second;
+  }
+
+  const AttributeGroup* find_group(const AttributeType* type, std::string_view options) const {
+    const std::size_t index = group_of(type, options);
+    return index == kNoGroup ? nullptr : &groups_[index];
   }
 
   // Writes the form values of `type` compare in: the equality rule's normalized form, or the
@@ -228,21 +261,41 @@ class EntryChecker {
     std::unordered_set<std::string_view> seen;
     for (AttributeGroup& group : groups_) {
       const AttributeType& type = *group.type;
+      const bool object_class = &type == impl_.object_class_type;
+      const bool hashed = group.values.size() > kLinearLimit;
       // Sized once, so the views in `seen` stay valid.
       group.normalized.resize(group.values.size());
+      if (object_class) {
+        group.classes.resize(group.values.size());
+      }
       seen.clear();
       for (std::size_t i = 0; i < group.values.size(); ++i) {
         const std::string& value = *group.values[i];
-        // An objectClass value names a class the schema knows, or it is invalid per syntax:
-        // slapd's objectClass pretty function rejects unknown classes.
-        if ((type.syntax != nullptr && !type.syntax->validate(value)) ||
-            (&type == impl_.object_class_type && schema_.object_class(value) == nullptr) ||
-            !normalize(type, value, group.normalized[i])) {
+        bool valid = type.syntax == nullptr || type.syntax->validate(value);
+        if (valid && object_class) {
+          // An objectClass value names a class the schema knows, or it is invalid per syntax:
+          // slapd's objectClass pretty function rejects unknown classes. Its normalized form
+          // is the class's OID, as normalize() gives it.
+          const ObjectClass* named = schema_.object_class(value);
+          valid = named != nullptr;
+          if (valid) {
+            group.classes[i] = named;
+            group.normalized[i] = named->oid;
+          }
+        } else if (valid) {
+          valid = normalize(type, value, group.normalized[i]);
+        }
+        if (!valid) {
           return status_error(StatusCode::kInvalidAttributeSyntax,
                               std::string(group.description) + ": value #" + std::to_string(i) +
                                   " invalid per syntax");
         }
-        if (!seen.insert(group.normalized[i]).second) {
+        const std::string& normalized = group.normalized[i];
+        const bool repeated =
+            hashed ? !seen.insert(normalized).second
+                   : std::find(group.normalized.begin(), group.normalized.begin() + i,
+                               normalized) != group.normalized.begin() + i;
+        if (repeated) {
           return status_error(StatusCode::kAttributeOrValueExists,
                               std::string(group.description) + ": value #" + std::to_string(i) +
                                   " provided more than once");
@@ -264,9 +317,12 @@ class EntryChecker {
   }
 
   // Resolves objectClass values into classes_ (in value order, without repeats).
-  Status resolve_classes(const std::vector<const std::string*>& values) {
-    for (const std::string* value : values) {
-      const ObjectClass* object_class = schema_.object_class(*value);
+  // `known`: the classes check_values found for `values` (parallel), or empty.
+  Status resolve_classes(const std::vector<const std::string*>& values,
+                         std::span<const ObjectClass* const> known) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::string* value = values[i];
+      const ObjectClass* object_class = known.empty() ? schema_.object_class(*value) : known[i];
       if (object_class == nullptr) {
         return status_error(StatusCode::kObjectClassViolation,
                             "unrecognized objectClass " + in_quotes(*value));
@@ -305,7 +361,7 @@ class EntryChecker {
       if (!joined) {
         return status_error(StatusCode::kObjectClassViolation,
                             "invalid structural object class chain (" + std::string(chain_name) +
-                                "/" + class_names_[i] + ")");
+                                "/" + std::string(class_names_[i]) + ")");
       }
     }
     if (chain == nullptr) {
@@ -391,20 +447,35 @@ class EntryChecker {
         std::find(classes_.begin(), classes_.end(), impl_.extensible_object) != classes_.end()) {
       return Status();
     }
-    std::unordered_set<const AttributeType*> allowed;
-    auto allow = [&](const ObjectClass* object_class) {
-      allowed.insert(object_class->all_must.begin(), object_class->all_must.end());
-      allowed.insert(object_class->all_may.begin(), object_class->all_may.end());
+    auto lists = [](const ObjectClass* object_class, const AttributeType* type) {
+      return std::find(object_class->all_must.begin(), object_class->all_must.end(), type) !=
+                 object_class->all_must.end() ||
+             std::find(object_class->all_may.begin(), object_class->all_may.end(), type) !=
+                 object_class->all_may.end();
     };
-    if (impl_.top != nullptr) {
-      allow(impl_.top);
+    // A few attributes: look each up in the classes' lists; many: gather the lists once.
+    std::unordered_set<const AttributeType*> allowed;
+    const bool hashed = groups_.size() > kLinearLimit;
+    if (hashed) {
+      auto allow = [&](const ObjectClass* object_class) {
+        allowed.insert(object_class->all_must.begin(), object_class->all_must.end());
+        allowed.insert(object_class->all_may.begin(), object_class->all_may.end());
+      };
+      if (impl_.top != nullptr) {
+        allow(impl_.top);
+      }
+      std::for_each(classes_.begin(), classes_.end(), allow);
     }
-    std::for_each(classes_.begin(), classes_.end(), allow);
     for (const AttributeGroup& group : groups_) {
       if (group.type->operational()) {
         continue;
       }
-      if (!allowed.contains(group.type)) {
+      const bool is_allowed =
+          hashed ? allowed.contains(group.type)
+                 : (impl_.top != nullptr && lists(impl_.top, group.type)) ||
+                       std::any_of(classes_.begin(), classes_.end(),
+                                   [&](const ObjectClass* c) { return lists(c, group.type); });
+      if (!is_allowed) {
         return status_error(StatusCode::kObjectClassViolation,
                             "attribute " + in_quotes(group.description) + " not allowed");
       }
@@ -418,13 +489,19 @@ class EntryChecker {
   std::vector<AttributeGroup> groups_;
   std::unordered_map<std::string, std::size_t> group_index_;  // group_key() -> index in groups_.
   std::vector<const ObjectClass*> classes_;
-  std::vector<std::string> class_names_;  // As written in the entry, parallel to classes_.
+  std::vector<std::string_view> class_names_;  // As written in the entry, parallel to classes_.
 };
 
 }  // namespace
 
 Status Schema::check_entry(const Entry& entry) const {
-  return EntryChecker(*this, *impl_, entry).check();
+  const ObjectClass* structural = nullptr;
+  return EntryChecker(*this, *impl_, entry).check(&structural);
+}
+
+Status Schema::check_entry(const Entry& entry, const ObjectClass** structural) const {
+  *structural = nullptr;
+  return EntryChecker(*this, *impl_, entry).check(structural);
 }
 
 const ObjectClass* Schema::structural_class(const Entry& entry) const {

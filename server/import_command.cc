@@ -1,4 +1,5 @@
-// numadir import: LDIF into an empty directory, in one transaction, with progress.
+// numadir import: LDIF into an empty directory, in one transaction, with progress. The LDIF is
+// parsed on this thread while the directory's bulk importer checks, encodes and stores it.
 #include <unistd.h>
 
 #include <chrono>
@@ -6,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "server/commands.h"
@@ -105,6 +107,8 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
     err << "numadir import: " << config.status().message() << "\n";
     return 1;
   }
+  // MDB_WRITEMAP for this process only: the import is one large write transaction.
+  config->database.write_map = true;
   auto opened = open_directory(*config);
   if (!opened.ok()) {
     err << "numadir import: " << opened.status().message() << "\n";
@@ -122,39 +126,50 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
   int status = 1;
   {
     LdifReader reader(file);
-    auto importer = opened->directory->begin_import(backend::UpdateContext{});
+    // This thread parses the LDIF; the importer's workers check and encode the entries and
+    // its writer stores them, in input order, in one transaction.
+    auto importer = opened->directory->begin_bulk_import(backend::UpdateContext{}, {});
     if (!importer.ok()) {
       err << "numadir import: " << importer.status().message() << "\n";
     } else {
       Progress progress(err, options.progress, isatty(STDERR_FILENO) == 1);
       schema::Entry entry;
-      bool failed = false;
+      std::optional<Status> bad_input;
       while (true) {
         auto more = reader.next(entry);
         if (!more.ok()) {
-          progress.interrupt();
-          err << "numadir import: " << name << ": " << more.status().message() << "\n";
-          failed = true;
+          bad_input = more.status();
           break;
         }
-        if (!*more) {
-          break;
-        }
-        const Status added = (*importer)->add(entry);
-        if (!added.ok()) {
-          progress.interrupt();
-          err << "numadir import: " << name << ":" << reader.record_line() << ": dn \"" << entry.dn
-              << "\": " << status_code_name(added.code()) << ": " << added.message() << "\n";
-          failed = true;
+        if (!*more || !(*importer)->add(entry, reader.record_line())) {
           break;
         }
         progress.update(reader.records_read(), reader.bytes_consumed(), reader.input_size_bytes());
       }
-      if (failed) {
-        err << "numadir import: nothing was imported\n";
-      } else if (const Status finished = (*importer)->finish(); !finished.ok()) {
-        err << "numadir import: " << finished.message() << "\n";
+      // An entry that failed comes before a bad record: the entries queued are checked first.
+      Status finished;
+      const backend::Directory::ImportFailure* failure = nullptr;
+      if (bad_input.has_value()) {
+        failure = (*importer)->abort();
       } else {
+        finished = (*importer)->finish();
+        failure = (*importer)->failure();
+      }
+      if (failure != nullptr || bad_input.has_value() || !finished.ok()) {
+        progress.interrupt();
+      }
+      if (failure != nullptr) {
+        err << "numadir import: " << name << ":" << failure->tag << ": dn \"" << failure->dn
+            << "\": " << status_code_name(failure->status.code()) << ": "
+            << failure->status.message() << "\n";
+      } else if (bad_input.has_value()) {
+        err << "numadir import: " << name << ": " << bad_input->message() << "\n";
+      } else if (!finished.ok()) {
+        err << "numadir import: " << finished.message() << "\n";
+      }
+      if (failure != nullptr || bad_input.has_value()) {
+        err << "numadir import: nothing was imported\n";
+      } else if (finished.ok()) {
         progress.finish(reader.records_read());
         status = 0;
       }

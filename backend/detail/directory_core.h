@@ -1,6 +1,7 @@
 // backend/detail/directory_core.h: the state behind a Directory (environment, DBIs, indexes,
 // schema tables) and the per-thread read state behind a ReadTxn, shared by the files that
-// implement directory.h (directory.cc, search.cc, update.cc, modify.cc, rename.cc, admin.cc).
+// implement directory.h (directory.cc, search.cc, update.cc, modify.cc, rename.cc, admin.cc,
+// import.cc).
 //
 // Thread contract: a DirectoryCore is built by Directory::open and immutable afterwards except
 // for write_mu (held by every update, and by an Importer for its whole life). A ReadState is
@@ -149,18 +150,21 @@ Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new
 
 Result<std::unique_ptr<Directory::Importer>> run_begin_import(DirectoryCore& core,
                                                               const UpdateContext& context);
+Result<std::unique_ptr<Directory::BulkImporter>> run_begin_bulk_import(
+    DirectoryCore& core, const UpdateContext& context, const Directory::BulkImportOptions& options);
 Status run_export(const DirectoryCore& core,
                   const std::function<bool(const schema::Entry&)>& on_entry);
 Status run_rebuild_indexes(DirectoryCore& core);
 Status run_verify_indexes(const DirectoryCore& core);
 Result<std::uint64_t> run_entry_count(const DirectoryCore& core);
 
-// Shared by add and import: checks and stores a new entry in `txn`.
+// Directory::add: checks and stores a new entry in `txn`. (An import runs the stages of
+// detail/import_stages.h instead.)
 struct AddOptions {
   bool import = false;     // Keep provided operational values; no NO-USER-MODIFICATION check.
-  bool append_id = false;  // MDB_APPEND into id2entry (ids only grow during an import).
+  bool append_id = false;  // MDB_APPEND into id2entry (when ids only grow).
 };
-// Scratch buffers an import reuses across entries.
+// Scratch buffers reused across entries.
 struct AddScratch {
   std::string encoded;
   IndexKeys keys;

@@ -433,6 +433,44 @@ TEST_CASE("Entry: many values are checked in one pass") {
               "cn: value #" + std::to_string(kValues) + " provided more than once");
 }
 
+TEST_CASE("Entry: many attributes are grouped and checked as a few are") {
+  // Past a few attributes the checker switches from linear searches to hash tables; the
+  // verdicts are the same.
+  Entry entry = posix_user();
+  for (int i = 0; i < 40; ++i) {
+    entry.attributes.push_back({"cn;x-" + std::to_string(i), {"other " + std::to_string(i)}});
+  }
+  check_ok(entry);
+  Entry repeated = entry;
+  repeated.attributes.push_back({"CN;X-33", {"OTHER   33"}});
+  check_fails(repeated, StatusCode::kAttributeOrValueExists,
+              "cn;x-33: value #1 provided more than once");
+  Entry outside = entry;
+  outside.attributes.push_back({"dc", {"example"}});
+  check_fails(outside, StatusCode::kObjectClassViolation, "attribute 'dc' not allowed");
+  Entry missing = entry;
+  remove(missing, "sn");
+  check_fails(missing, StatusCode::kObjectClassViolation,
+              "object class 'person' requires attribute 'sn'");
+}
+
+TEST_CASE("Entry: check_entry can return the structural class it finds") {
+  Entry entry = posix_user();
+  const ObjectClass* structural = nullptr;
+  CHECK(shipped().check_entry(entry, &structural).ok());
+  CHECK(structural == shipped().object_class("inetOrgPerson"));
+  CHECK(structural == shipped().structural_class(entry));
+  attribute(entry, "objectClass").values = {"top", "account", "posixAccount"};
+  remove(entry, "sn");
+  remove(entry, "givenName");
+  remove(entry, "mail");
+  remove(entry, "shadowLastChange");
+  CHECK(shipped().check_entry(entry, &structural).ok());
+  CHECK(structural == shipped().object_class("account"));
+  remove(entry, "uid");
+  CHECK_FALSE(shipped().check_entry(entry, &structural).ok());
+}
+
 TEST_CASE("Entry: structural_class reads the objectClass values in any order") {
   Entry entry = posix_user();
   attribute(entry, "objectClass").values = {"posixAccount", "inetOrgPerson", "person", "top"};

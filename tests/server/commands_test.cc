@@ -137,6 +137,31 @@ TEST_CASE("Commands: a bad record stops the import with its line and commits not
                       "violation") != std::string::npos);
     CHECK(errors.find("'sn'") != std::string::npos);
   }
+  SUBCASE("a bad entry queued before a malformed record") {
+    // Entries are checked on other threads while the LDIF is read on: the entry that failed
+    // first in the input is the one reported.
+    std::string ldif = std::string(kBase) + user(1) +
+                       "dn: uid=user2,ou=people,dc=example,dc=com\n"
+                       "objectClass: inetOrgPerson\nuid: user2\ncn: User 2\n\n";
+    ldif += "dn: uid=user3,ou=people,dc=example,dc=com\ncn:: ***\n\n";
+    ws.write("bad.ldif", ldif);
+    std::string errors;
+    CHECK(import_file(ws, "bad.ldif", errors) == 1);
+    CHECK(errors.find(":17: dn \"uid=user2,ou=people,dc=example,dc=com\": object class "
+                      "violation") != std::string::npos);
+    CHECK(errors.find("line 22") == std::string::npos);
+    CHECK(errors.find("nothing was imported") != std::string::npos);
+  }
+  SUBCASE("a missing parent") {
+    ws.write("bad.ldif", std::string(kBase) + user(1) +
+                             "dn: uid=x,ou=nowhere,dc=example,dc=com\nobjectClass: account\n"
+                             "uid: x\n\n" +
+                             user(2));
+    std::string errors;
+    CHECK(import_file(ws, "bad.ldif", errors) == 1);
+    CHECK(errors.find(":17: dn \"uid=x,ou=nowhere,dc=example,dc=com\": no such object") !=
+          std::string::npos);
+  }
   SUBCASE("change record") {
     ws.write("bad.ldif", std::string(kBase) +
                              "dn: uid=x,ou=people,dc=example,dc=com\nchangetype: add\nuid: x\n\n");
@@ -145,6 +170,28 @@ TEST_CASE("Commands: a bad record stops the import with its line and commits not
     CHECK(errors.find("change records") != std::string::npos);
   }
   CHECK(ws.entry_count() == 0);
+}
+
+TEST_CASE("Commands: a large import keeps its indexes consistent and its data file small") {
+  Workspace ws;
+  std::string ldif = kBase;
+  for (int i = 0; i < 3000; ++i) {
+    ldif += user(i);
+  }
+  ws.write("users.ldif", ldif);
+  std::string errors;
+  REQUIRE_MESSAGE(import_file(ws, "users.ldif", errors) == 0, errors);
+  CHECK(errors.find("import: 3002 entries") != std::string::npos);
+  CHECK(ws.entry_count() == 3002);
+  std::ostringstream out;
+  std::ostringstream err;
+  IndexOptions index_options;
+  index_options.config = ws.path("numadir.toml");
+  index_options.verify = true;
+  CHECK(run_index(index_options, out, err) == 0);
+  // The import maps the database MDB_WRITEMAP, which grows the file to the map size (64 MiB);
+  // closing cuts it back to the pages in use.
+  CHECK(std::filesystem::file_size(ws.path("db") / "data.mdb") < (std::uintmax_t{16} << 20));
 }
 
 TEST_CASE("Commands: import refuses a missing file and a bad config with the reason") {

@@ -1,0 +1,78 @@
+// backend/detail/import_stages.h: the two stages of an import, shared by Directory::Importer
+// (both on one thread) and Directory::BulkImporter (prepare on worker threads, store on the
+// writer thread):
+//   prepare: parse and key the DN, canonicalize the attribute descriptions, check the schema,
+//            add the operational attributes, encode the entry and compute its index keys. It
+//            needs no transaction.
+//   store:   find the parent, assign the id and write id2entry, dn2id, children and every
+//            index, in the import's write transaction.
+// The checks and their order per entry are those of Directory::add, so an import reports the
+// same result codes.
+//
+// Thread contract: prepare_import_item may run on any number of threads at once, each with its
+// own ImportItem and PrepareScratch. An ImportWriter belongs to the thread that owns the write
+// transaction; it must be destroyed (closing its cursors) before that transaction ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/detail/directory_core.h"
+
+namespace numadir::backend::detail {
+
+// One entry on its way through an import.
+struct ImportItem {
+  schema::Entry entry;    // As given; prepare canonicalizes and stamps its attributes in place.
+  std::uint64_t tag = 0;  // The caller's reference (BulkImporter::add).
+  std::string csn;        // Its entryCSN, assigned in input order.
+  Status status;          // prepare's verdict: store refuses an item that failed.
+  std::string key;        // Its dn key.
+  std::string encoded;    // encode_entry() with parent id 0 (store sets the parent).
+  IndexKeys keys;
+};
+
+// Per-thread state of prepare_import_item.
+struct PrepareScratch {
+  Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
+};
+
+// Prepares `item` (see the file comment), setting item.status: kInvalidDnSyntax,
+// kNoSuchObject (outside the suffix), kUndefinedAttributeType, kAttributeOrValueExists,
+// kInvalidAttributeSyntax, the schema's check_entry codes.
+void prepare_import_item(const DirectoryCore& core, ImportItem& item, PrepareScratch& scratch);
+
+// Stores prepared items, in input order, in one write transaction.
+class ImportWriter {
+ public:
+  // Requires: `txn` is a write transaction of the calling thread on core.env; every id stored
+  // is at least `next_id` and larger than any stored before (ids only grow during an import).
+  ImportWriter(const DirectoryCore& core, MDB_txn* txn, EntryId next_id)
+      : core_(core), txn_(txn), next_id_(next_id) {}
+  ImportWriter(const ImportWriter&) = delete;
+  ImportWriter& operator=(const ImportWriter&) = delete;
+
+  // Opens a cursor per database written. Errors: kStorage.
+  Status open();
+  // Stores `item`. Errors: item.status when prepare failed; kEntryAlreadyExists; kNoSuchObject
+  // (message: the matched DN) when the parent is missing; kUnwillingToPerform for a dn key
+  // over LMDB's key size; kStorage; kInternal. After an error the transaction must be aborted.
+  Status store(const ImportItem& item);
+  EntryId next_id() const { return next_id_; }
+
+ private:
+  const DirectoryCore& core_;
+  MDB_txn* const txn_;
+  EntryId next_id_;
+  Cursor id2entry_;
+  Cursor dn2id_;
+  Cursor children_;
+  std::vector<Cursor> indexes_;  // Per index slot.
+  // Consecutive entries mostly share a parent: its key and id, once found, skip a lookup.
+  std::string last_parent_key_;
+  EntryId last_parent_id_ = 0;
+  std::string with_parent_;  // The encoded entry with its parent id.
+};
+
+}  // namespace numadir::backend::detail
