@@ -1,6 +1,8 @@
-// numadir check-config: parse the config and load the schema it names, opening nothing else.
+// numadir check-config: parse the config, load the schema it names, compile the access rules
+// and load the TLS certificate and key; nothing else is opened.
 #include <iostream>
 
+#include "listener/tls.h"
 #include "server/commands.h"
 #include "server/config.h"
 #include "server/opened_directory.h"
@@ -30,6 +32,14 @@ int run_check_config(const std::filesystem::path& config_path, std::ostream& out
   if (Status rules = OperationHandler::check_access_rules(**schema, config->access); !rules.ok()) {
     err << "numadir check-config: " << config_path.string() << ": " << rules.message() << "\n";
     return 1;
+  }
+  if (config->tls.has_value()) {
+    // The certificate, key and CAs load as the server would load them.
+    if (auto tls = listener::TlsContext::create(*config->tls); !tls.ok()) {
+      err << "numadir check-config: " << config_path.string() << ": " << tls.status().message()
+          << "\n";
+      return 1;
+    }
   }
   out << config_path.string() << ": ok\n";
   return 0;

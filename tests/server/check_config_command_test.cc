@@ -52,5 +52,14 @@ TEST_CASE("check-config: access rules are checked against the schema") {
   CHECK(err.find("access[0].by.dn:") != std::string::npos);
 }
 
+TEST_CASE("check-config: TLS files are loaded as the server loads them") {
+  std::string out;
+  std::string err;
+  CHECK(check_config(std::string(kDatabase) + "[tls]\ncertificate = \"/nonexistent/server.crt\"\n"
+                                              "key = \"/nonexistent/server.key\"\n",
+                     out, err) == 1);
+  CHECK(err.find("tls.certificate /nonexistent/server.crt") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace numadir::server
