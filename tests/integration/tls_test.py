@@ -2,7 +2,7 @@
 """numadir's TLS with real clients: ldaps:// and StartTLS (RFC 4511 4.14) from ldap-utils,
 python-ldap, ldap3, Python's ssl module and `openssl s_client`; SASL EXTERNAL with client
 certificates mapped to DNs; verify_client allow / demand with missing, expired and untrusted
-certificates; min_version and cipher lists; simple_bind_requires_tls; certificate reload on
+certificates; min_version and cipher lists; simple_bind_requires_tls; certificate and CA reload on
 SIGHUP; session resumption with tickets; and bad input (plaintext to the ldaps port, garbage
 mid-handshake, stalled handshakes, StartTLS with an operation outstanding) that must leave the
 server and its other connections unharmed.
@@ -92,6 +92,15 @@ class Pki:
             "user8", "/O=Example/CN=Someone Else/UID=user8/emailAddress=user8@example.com",
             client_ext)
         self.expired_crt, self.expired_key = self.issue_expired("expired", "/CN=user5")
+        # A second CA and a client of it, for the CA reload.
+        self.ca2_crt, self.ca2_key = self.path("ca2.crt"), self.path("ca2.key")
+        self.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                     "-nodes", "-keyout", self.ca2_key, "-out", self.ca2_crt, "-days", "30",
+                     "-subj", "/O=numadir test/CN=Second CA",
+                     "-addext", "basicConstraints=critical,CA:TRUE",
+                     "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        self.user9_crt, self.user9_key = self.issue("user9", "/CN=user9", client_ext,
+                                                    ca=(self.ca2_crt, self.ca2_key))
         # Self-signed, so no CA of the server's vouches for it.
         self.untrusted_crt = self.path("untrusted.crt")
         self.untrusted_key = self.path("untrusted.key")
@@ -127,12 +136,15 @@ class Pki:
                          "-subj", subject)
         return key, csr
 
-    def issue(self, name: str, subject: str, extensions: str, key_type: str = "ec"):
+    def issue(self, name: str, subject: str, extensions: str, key_type: str = "ec",
+              ca: tuple = None):
+        """A certificate signed by `ca` ((certificate, key); default: the test CA)."""
+        ca_crt, ca_key = ca or (self.ca_crt, self.ca_key)
         key, csr = self.request(name, subject, key_type)
         crt, ext = self.path(f"{name}.crt"), self.path(f"{name}.ext")
         with open(ext, "w") as stream:
             stream.write(extensions)
-        self.openssl("x509", "-req", "-in", csr, "-CA", self.ca_crt, "-CAkey", self.ca_key,
+        self.openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key,
                      "-CAcreateserial", "-out", crt, "-days", "30", "-sha256", "-extfile", ext)
         return crt, key
 
@@ -886,9 +898,35 @@ def check_reload():
           "after the reload the CA still verifies client certificates (EXTERNAL)",
           output(rc, out, err))
 
+    # The CA file replaced by another CA's: its clients are verified, the first CA's no longer.
+    # (Python's ssl sends a client certificate whichever CAs the server names.)
+    shutil.copy(PKI.ca2_crt, RELOAD_CA + ".new")
+    os.replace(RELOAD_CA + ".new", RELOAD_CA)
+    os.kill(S.process.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while True:
+        user9 = external_bind(PKI.user9_crt, PKI.user9_key)
+        if user9 == SUCCESS or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    check_equal(user9, SUCCESS, "after replacing ca_file and SIGHUP, EXTERNAL with a "
+                "certificate of the new CA succeeds")
+    check_equal(external_bind(PKI.user5_crt, PKI.user5_key), INAPPROPRIATE_AUTHENTICATION,
+                "and one of the old CA gets inappropriateAuthentication (48)")
+
+
+def external_bind(crt: str, key: str) -> int:
+    """The result code of a SASL EXTERNAL bind over ldaps:// with that client certificate."""
+    with ldaps_socket(client_context(crt, key)) as sock:
+        response = exchange(sock, sasl_bind_request(1, "EXTERNAL"), bytearray())
+        if response is None or response[0] != BIND_RESPONSE:
+            fail(f"EXTERNAL bind: observed {response}")
+        return result_code(response[1])
+
 
 RELOAD_CRT = None
 RELOAD_KEY = None
+RELOAD_CA = None
 
 
 # -- second server: simple_bind_requires_tls, min_version 1.3, ca_dir, {subject} -----------------
@@ -1094,7 +1132,7 @@ def run_server(args, name: str, checks, users: int, **options) -> list:
 
 
 def main() -> int:
-    global PKI, RELOAD_CRT, RELOAD_KEY
+    global PKI, RELOAD_CRT, RELOAD_KEY, RELOAD_CA
     args = parse_args(__doc__.split("\n")[0])
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="numadir-tls-")
@@ -1110,6 +1148,8 @@ def main() -> int:
         RELOAD_CRT, RELOAD_KEY = PKI.path("reload.crt"), PKI.path("reload.key")
         shutil.copy(PKI.server_crt, RELOAD_CRT)
         shutil.copy(PKI.server_key, RELOAD_KEY)
+        RELOAD_CA = PKI.path("reload-ca.crt")
+        shutil.copy(PKI.ca_crt, RELOAD_CA)
         both = ("ldap://127.0.0.1:0", "ldaps://127.0.0.1:0")
         failures += run_server(args, "main", [
             ("RootDSE", check_root_dse),
@@ -1124,7 +1164,7 @@ def main() -> int:
             ("session resumption", check_session_resumption),
             ("certificate reload on SIGHUP", check_reload),
         ], USERS, listen=both, extra_toml=tls_config(
-            RELOAD_CRT, RELOAD_KEY, ca_file=PKI.ca_crt, verify_client="allow",
+            RELOAD_CRT, RELOAD_KEY, ca_file=RELOAD_CA, verify_client="allow",
             external_map=EXTERNAL_MAP, handshake_timeout=HANDSHAKE_TIMEOUT_S))
         failures += run_server(args, "simple_bind_requires_tls", [
             ("simple binds need TLS", check_requires_tls),
