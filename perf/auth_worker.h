@@ -12,7 +12,9 @@
 // With TLS (WorkerConfig::tls) each new connection first does StartTLS (if asked) and the TLS
 // handshake, non-blocking like everything else (SSL_connect / SSL_read / SSL_write retried on
 // the readiness they want), before its first request; with --tls-resume a slot's connection
-// offers the session of its previous one.
+// offers the session of its previous one. On a persistent connection an auth allocates nothing
+// here, in the clear or over TLS; OpenSSL 3.0's record layer itself makes a few small
+// allocations per record.
 //
 // auth_worker.cc holds the loop and the auth state machine, auth_worker_io.cc the sockets, reads
 // and writes, auth_worker_tls.cc StartTLS and the handshake; the per-slot state they share is in
