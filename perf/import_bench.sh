@@ -3,24 +3,27 @@
 # with the same schema and the same indexes (objectClass, uid, cn, mail eq), and reports wall
 # time, entries/s and peak RSS of each, and the ratio.
 #
-#   perf/import_bench.sh [--users N] [--runs R]      (defaults: 1,000,000 users, 1 run)
+#   perf/import_bench.sh [--users N] [--runs R] [--numadir PATH]
+#                                     (defaults: 1,000,000 users, 1 run, build/release's numadir)
 #
-# Needs a release build (cmake --preset release && cmake --build --preset release) and the
-# slapd package (slapadd). Runs entirely in a temporary directory.
+# Needs a release build (cmake --preset release && cmake --build --preset release, or --numadir
+# naming another RelWithDebInfo build's binary) and the slapd package (slapadd). Runs entirely in
+# a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 users=1000000
 runs=1
+numadir="$PWD/build/release/server/numadir"
 while [ $# -gt 0 ]; do
   case "$1" in
     --users) users="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
-    *) echo "usage: $0 [--users N] [--runs R]" >&2; exit 2 ;;
+    --numadir) numadir="$(realpath "$2")"; shift 2 ;;
+    *) echo "usage: $0 [--users N] [--runs R] [--numadir PATH]" >&2; exit 2 ;;
   esac
 done
 
-numadir="$PWD/build/release/server/numadir"
 [ -x "$numadir" ] || { echo "build the release preset first ($numadir missing)" >&2; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -65,7 +68,7 @@ measure() {
   cat "$work/time"
 }
 
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "input: $entries entries, $((ldif_bytes / 1048576)) MiB of LDIF"
 printf "%-18s %10s %14s %14s\n" "tool" "seconds" "entries/s" "peak RSS MiB"
 for run in $(seq 1 "$runs"); do
@@ -78,4 +81,5 @@ for run in $(seq 1 "$runs"); do
   printf "%-18s %10s %14d %14d\n" "slapadd -q" "$s_sec" \
     "$(awk -v e="$entries" -v s="$s_sec" 'BEGIN{printf "%d", e/s}')" $((s_rss / 1024))
   awk -v n="$n_sec" -v s="$s_sec" 'BEGIN{printf "run '"$run"': numadir takes %.2fx the time of slapadd -q (%.2fx as fast)\n", n/s, s/n}'
+  echo "load average after run $run: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
