@@ -268,7 +268,8 @@ def idle_table(idle, names, args):
     lines = [f"| server | auths/s, {args.active} active | auths/s, {args.active} active + "
              f"{args.idle} idle | with/without | p99 ms without | p99 ms with | RSS growth "
              "KiB, first opening (later ones) | bytes per idle connection | server CPU ms in "
-             f"{args.idle_cpu_window:g} s with only idle connections |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"{args.idle_cpu_window:g} s with only idle connections |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in names:
         d = idle[name]
         without, with_idle = summarize(d["without"]), summarize(d["with"])
