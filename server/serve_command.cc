@@ -92,6 +92,16 @@ std::size_t online_cpus() {
 }  // namespace
 
 int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err) {
+  // Signals are taken by sigwait on this thread only: block them before any thread starts
+  // (the access log's writer, the listeners, the workers), which inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
   auto config = load_config(options.config);
   if (!config.ok()) {
     err << "numadir serve: " << config.status().message() << "\n";
@@ -151,15 +161,6 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     logging = std::make_unique<LoggingHandler>(operations, *access_log, config->log_level);
     handler = logging.get();
   }
-
-  // Signals are taken by sigwait on this thread only: block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   listener::FrontendOptions frontend_options;
   frontend_options.urls = settings.listen;
