@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <bit>
 #include <climits>
 #include <iostream>
 #include <utility>
@@ -14,16 +15,28 @@
 namespace numadir::threadpool {
 namespace {
 
-// Added to queued_ by stop() so that every parked worker sees a non-zero count and wakes.
+// Added to queued_ by stop() so that every worker about to park sees a non-zero count.
 constexpr std::int64_t kStopWake = std::int64_t{1} << 40;
+
+// Slot::state values.
+constexpr std::uint32_t kAwake = 0;
+constexpr std::uint32_t kWaiting = 1;   // Its idle bit is (or was) set; no signal yet.
+constexpr std::uint32_t kSleeping = 2;  // In futex_wait: a signal must wake it.
+constexpr std::uint32_t kSignalled = 3;
 
 }  // namespace
 
 WorkerPool::WorkerPool(WorkerPoolOptions options)
     : options_(std::move(options)),
       queue_(options_.queue_capacity),
+      idle_words_((options_.threads + 63) / 64),
       counters_(new WorkerCounters[options_.threads]) {
   NUMADIR_CHECK(options_.threads > 0, "WorkerPool needs at least one thread");
+  idle_.reset(new std::atomic<std::uint64_t>[idle_words_]);
+  for (std::size_t i = 0; i < idle_words_; ++i) {
+    idle_[i].store(0, std::memory_order_relaxed);
+  }
+  slots_.reset(new Slot[options_.threads]);
 }
 
 WorkerPool::~WorkerPool() { stop(); }
@@ -42,9 +55,11 @@ void WorkerPool::stop() {
   if (stopping_.exchange(true, std::memory_order_seq_cst)) {
     return;
   }
+  // A worker setting its idle bit after this sees queued_ non-zero and does not sleep; the
+  // ones already idle are claimed and signalled here.
   queued_.fetch_add(kStopWake, std::memory_order_seq_cst);
-  wake_sequence_.fetch_add(1, std::memory_order_seq_cst);
-  detail::futex_wake(wake_sequence_, INT_MAX);
+  while (wake_idle_worker()) {
+  }
   for (std::thread& thread : threads_) {
     thread.join();
   }
@@ -55,22 +70,36 @@ bool WorkerPool::try_submit(std::unique_ptr<Task>& task) {
   if (stopping_.load(std::memory_order_relaxed) || !queue_.try_push(task)) {
     return false;
   }
-  // seq_cst pairs with the parking worker's parked_ increment and queued_ check: either the
-  // worker sees this increment before it waits, or this thread sees parked_ and notifies.
+  // seq_cst pairs with the parking worker's idle bit and queued_ check (park()): either the
+  // worker sees this increment before it sleeps, or this thread sees its bit and signals it.
   const std::int64_t depth = queued_.fetch_add(1, std::memory_order_seq_cst) + 1;
   std::int64_t high = high_water_.load(std::memory_order_relaxed);
   while (depth > high &&
          !high_water_.compare_exchange_weak(high, depth, std::memory_order_relaxed)) {
   }
-  if (parked_.load(std::memory_order_seq_cst) > 0) {
-    wake_one();
-  }
+  wake_idle_worker();
   return true;
 }
 
-void WorkerPool::wake_one() {
-  wake_sequence_.fetch_add(1, std::memory_order_seq_cst);
-  detail::futex_wake(wake_sequence_, 1);
+bool WorkerPool::wake_idle_worker() {
+  for (std::size_t word = 0; word < idle_words_; ++word) {
+    std::uint64_t bits = idle_[word].load(std::memory_order_seq_cst);
+    while (bits != 0) {
+      const std::uint64_t lowest = bits & (~bits + 1);
+      if (idle_[word].compare_exchange_weak(bits, bits & ~lowest, std::memory_order_seq_cst)) {
+        signal(word * 64 + static_cast<std::size_t>(std::countr_zero(lowest)));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void WorkerPool::signal(std::size_t index) {
+  // Only the claimer of the worker's bit gets here, once per park.
+  if (slots_[index].state.exchange(kSignalled, std::memory_order_seq_cst) == kSleeping) {
+    detail::futex_wake(slots_[index].state, 1);
+  }
 }
 
 std::size_t WorkerPool::queue_depth() const {
@@ -112,20 +141,33 @@ void WorkerPool::run_worker(std::size_t index) {
       continue;
     }
     idle_rounds = 0;
-    parked_.fetch_add(1, std::memory_order_seq_cst);
-    // The sequence is read before queued_: a submitter that counts its task after this check
-    // sees parked_ and bumps the sequence, so the wait below returns at once. queued_ may be
-    // briefly negative (a task popped before its submitter counted it) or hold a task another
-    // worker is about to take; either way waking once more is harmless.
-    const std::uint32_t sequence = wake_sequence_.load(std::memory_order_seq_cst);
-    if (queued_.load(std::memory_order_seq_cst) <= 0 &&
-        !stopping_.load(std::memory_order_seq_cst)) {
-      counters.on_park();
-      detail::futex_wait(wake_sequence_, sequence);
-      counters.on_wake();
-    }
-    parked_.fetch_sub(1, std::memory_order_seq_cst);
+    park(index, counters);
   }
+}
+
+void WorkerPool::park(std::size_t index, WorkerCounters& counters) {
+  Slot& slot = slots_[index];
+  std::atomic<std::uint64_t>& word = idle_[index / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (index % 64);
+  slot.state.store(kWaiting, std::memory_order_relaxed);  // Nobody signals before the bit.
+  word.fetch_or(bit, std::memory_order_seq_cst);
+  if (queued_.load(std::memory_order_seq_cst) > 0 || stopping_.load(std::memory_order_seq_cst)) {
+    // Work (or stop) arrived: take the bit back, unless a submitter claimed it already; then
+    // its signal is on the way and must be consumed here, not by a later park.
+    if ((word.fetch_and(~bit, std::memory_order_seq_cst) & bit) != 0) {
+      slot.state.store(kAwake, std::memory_order_relaxed);
+      return;
+    }
+  }
+  counters.on_park();
+  std::uint32_t state = kWaiting;
+  if (slot.state.compare_exchange_strong(state, kSleeping, std::memory_order_seq_cst)) {
+    do {
+      detail::futex_wait(slot.state, kSleeping);
+    } while (slot.state.load(std::memory_order_seq_cst) == kSleeping);
+  }
+  slot.state.store(kAwake, std::memory_order_relaxed);
+  counters.on_wake();
 }
 
 }  // namespace numadir::threadpool

@@ -1,6 +1,6 @@
 // threadpool/worker_pool.h: a pool of worker threads taking tasks from one bounded lock-free
-// queue; idle workers park (C++20 atomic wait) after a short bounded spin, so an idle pool
-// costs no CPU.
+// queue; idle workers park (each on its own futex) after a short bounded spin, so an idle pool
+// costs no CPU, and a submitter wakes exactly one parked worker per task it queues.
 //
 // Thread contract: create/start/stop/destroy on one controlling thread. try_submit may be
 // called from any thread, concurrently. Tasks run on the pool's threads; a task's run() must
@@ -90,8 +90,18 @@ class WorkerPool final : public TaskPool {
   std::size_t queue_high_water() const override;
 
  private:
+  // A worker's parking place, on its own cache line: the futex it sleeps on.
+  struct alignas(kCacheLineSize) Slot {
+    // kAwake, kWaiting (parked, not yet asleep in the kernel), kSleeping or kSignalled.
+    std::atomic<std::uint32_t> state{0};
+  };
+
   void run_worker(std::size_t index);
-  void wake_one();
+  // Parks worker `index` until a submitter signals it, unless work arrived meanwhile.
+  void park(std::size_t index, WorkerCounters& counters);
+  // Claims one idle worker (clears its bit) and signals it. Returns: false if none was idle.
+  bool wake_idle_worker();
+  void signal(std::size_t index);
 
   const WorkerPoolOptions options_;
   BoundedQueue<Task> queue_;
@@ -99,10 +109,13 @@ class WorkerPool final : public TaskPool {
   // only while it reads 0 (seq_cst with the submitter's increment, so no wake-up is lost).
   alignas(kCacheLineSize) std::atomic<std::int64_t> queued_{0};
   alignas(kCacheLineSize) std::atomic<std::int64_t> high_water_{0};
-  // Workers parked (or about to); a submitter wakes one only when there is one.
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> parked_{0};
-  // The futex parked workers sleep on: bumped by every wake-up.
-  alignas(kCacheLineSize) std::atomic<std::uint32_t> wake_sequence_{0};
+  // Idle workers, a bit each (worker i: bit i % 64 of word i / 64). A worker sets its bit
+  // before its last look at queued_; a submitter clears one bit after counting its task and
+  // signals that worker alone, so each park costs at most one wake-up call, and a worker that
+  // is already being woken is never woken again (no wake-up per submit while it gets going).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> idle_;
+  std::size_t idle_words_ = 0;
+  std::unique_ptr<Slot[]> slots_;
   alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
   std::unique_ptr<WorkerCounters[]> counters_;
   std::vector<std::thread> threads_;  // Owner: the controlling thread.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace numadir::threadpool {
 namespace {
@@ -111,6 +112,100 @@ TEST_CASE("WorkerPool: idle workers park and wake for new work") {
   auto t = task([&] { where.set_value(std::this_thread::get_id()); });
   REQUIRE(pool.try_submit(t));
   CHECK(where.get_future().get() != std::this_thread::get_id());
+  pool.stop();
+}
+
+TEST_CASE("WorkerPool: each task queued to a parked pool wakes another worker") {
+  // 70 workers span two words of idle bits. Once all are parked, 70 tasks that each wait for
+  // all 70 to have started can finish only if every submit woke a different parked worker.
+  constexpr std::size_t kWorkers = 70;
+  WorkerPoolOptions options;
+  options.threads = kWorkers;
+  WorkerPool pool(options);
+  pool.start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto all_parked = [&] {
+    for (std::size_t i = 0; i < kWorkers; ++i) {
+      if (pool.counters(i).parks.load() == 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (!all_parked() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(all_parked());
+  std::atomic<std::size_t> started{0};
+  std::atomic<std::size_t> finished{0};
+  std::mutex mu;
+  std::set<std::thread::id> ran_on;
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    auto t = task([&] {
+      {
+        std::lock_guard lock(mu);
+        ran_on.insert(std::this_thread::get_id());
+      }
+      started.fetch_add(1);
+      while (started.load() < kWorkers && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      finished.fetch_add(1);
+    });
+    REQUIRE(pool.try_submit(t));
+  }
+  while (finished.load() < kWorkers && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(started.load() == kWorkers);
+  CHECK(finished.load() == kWorkers);
+  pool.stop();
+  CHECK(ran_on.size() == kWorkers);
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    // A worker sleeps once per park and comes back once per sleep (stop wakes the last ones).
+    CHECK(pool.counters(i).wakeups.load() == pool.counters(i).parks.load());
+  }
+}
+
+TEST_CASE("WorkerPool: bursts from several submitters with parks between lose no wake-up") {
+  WorkerPoolOptions options;
+  options.threads = 3;
+  options.spin_before_park = 1;  // Park at once: every burst finds parked workers.
+  WorkerPool pool(options);
+  pool.start();
+  constexpr int kSubmitters = 4;
+  constexpr int kBursts = 200;
+  constexpr int kBurst = 5;
+  std::atomic<int> runs{0};
+  std::vector<std::thread> submitters;
+  for (int s = 0; s < kSubmitters; ++s) {
+    submitters.emplace_back([&] {
+      for (int b = 0; b < kBursts; ++b) {
+        const int target = runs.load() + kBurst;
+        for (int i = 0; i < kBurst; ++i) {
+          auto t = task([&] { runs.fetch_add(1); });
+          while (!pool.try_submit(t)) {
+            std::this_thread::yield();
+          }
+        }
+        // Let the workers drain and park before the next burst (bounded).
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (runs.load() < target && std::chrono::steady_clock::now() < until) {
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (std::thread& submitter : submitters) {
+    submitter.join();
+  }
+  // Every task must run without stop()'s help: a lost wake-up would strand one in the queue.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (runs.load() < kSubmitters * kBursts * kBurst &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(runs.load() == kSubmitters * kBursts * kBurst);
   pool.stop();
 }
 
