@@ -164,6 +164,21 @@ std::string dn_key_from_normalized(std::string_view ndn) {
   return key;
 }
 
+void normalized_dn_from_key(std::string_view key, std::string& out) {
+  out.clear();
+  out.reserve(key.size());
+  std::size_t end = key.size();
+  while (end > 0) {
+    const std::size_t cut = key.rfind(kDnKeySeparator, end - 1);
+    const std::size_t start = cut == std::string_view::npos ? 0 : cut + 1;
+    if (!out.empty()) {
+      out += ',';
+    }
+    out.append(key.substr(start, end - start));
+    end = cut == std::string_view::npos ? 0 : cut;
+  }
+}
+
 std::string dn_key(const schema::Dn& dn, const schema::DnValueNormalizer& normalizer) {
   if (dn.is_root()) {
     return std::string();

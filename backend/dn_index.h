@@ -77,6 +77,11 @@ Status dn_key_into(std::string_view dn, const schema::DnValueNormalizer& normali
 // As above; a DN this thread's last remember() recorded is keyed without normalizing it again.
 Status dn_key_into(std::string_view dn, const SchemaDnNormalizer& normalizer, std::string& key);
 
+// Writes the normalized DN whose dn key is `key` to `out` (replacing its contents): the key's
+// RDNs in reverse order joined by ','. dn_key_from_normalized's inverse, without normalizing
+// anything (a normalized RDN holds no raw NUL).
+void normalized_dn_from_key(std::string_view key, std::string& out);
+
 // Returns: the key of the parent ("" for a one-RDN key).
 inline std::string_view parent_key(std::string_view key) {
   const std::size_t cut = key.rfind(kDnKeySeparator);

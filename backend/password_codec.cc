@@ -101,19 +101,22 @@ bool base64_decode(std::string_view text, Base64Alphabet alphabet, std::string* 
   if (data_size % 4 == 1) {
     return false;
   }
-  out->reserve(data_size / 4 * 3 + 2);
+  // Every 4 digits give 3 bytes; a last group of 2 or 3 digits gives 1 or 2.
+  out->resize(data_size / 4 * 3 + (data_size % 4 == 0 ? 0 : data_size % 4 - 1));
+  char* write = out->data();
   std::uint32_t bits = 0;
   int bit_count = 0;
   for (std::size_t i = 0; i < data_size; ++i) {
     const std::int8_t value = table[static_cast<unsigned char>(text[i])];
     if (value == kNotADigit) {
+      out->clear();
       return false;
     }
     bits = (bits << 6) | static_cast<std::uint32_t>(value);
     bit_count += 6;
     if (bit_count >= 8) {
       bit_count -= 8;
-      out->push_back(static_cast<char>((bits >> bit_count) & 0xFF));
+      *write++ = static_cast<char>((bits >> bit_count) & 0xFF);
     }
   }
   return true;

@@ -87,7 +87,8 @@ struct MdCtxDeleter {
 
 // Writes digest(a + b) to `out` (replacing it). Returns false if OpenSSL fails.
 bool digest_two(const EVP_MD* md, std::string_view a, std::string_view b, std::string* out) {
-  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  // One context per thread, re-initialized for each digest: a bind costs no allocation here.
+  thread_local const std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
   std::array<unsigned char, EVP_MAX_MD_SIZE> buffer;
   unsigned int size = 0;
   if (ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||

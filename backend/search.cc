@@ -15,6 +15,10 @@ class StoredEntryRef : public EntryRef {
   StoredEntryRef(const DirectoryCore& core, CursorCache& cursors, EntryId id, const EntryView& view)
       : core_(core), cursors_(cursors), id_(id), view_(view) {}
   std::string_view dn() const override { return view_.dn(); }
+  bool normalized_dn(std::string& out) const override {
+    normalized_dn_from_key(view_.dn_key(), out);
+    return true;
+  }
   schema::Entry materialize() const override {
     schema::Entry entry;
     if (Status status = materialize_entry(core_, cursors_, id_, view_, &entry); !status.ok()) {
@@ -27,12 +31,19 @@ class StoredEntryRef : public EntryRef {
   }
   std::vector<std::string_view> values(std::string_view description) const override {
     std::vector<std::string_view> out;
-    Result<std::string> canonical = core_.catalog.canonical_description(description);
-    if (!canonical.ok()) {
+    const AttributeInfo* info = nullptr;
+    std::string canonical_options;  // The common case (no options) resolves without a copy.
+    if (description.find(';') == std::string_view::npos) {
+      info = core_.catalog.resolve(description);
+    } else if (Result<std::string> canonical = core_.catalog.canonical_description(description);
+               canonical.ok()) {
+      info = core_.catalog.by_canonical(description_type(*canonical));
+      canonical_options.assign(description_options(*canonical));
+    }
+    if (info == nullptr) {
       return out;
     }
-    const AttributeInfo* info = core_.catalog.by_canonical(description_type(*canonical));
-    const std::string_view options = description_options(*canonical);
+    const std::string_view options = canonical_options;
     AttributeReader reader = view_.attributes();
     AttributeView attribute;
     while (reader.next(&attribute)) {
@@ -68,15 +79,21 @@ class Searcher {
       }
       state_.last_base = spec_.base;
       state_.last_base_key = std::move(*base_key);
+      state_.last_base_id = 0;
     }
     base_key_ = state_.last_base_key;
     if (!key_in_subtree(base_key_, core_.suffix_key)) {
       return Status(StatusCode::kNoSuchObject, "");
     }
-    Result<EntryId> base_id = core_.dns.find(state_.txn, base_key_);
+    const std::uint64_t snapshot = txn_id(state_.txn);
+    Result<EntryId> base_id = state_.last_base_id != 0 && state_.last_base_txn == snapshot
+                                  ? Result<EntryId>(state_.last_base_id)
+                                  : core_.dns.find(state_.txn, base_key_);
     if (!base_id.ok()) {
       return base_id.status();
     }
+    state_.last_base_id = *base_id;
+    state_.last_base_txn = snapshot;
     if (*base_id == 0) {
       Result<std::string> matched = matched_dn(core_, state_.txn, base_key_);
       if (!matched.ok()) {
@@ -94,8 +111,8 @@ class Searcher {
     Candidates candidates;
     candidates.ids.swap(state_.candidates);  // Reuse the capacity of earlier searches.
     std::vector<std::string_view> unindexed;
-    Status status = compute_candidates(state_.filter, core_.indexes, state_.cursors,
-                                       txn_id(state_.txn), &candidates, &unindexed);
+    Status status = compute_candidates(state_.filter, core_.indexes, state_.cursors, snapshot,
+                                       &candidates, &unindexed);
     if (candidates.all) {  // Only a scan is worth a note; a narrowed AND is fine.
       for (std::string_view name : unindexed) {
         note_unindexed(core_, name);

@@ -346,7 +346,7 @@ void OperationHandler::search(const LdapMessage& request, ServerSession& session
       return false;
     }
     entry_ndn.clear();
-    if (ndn_matters) {
+    if (ndn_matters && !entry.normalized_dn(entry_ndn)) {
       if (!normalize_dn_into(entry.dn(), entry_ndn).ok()) {
         entry_ndn.clear();
       }

@@ -85,6 +85,11 @@ struct ReadState {
   // again and again, and normalizing it is most of a search's CPU otherwise.
   std::string last_base;
   std::string last_base_key;
+  // Its id, as found in the snapshot of transaction last_base_txn (0: not looked up yet). A
+  // read transaction's id changes only when a write commits, so the same id means the same
+  // snapshot and the same answer.
+  EntryId last_base_id = 0;
+  std::uint64_t last_base_txn = 0;
 };
 
 // Begins one read operation on `state` (begin or renew) and resets the transaction when it

@@ -133,6 +133,22 @@ TEST_CASE("DnIndex: keys reverse the normalized RDNs") {
   CHECK(dn_key_from_normalized("cn=a\\\\,dc=com") == "dc=com\0cn=a\\\\"sv);
 }
 
+TEST_CASE("DnIndex: normalized_dn_from_key inverts the key layout") {
+  const SchemaDnNormalizer normalizer(testing::test_schema());
+  std::string ndn = "left over";
+  for (const std::string_view dn :
+       {"uid=JDoe,ou=People,dc=Example,dc=COM", "cn=a\\,b,dc=com", "cn=Doe+sn=X,dc=com",
+        "cn=a\\00b,dc=com", "dc=com", "cn=\\\\,ou=x\\+y,dc=com"}) {
+    CAPTURE(dn);
+    const std::string key = dn_key_of(dn, normalizer).value();
+    normalized_dn_from_key(key, ndn);
+    CHECK(ndn == schema::Dn::parse(dn).value().normalized(&normalizer));
+    CHECK(dn_key_from_normalized(ndn) == key);
+  }
+  normalized_dn_from_key("", ndn);
+  CHECK(ndn.empty());
+}
+
 TEST_CASE("DnIndex: dn_key_into keys like dn_key_of and reuses the remembered normalization") {
   const SchemaDnNormalizer normalizer(testing::test_schema());
   std::string key = "left over";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/directory.h"
+#include "backend/dn_index.h"
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::backend {
@@ -102,6 +103,23 @@ TEST_CASE("Search: the auth filter finds one entry by an index lookup") {
     return true;
   }));
   CHECK(calls == 1);
+}
+
+TEST_CASE("Search: each result tells its normalized DN without normalizing it again") {
+  SearchFixture f;
+  const SchemaDnNormalizer normalizer(test_schema());
+  const schema::Filter filter = parse_filter("(objectClass=*)");
+  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0, std::nullopt};
+  std::size_t calls = 0;
+  std::string ndn;
+  require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef& entry) {
+    ++calls;
+    CAPTURE(entry.dn());
+    REQUIRE(entry.normalized_dn(ndn));
+    CHECK(ndn == schema::Dn::parse(entry.dn()).value().normalized(&normalizer));
+    return true;
+  }));
+  CHECK(calls == 15);
 }
 
 TEST_CASE("Search: every filter kind with and without indexes") {
