@@ -202,6 +202,35 @@ bool is_ascii(std::string_view in) {
 // The whole of RFC 4518 for ASCII input: NFKC and full case folding are the identity on ASCII
 // but for A-Z, and no ASCII character is prohibited.
 void prepare_ascii(std::string_view in, const PrepOptions& options, std::string& out) {
+  if (options.target == PrepTarget::kValue && options.insignificant == PrepInsignificant::kSpace) {
+    // The hot case (equality values, DN values) written straight into place: what the loop
+    // below gives for it, without a capacity check per character. The output is never longer
+    // than the input (each space written stands for at least one space read).
+    out.resize(in.size());
+    char* const begin = out.data();
+    char* write = begin;
+    bool pending = false;  // Spaces after text and before more text.
+    for (unsigned char c : in) {
+      if (c == ' ' || in_range(c, 0x09, 0x0D)) {
+        pending = write != begin;
+      } else if (c >= 0x20 && c != 0x7F) {
+        if (options.case_fold && c >= 'A' && c <= 'Z') {
+          c = static_cast<unsigned char>(c - 'A' + 'a');
+        }
+        if (pending) {
+          *write++ = ' ';
+          pending = false;
+        }
+        *write++ = static_cast<char>(c);
+      }
+    }
+    if (write == begin) {
+      out.assign(1, ' ');  // Nothing but spaces: one space (§2.6.1).
+    } else {
+      out.resize(static_cast<std::size_t>(write - begin));
+    }
+    return;
+  }
   SpaceWriter writer(options, out);
   for (unsigned char c : in) {
     if (c == ' ' || in_range(c, 0x09, 0x0D)) {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -211,6 +212,31 @@ TEST_CASE("StringPrep: the ASCII fast path and the ICU path agree") {
                               PrepTarget::kAny, PrepTarget::kFinal}) {
       for (bool case_fold : {false, true}) {
         const PrepOptions options{case_fold, PrepInsignificant::kSpace, target};
+        CHECK(prep(ascii, options) == prep(with_unicode, options));
+      }
+    }
+  }
+}
+
+TEST_CASE("StringPrep: random ASCII takes the fast path to the ICU path's answer") {
+  // Spaces, the other white-space controls, controls mapped to nothing, DEL, upper and lower
+  // case and punctuation, in random runs.
+  constexpr std::string_view kAlphabet =
+      " \t\n\r\x01\x1f\x7f"
+      "aZ9-,.\\";
+  std::mt19937 rng(4518);
+  for (int round = 0; round < 2000; ++round) {
+    std::string ascii;
+    const std::size_t length = rng() % 12;
+    for (std::size_t i = 0; i < length; ++i) {
+      ascii += kAlphabet[rng() % kAlphabet.size()];
+    }
+    CAPTURE(ascii);
+    const std::string with_unicode = ascii + "\u00AD";
+    for (PrepInsignificant insignificant :
+         {PrepInsignificant::kSpace, PrepInsignificant::kNumeric, PrepInsignificant::kTelephone}) {
+      for (bool case_fold : {false, true}) {
+        const PrepOptions options{case_fold, insignificant, PrepTarget::kValue};
         CHECK(prep(ascii, options) == prep(with_unicode, options));
       }
     }
