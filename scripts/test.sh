@@ -3,7 +3,7 @@
 #   1. ctest for the `release` and `asan` (ASan + UBSan) presets;
 #   2. the threading code's tests (listener, threadpool) under the `tsan` preset;
 #   3. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
-#      annotations with -Wthread-safety) for NUMADIR_FUZZ_SECONDS (default 30) over its
+#      annotations with -Wthread-safety) for NUMADIR_FUZZ_SECONDS (default 15) over its
 #      committed seed corpus.
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 jobs="$(nproc)"
-fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-30}"
+fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-15}"
 
 for preset in release asan; do
   echo "== build and test: $preset"
@@ -28,7 +28,7 @@ ctest --preset tsan -j "$jobs" -R "^(listener_tests|threadpool_tests):"
 
 echo "== build fuzz targets"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs"
+cmake --build --preset fuzz -j "$jobs" --target fuzz_targets
 
 fuzz_failed=0
 for corpus in tests/fuzz/corpus/*/; do
