@@ -89,10 +89,7 @@ class EntryRef {
   // Writes the normalized DN (schema::Dn::normalized with the directory's DN normalizer) to
   // `out` and returns true; false when this reference cannot tell it without normalizing dn()
   // (the default, for test fakes). The backend's references take it from the stored dn key.
-  virtual bool normalized_dn(std::string& out) const {
-    (void)out;
-    return false;
-  }
+  virtual bool normalized_dn(std::string& /*out*/) const { return false; }
   // Decodes the whole entry, operational attributes (stored and computed: hasSubordinates,
   // numSubordinates, subschemaSubentry, entryDN) included.
   virtual schema::Entry materialize() const = 0;

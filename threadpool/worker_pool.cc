@@ -18,8 +18,7 @@ namespace {
 // Added to queued_ by stop() so that every worker about to park sees a non-zero count.
 constexpr std::int64_t kStopWake = std::int64_t{1} << 40;
 
-// Slot::state values.
-constexpr std::uint32_t kAwake = 0;
+// Slot::state values, meaningful only between a worker setting its idle bit and its waking.
 constexpr std::uint32_t kWaiting = 1;   // Its idle bit is (or was) set; no signal yet.
 constexpr std::uint32_t kSleeping = 2;  // In futex_wait: a signal must wake it.
 constexpr std::uint32_t kSignalled = 3;
@@ -155,19 +154,18 @@ void WorkerPool::park(std::size_t index, WorkerCounters& counters) {
     // Work (or stop) arrived: take the bit back, unless a submitter claimed it already; then
     // its signal is on the way and must be consumed here, not by a later park.
     if ((word.fetch_and(~bit, std::memory_order_seq_cst) & bit) != 0) {
-      slot.state.store(kAwake, std::memory_order_relaxed);
       return;
     }
   }
-  counters.on_park();
+  // Sleeps unless the signal is already here (then it is consumed without a system call).
   std::uint32_t state = kWaiting;
   if (slot.state.compare_exchange_strong(state, kSleeping, std::memory_order_seq_cst)) {
+    counters.on_park();
     do {
       detail::futex_wait(slot.state, kSleeping);
     } while (slot.state.load(std::memory_order_seq_cst) == kSleeping);
+    counters.on_wake();
   }
-  slot.state.store(kAwake, std::memory_order_relaxed);
-  counters.on_wake();
 }
 
 }  // namespace numadir::threadpool

@@ -92,7 +92,7 @@ class WorkerPool final : public TaskPool {
  private:
   // A worker's parking place, on its own cache line: the futex it sleeps on.
   struct alignas(kCacheLineSize) Slot {
-    // kAwake, kWaiting (parked, not yet asleep in the kernel), kSleeping or kSignalled.
+    // kWaiting (parked, not yet asleep in the kernel), kSleeping or kSignalled (worker_pool.cc).
     std::atomic<std::uint32_t> state{0};
   };
 
