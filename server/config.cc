@@ -790,4 +790,20 @@ Result<Config> load_config(const std::filesystem::path& path) {
   return config;
 }
 
+threadpool::PlacementOptions placement_options(const Config& config,
+                                               const threadpool::Topology& topology) {
+  threadpool::PlacementOptions placement;
+  placement.pin = config.threads.pin;
+  placement.nodes = config.threads.nodes;
+  if (placement.nodes.empty() && (config.server.listeners != 0 || config.server.workers != 0)) {
+    for (unsigned node = 0; node < topology.node_count(); ++node) {
+      if (!topology.pus_of_node(node).empty()) {
+        placement.nodes.push_back({node, static_cast<unsigned>(config.server.listeners),
+                                   static_cast<unsigned>(config.server.workers)});
+      }
+    }
+  }
+  return placement;
+}
+
 }  // namespace numadir::server

@@ -91,6 +91,7 @@
 #include "backend/password_scheme.h"
 #include "base/status.h"
 #include "threadpool/placement.h"
+#include "threadpool/topology.h"
 
 namespace numadir::server {
 
@@ -151,5 +152,12 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text);
 
 // Parses a size: a plain integer (bytes) or a number followed by KiB, MiB, GiB or TiB.
 Result<std::uint64_t> parse_size_bytes(std::string_view text);
+
+// Returns: what the percpu dispatcher plans its threads from on `topology`: threads.pin, and
+// [[threads.node]] when given, else server.listeners / server.workers for every node with an
+// allowed PU (none of either: every node, auto). `numadir serve` and `numadir topology` both
+// plan from it, so the table the second prints is the placement the first uses.
+threadpool::PlacementOptions placement_options(const Config& config,
+                                               const threadpool::Topology& topology);
 
 }  // namespace numadir::server

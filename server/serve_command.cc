@@ -183,19 +183,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       err << "numadir serve: " << topology.status().message() << "\n";
       return 1;
     }
-    threadpool::PlacementOptions placement;
-    placement.pin = config->threads.pin;
-    placement.nodes = config->threads.nodes;
-    if (placement.nodes.empty() && (settings.listeners != 0 || settings.workers != 0)) {
-      // [server] listeners / workers: the counts for every node.
-      for (unsigned node = 0; node < topology->node_count(); ++node) {
-        if (!topology->pus_of_node(node).empty()) {
-          placement.nodes.push_back({node, static_cast<unsigned>(settings.listeners),
-                                     static_cast<unsigned>(settings.workers)});
-        }
-      }
-    }
-    auto plan = threadpool::plan_placement(*topology, placement);
+    auto plan = threadpool::plan_placement(*topology, placement_options(*config, *topology));
     if (!plan.ok()) {
       err << "numadir serve: " << options.config.string()
           << ": threads: " << plan.status().message() << "\n";

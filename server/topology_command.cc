@@ -108,8 +108,7 @@ int run_topology(const TopologyOptions& options, std::ostream& out, std::ostream
           << " workers (server.workers); no placement\n";
       return 0;
     }
-    placement.nodes = config->threads.nodes;
-    placement.pin = config->threads.pin;
+    placement = placement_options(*config, *topology);
   }
   out << "dispatcher: percpu" << (config.has_value() ? "" : " (auto: no config given)") << "\n";
   auto plan = threadpool::plan_placement(*topology, placement);

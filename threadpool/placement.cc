@@ -29,6 +29,22 @@ std::vector<ProcessingUnit> spread_over_cores(const std::vector<ProcessingUnit>&
   return out;
 }
 
+// Returns: `pus` with the PUs that carry a listener moved to the end, the order otherwise kept:
+//   a node given fewer workers than PUs leaves the listeners' PUs to the listeners.
+std::vector<ProcessingUnit> listener_pus_last(const std::vector<ProcessingUnit>& pus,
+                                              const std::vector<ThreadPlacement>& listeners) {
+  std::vector<ProcessingUnit> out;
+  std::vector<ProcessingUnit> taken;
+  for (const ProcessingUnit& pu : pus) {
+    const bool has_listener =
+        std::any_of(listeners.begin(), listeners.end(),
+                    [&pu](const ThreadPlacement& listener) { return listener.pu == pu.os_index; });
+    (has_listener ? taken : out).push_back(pu);
+  }
+  out.insert(out.end(), taken.begin(), taken.end());
+  return out;
+}
+
 // Returns: `count` placements on `node`, thread i on order[i % order.size()] when pinned.
 std::vector<ThreadPlacement> place(unsigned node, unsigned count,
                                    const std::vector<ProcessingUnit>& order, bool pin) {
@@ -108,7 +124,9 @@ Result<PlacementPlan> plan_placement(const Topology& topology, const PlacementOp
     const unsigned workers = asked.workers != 0 ? asked.workers : static_cast<unsigned>(pus.size());
     NodePlan node_plan{asked.node, {}, {}, cores, static_cast<unsigned>(pus.size())};
     node_plan.listeners = place(asked.node, listeners, spread_over_cores(pus), options.pin);
-    node_plan.workers = place(asked.node, workers, pus, options.pin);
+    node_plan.workers = place(
+        asked.node, workers,
+        workers < pus.size() ? listener_pus_last(pus, node_plan.listeners) : pus, options.pin);
     plan.nodes.push_back(std::move(node_plan));
   }
   return plan;

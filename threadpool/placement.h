@@ -10,7 +10,8 @@
 // - Listeners and workers share PUs: a listener and a worker may be pinned to the same PU.
 //   Listeners are spread over distinct cores first (listener i takes the first PU of core i,
 //   then, once every core has one, the second PU of each core, ...); workers go round-robin
-//   over the node's PUs in core order (worker j takes PU j).
+//   over the node's PUs in core order (worker j takes PU j). A node given fewer workers than
+//   PUs takes the PUs without a listener first (in core order), then the listeners' PUs.
 // - More threads than the node has PUs: the assignment wraps around (several threads per PU)
 //   and to_table() notes it.
 // - pin = false: the same counts, and no thread has a PU.

@@ -241,5 +241,27 @@ TEST_CASE("Commands: passwd reads the password twice from input and refuses a mi
   CHECK(run_passwd(options, any, out, err) == 2);
 }
 
+TEST_CASE("Commands: topology prints the plan that server listeners and workers ask for") {
+  Workspace workspace;
+  const std::filesystem::path config = workspace.path("threads.toml");
+  std::ofstream(config) << "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n"
+                           "[server]\nlisteners = 1\nworkers = 1\n";
+  TopologyOptions options;
+  options.synthetic = "numa:2 core:4 pu:2";
+  options.config = config;
+  std::ostringstream out;
+  std::ostringstream err;
+  REQUIRE_MESSAGE(run_topology(options, out, err) == 0, err.str());
+  CHECK_MESSAGE(out.str().find("pinned, 2 nodes, 2 listeners, 2 workers") != std::string::npos,
+                out.str());
+  CHECK(out.str().find("worker-1-0") != std::string::npos);
+  CHECK(out.str().find("worker-0-1") == std::string::npos);
+
+  options.config.reset();  // Auto: one worker per PU.
+  std::ostringstream automatic;
+  REQUIRE(run_topology(options, automatic, err) == 0);
+  CHECK_MESSAGE(automatic.str().find("16 workers") != std::string::npos, automatic.str());
+}
+
 }  // namespace
 }  // namespace numadir::server

@@ -342,5 +342,36 @@ simple_bind_requires_tls = true
         "test.toml: tls.verify: unknown key");
 }
 
+TEST_CASE("Config: placement options come from threads.node or else server listeners and workers") {
+  auto topology = threadpool::Topology::synthetic("numa:2 core:4 pu:1");
+  REQUIRE_MESSAGE(topology.ok(), topology.status().to_string());
+
+  auto automatic = parse(kMinimal);
+  REQUIRE_MESSAGE(automatic.ok(), automatic.status().to_string());
+  const threadpool::PlacementOptions none = placement_options(*automatic, *topology);
+  CHECK(none.nodes.empty());
+  CHECK(none.pin);
+
+  auto counts = parse(std::string(kMinimal) +
+                      "[server]\nlisteners = 2\nworkers = 3\n[threads]\npin = false\n");
+  REQUIRE_MESSAGE(counts.ok(), counts.status().to_string());
+  const threadpool::PlacementOptions every_node = placement_options(*counts, *topology);
+  CHECK_FALSE(every_node.pin);
+  REQUIRE(every_node.nodes.size() == 2);
+  for (unsigned node = 0; node < 2; ++node) {
+    CHECK(every_node.nodes[node].node == node);
+    CHECK(every_node.nodes[node].listeners == 2);
+    CHECK(every_node.nodes[node].workers == 3);
+  }
+
+  auto per_node = parse(std::string(kMinimal) +
+                        "[server]\nworkers = 3\n[[threads.node]]\nid = 1\nworkers = 1\n");
+  REQUIRE_MESSAGE(per_node.ok(), per_node.status().to_string());
+  const threadpool::PlacementOptions given = placement_options(*per_node, *topology);
+  REQUIRE(given.nodes.size() == 1);  // [[threads.node]] wins over server.workers.
+  CHECK(given.nodes[0].node == 1);
+  CHECK(given.nodes[0].workers == 1);
+}
+
 }  // namespace
 }  // namespace numadir::server

@@ -195,7 +195,29 @@ TEST_CASE("Placement: listed nodes only get threads and in node order") {
   CHECK(p.nodes[0].workers.size() == 16);   // Auto.
   CHECK(p.nodes[1].node == 3);
   CHECK(pus_of(p.nodes[1].listeners) == std::vector<unsigned>{48});
-  CHECK(pus_of(p.nodes[1].workers) == std::vector<unsigned>{48, 49});
+  CHECK(pus_of(p.nodes[1].workers) == std::vector<unsigned>{49, 50});  // Not the listener's.
+}
+
+TEST_CASE("Placement: fewer workers than PUs leave the listeners' PUs to them") {
+  const Topology topology = synthetic("numa:1 core:2 pu:1");
+  PlacementOptions options;
+  options.nodes = {NodeThreads{0, 1, 1}};
+  PlacementPlan p = plan(topology, options);
+  CHECK(pus_of(p.nodes[0].listeners) == std::vector<unsigned>{0});
+  CHECK(pus_of(p.nodes[0].workers) == std::vector<unsigned>{1});
+
+  options.nodes = {NodeThreads{0, 2, 1}};  // Every PU has a listener: the worker shares one.
+  p = plan(topology, options);
+  CHECK(pus_of(p.nodes[0].workers) == std::vector<unsigned>{0});
+
+  const Topology bigger = synthetic("numa:1 core:4 pu:2");  // PUs 0-7, core k: 2k and 2k+1.
+  options.nodes = {NodeThreads{0, 2, 3}};
+  p = plan(bigger, options);
+  CHECK(pus_of(p.nodes[0].listeners) == std::vector<unsigned>{0, 2});
+  CHECK(pus_of(p.nodes[0].workers) == std::vector<unsigned>{1, 3, 4});
+  options.nodes = {NodeThreads{0, 2, 8}};  // As many workers as PUs: one on each, in order.
+  p = plan(bigger, options);
+  CHECK(pus_of(p.nodes[0].workers) == std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6, 7});
 }
 
 TEST_CASE("Placement: bad options are errors naming the problem") {
