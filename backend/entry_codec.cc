@@ -21,8 +21,8 @@ std::size_t varint_size(std::uint64_t value) {
   return n;
 }
 
-// Reads a varint from the front of `in`. Returns: false when truncated or over 64 bits.
-bool get_varint(std::string_view& in, std::uint64_t* value) {
+// get_varint for any length (up to ten bytes).
+bool get_long_varint(std::string_view& in, std::uint64_t* value) {
   std::uint64_t result = 0;
   for (unsigned shift = 0; shift < 64; shift += 7) {
     if (in.empty()) {
@@ -40,6 +40,17 @@ bool get_varint(std::string_view& in, std::uint64_t* value) {
     }
   }
   return false;
+}
+
+// Reads a varint from the front of `in`. Returns: false when truncated or over 64 bits.
+inline bool get_varint(std::string_view& in, std::uint64_t* value) {
+  // Most varints here (lengths of names and values, value counts) fit one byte.
+  if (!in.empty() && static_cast<std::uint8_t>(in.front()) < 0x80) {
+    *value = static_cast<std::uint8_t>(in.front());
+    in.remove_prefix(1);
+    return true;
+  }
+  return get_long_varint(in, value);
 }
 
 // Reads a length-prefixed byte string from the front of `in`.

@@ -652,12 +652,31 @@ std::string Dn::normalized(const DnValueNormalizer* normalizer) const {
 }
 
 void Dn::append_normalized(std::string& out, const DnValueNormalizer* normalizer) const {
+  append_normalized_rdns(out, normalizer, 0, rdn_count());
+}
+
+bool Dn::ends_with(const Dn& other, std::size_t first) const {
+  if (first > rdn_count() || rdn_count() - first != other.rdn_count()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < other.rdn_count(); ++i) {
+    const std::span<const Ava> mine = rdn(first + i);
+    const std::span<const Ava> theirs = other.rdn(i);
+    if (!std::equal(mine.begin(), mine.end(), theirs.begin(), theirs.end())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Dn::append_normalized_rdns(std::string& out, const DnValueNormalizer* normalizer,
+                                std::size_t first, std::size_t end) const {
   out.reserve(out.size() + bytes_.size() + 2 * avas_.size());
   std::string scratch;  // One buffer for every single-valued RDN's folded value.
   std::string type_scratch;
   std::vector<NormalizedAva> sorted;
-  for (std::size_t i = 0; i < rdn_count(); ++i) {
-    if (i > 0) {
+  for (std::size_t i = first; i < end; ++i) {
+    if (i > first) {
       out += ',';
     }
     const std::span<const Ava> avas = rdn(i);

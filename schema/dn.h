@@ -120,6 +120,15 @@ class Dn {
   std::string normalized(const DnValueNormalizer* normalizer = nullptr) const;
   // Appends normalized(normalizer) to `out` (reusing its capacity).
   void append_normalized(std::string& out, const DnValueNormalizer* normalizer = nullptr) const;
+  // Appends the normalized form of RDNs [first, end) alone, joined by ','. Each RDN normalizes
+  // on its own, so normalized() is the ','-joined forms of every RDN's range of one.
+  // Requires: first <= end <= rdn_count().
+  void append_normalized_rdns(std::string& out, const DnValueNormalizer* normalizer,
+                              std::size_t first, std::size_t end) const;
+
+  // Returns: whether RDNs [first, rdn_count()) of this DN are exactly (as ==) the RDNs of
+  //   `other`: `other` is this DN's ancestor `first` levels up, spelled the same way.
+  bool ends_with(const Dn& other, std::size_t first) const;
 
   // Exact equality: the same RDN structure, types spelled the same, the same value bytes and
   // hex_form flags. Compare normalized() strings for LDAP name matching.

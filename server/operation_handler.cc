@@ -284,9 +284,10 @@ backend::ReadTxn& OperationHandler::cached_read_txn(std::uint64_t key) const {
   return *raw;
 }
 
-Status OperationHandler::check_dn(const schema::Dn& dn) const {
+Status OperationHandler::check_rdns(const schema::Dn& dn, std::size_t first,
+                                    std::size_t end) const {
   const schema::Schema& schema = directory_.schema();
-  for (std::size_t i = 0; i < dn.rdn_count(); ++i) {
+  for (std::size_t i = first; i < end; ++i) {
     for (const schema::Ava& ava : dn.rdn(i)) {
       const schema::AttributeType* type = schema.attribute_type(ava.type);
       if (type == nullptr) {
@@ -324,9 +325,30 @@ Status OperationHandler::normalize_dn_into(std::string_view dn, std::string& out
   if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, status.message());
   }
-  NUMADIR_RETURN_IF_ERROR(check_dn(parsed));
+  struct Parent {
+    std::uint64_t handler_key = 0;  // txn_key_ of the handler that filled it; 0: empty.
+    schema::Dn dn;                  // As parsed: checked, spelled as the DN that brought it.
+    std::string normalized;
+  };
+  thread_local Parent parent;
+  const std::size_t rdns = parsed.rdn_count();
+  const bool known_parent =
+      rdns > 1 && parent.handler_key == txn_key_ && parsed.ends_with(parent.dn, 1);
+  NUMADIR_RETURN_IF_ERROR(check_rdns(parsed, 0, known_parent ? 1 : rdns));
   out.clear();
-  parsed.append_normalized(out, &dn_normalizer_);
+  parsed.append_normalized_rdns(out, &dn_normalizer_, 0, std::min<std::size_t>(rdns, 1));
+  if (known_parent) {
+    out += ',';
+    out += parent.normalized;
+  } else if (rdns > 1) {
+    out += ',';
+    const std::size_t parent_start = out.size();
+    parsed.append_normalized_rdns(out, &dn_normalizer_, 1, rdns);
+    parent.handler_key = 0;
+    parent.dn = parsed.parent();
+    parent.normalized.assign(out, parent_start);
+    parent.handler_key = txn_key_;
+  }
   // A bind looks the same DN up next: the backend's normalizer finds it in this thread's memo.
   dn_normalizer_.remember(dn, out);
   return Status();

@@ -181,7 +181,9 @@ class OperationHandler final : public listener::RequestHandler {
   //   rootdn are compared by). Errors: as parse_dn.
   Result<std::string> normalize_dn(std::string_view dn) const;
   // As normalize_dn, writing the normalized form to `out` (replacing its contents, reusing its
-  // capacity; parsing through a per-thread Dn): allocates nothing once warm.
+  // capacity; parsing through a per-thread Dn): allocates nothing once warm. The last parent
+  // normalized is kept per thread: a DN under the same parent, spelled the same way (binds
+  // under ou=people,...), normalizes and checks its first RDN only.
   // Errors: as parse_dn; `out` is then unspecified.
   Status normalize_dn_into(std::string_view dn, std::string& out) const;
   // Returns: normalize_dn(dn) from a one-entry per-thread cache (a worker serving auth searches
@@ -190,7 +192,9 @@ class OperationHandler final : public listener::RequestHandler {
   Result<std::string_view> normalize_dn_cached(std::string_view dn) const;
   // Errors: kInvalidDnSyntax when an attribute type of `dn` is not in the schema or a value
   //   (but '#' hex ones) is not valid for its type's syntax.
-  Status check_dn(const schema::Dn& dn) const;
+  Status check_dn(const schema::Dn& dn) const { return check_rdns(dn, 0, dn.rdn_count()); }
+  // As check_dn, for RDNs [first, end) of `dn` only.
+  Status check_rdns(const schema::Dn& dn, std::size_t first, std::size_t end) const;
   // Returns: true if `dn` is the suffix or lies below it (the directory holds it).
   bool in_naming_context(const schema::Dn& dn) const;
   // Returns: the schema type of an attribute description's type part, or nullptr.

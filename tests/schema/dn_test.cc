@@ -427,6 +427,45 @@ TEST_CASE("Dn: append_normalized appends what normalized returns") {
   CHECK(out == dn.normalized());
 }
 
+TEST_CASE("Dn: append_normalized_rdns gives each RDN range of the normalized form") {
+  const TestNormalizer normalizer;
+  const Dn dn = parse_ok("commonName=ab+SN=c d,DC=x,cn=#01,O=Big\\, Inc.");
+  for (const DnValueNormalizer* rules : {static_cast<const DnValueNormalizer*>(&normalizer),
+                                         static_cast<const DnValueNormalizer*>(nullptr)}) {
+    std::string joined;
+    for (std::size_t i = 0; i < dn.rdn_count(); ++i) {
+      if (i > 0) {
+        joined += ',';
+      }
+      dn.append_normalized_rdns(joined, rules, i, i + 1);
+    }
+    CHECK(joined == dn.normalized(rules));
+    std::string tail = "x";
+    dn.append_normalized_rdns(tail, rules, 1, dn.rdn_count());
+    CHECK(tail == "x" + dn.parent().normalized(rules));
+    std::string none;
+    dn.append_normalized_rdns(none, rules, 2, 2);
+    CHECK(none.empty());
+  }
+}
+
+TEST_CASE("Dn: ends_with compares the RDNs after the first exactly") {
+  const Dn dn = parse_ok("uid=a,ou=People,dc=example,dc=com");
+  CHECK(dn.ends_with(parse_ok("ou=People,dc=example,dc=com"), 1));
+  CHECK(dn.ends_with(parse_ok("dc=example,dc=com"), 2));
+  CHECK(dn.ends_with(Dn(), 4));
+  CHECK(dn.ends_with(dn, 0));
+  CHECK_FALSE(dn.ends_with(parse_ok("ou=people,dc=example,dc=com"), 1));  // Spelled otherwise.
+  CHECK_FALSE(dn.ends_with(parse_ok("ou=People,dc=example"), 1));
+  CHECK_FALSE(dn.ends_with(parse_ok("dc=example,dc=com"), 1));
+  CHECK_FALSE(dn.ends_with(Dn(), 5));
+  const Dn multi = parse_ok("uid=a,cn=x+sn=y,dc=com");
+  CHECK(multi.ends_with(parse_ok("cn=x+sn=y,dc=com"), 1));
+  CHECK_FALSE(multi.ends_with(parse_ok("cn=x,dc=com"), 1));
+  CHECK_FALSE(multi.ends_with(parse_ok("cn=x,sn=y,dc=com"), 1));
+  CHECK_FALSE(parse_ok("uid=a,cn=#01").ends_with(parse_ok("cn=\\01"), 1));
+}
+
 TEST_CASE("Dn: normalize_dn parses and normalizes") {
   Result<std::string> ndn = normalize_dn("UID=JDoe,DC=Example");
   REQUIRE(ndn.ok());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "schema/dn.h"
 #include "server/root_dse.h"
 #include "tests/server/operation_handler_test_util.h"
 
@@ -69,6 +70,59 @@ TEST_CASE("OperationHandler: search base errors") {
         fixture.run(search_request(2, "", SearchScope::kWholeSubtree, "(objectClass=*)"), *session);
     REQUIRE(responses.size() == 1);
     CHECK(done_of(responses).result.code == ResultCode::kNoSuchObject);
+  }
+}
+
+TEST_CASE("OperationHandler: DNs under a parent seen before still check and match every RDN") {
+  // Each thread keeps the last parent it normalized (operation_handler.h): whatever order the
+  // bases come in, each answer is what the base alone gives.
+  HandlerFixture fixture;
+  HandlerFixture other;  // A second handler on the same thread: its own schema and memo key.
+  auto session = fixture.open_session();
+  auto other_session = other.open_session();
+  struct Case {
+    std::string base;
+    ResultCode code;
+    std::size_t entries;
+  };
+  const std::vector<Case> cases = {
+      {user_dn(1), ResultCode::kSuccess, 1},
+      {"uid=user2,ou=people,dc=example,dc=com", ResultCode::kSuccess, 1},
+      {"UID=User3,ou=people,dc=example,dc=com", ResultCode::kSuccess, 1},
+      {"nosuchtype=x,ou=people,dc=example,dc=com", ResultCode::kInvalidDnSyntax, 0},
+      {"uid=ghost,ou=people,dc=example,dc=com", ResultCode::kNoSuchObject, 0},
+      {"uid=user4, OU=People ,dc=Example,dc=com", ResultCode::kSuccess, 1},
+      {"uid=user5,OU=People ,dc=Example,dc=com", ResultCode::kSuccess, 1},
+      {"uid=user5,ou=people,dc=example,nosuchtype=com", ResultCode::kInvalidDnSyntax, 0},
+      {"uid=user5,ou=people,dc=example,dc=org", ResultCode::kNoSuchObject, 0},
+      {"uid=user5,ou=people,dc=example,dc=com", ResultCode::kSuccess, 1},
+      {"uid=user1,ou=people,dc=example", ResultCode::kNoSuchObject, 0},
+      {"uid=user1,ou=people,dc=example,dc=com", ResultCode::kSuccess, 1},
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[round == 0 ? i : cases.size() - 1 - i];
+      CAPTURE(c.base);
+      for (HandlerFixture* f : {&fixture, &other}) {
+        auto responses =
+            f->run(search_request(4, c.base, SearchScope::kBaseObject, "(objectClass=*)", {"1.1"}),
+                   f == &fixture ? *session : *other_session);
+        CHECK(done_of(responses).result.code == c.code);
+        REQUIRE(entries_of(responses).size() == c.entries);
+        if (c.entries == 1) {
+          CHECK(schema::normalize_dn(entries_of(responses)[0]->object_name).value() ==
+                schema::normalize_dn(c.base).value());
+        }
+      }
+      // A bind names its DN the same way: the right password works under any spelling.
+      if (c.code == ResultCode::kSuccess) {
+        const int user = c.base[c.base.find(',') - 1] - '0';  // uid=userN,...
+        CHECK(code_of(*fixture.run_one(bind_request(5, c.base, user_password(user)), *session)) ==
+              ResultCode::kSuccess);
+        CHECK(code_of(*fixture.run_one(bind_request(6, c.base, user_password(user + 1)),
+                                       *session)) == ResultCode::kInvalidCredentials);
+      }
+    }
   }
 }
 
