@@ -137,6 +137,9 @@ void WorkerPool::run_worker(std::size_t index) {
       return;  // The queue is drained.
     }
     if (++idle_rounds < options_.spin_before_park) {
+      if (options_.yield_every != 0 && idle_rounds % options_.yield_every == 0) {
+        std::this_thread::yield();
+      }
       continue;
     }
     idle_rounds = 0;
