@@ -350,6 +350,7 @@ def main():
     parser.add_argument("--results", default="perf/RESULTS.md",
                         help="the file whose scaling section is rewritten ('' = print only)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]  # Other work on the machine, reported with the figures.
     build = os.path.abspath(args.build_dir)
     begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"
     connections = [int(c) for c in args.connections.split(",") if c]
@@ -488,7 +489,8 @@ indexes objectClass eq and uid eq on every server, the same access rules; slapd 
 {args.duration:g} s measured after {args.warmup:g} s warm-up; {args.repeat} repetitions
 interleaved, medians shown. Machine: `nproc` = {info['nproc']}, {info['cpu']}, Linux
 {info['kernel']}; {info['slapd']}. The load generator and the servers share the machine's
-CPUs, and the machine was shared with other work (builds). Errors over all runs: {errors}.
+CPUs; load average {load_before:.2f} before the run (its own benchmarks included), {os.getloadavg()[0]:.2f}
+after. Errors over all runs: {errors}.
 
 Threads of each server (thread@CPUs it may run on):
 
