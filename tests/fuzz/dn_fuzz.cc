@@ -2,7 +2,8 @@
 // keep its properties, or the target traps:
 //   - parse(to_string()) succeeds and gives an equal Dn;
 //   - normalized() parses and normalizing again gives the same string;
-//   - copies, moves and parent() keep values intact.
+//   - copies, moves and parent() keep values intact; the DN ends with its parent, and its
+//     first RDN's normalized form, ',' and the parent's make normalized().
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -63,6 +64,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < parent.rdn_count(); ++i) {
       check(parent.rdn_string(i) == dn->rdn_string(i + 1));
     }
+    // The per-thread parent memo of the bind path relies on these two.
+    check(dn->ends_with(parent, 1));
+    check(!dn->ends_with(*dn, 1));
+    std::string joined;
+    dn->append_normalized_rdns(joined, nullptr, 0, 1);
+    if (!parent.is_root()) {
+      joined += ',';
+      joined += parent.normalized();
+    }
+    check(joined == normalized);
   }
   return 0;
 }
