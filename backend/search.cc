@@ -164,6 +164,7 @@ class Searcher {
       return false;
     }
     ++delivered_;
+    core_.dn_hints.put(view->dn_key(), id);  // A bind of this entry may follow.
     const StoredEntryRef ref(core_, state_.cursors, id, *view);
     return on_entry_(ref);
   }
@@ -267,6 +268,14 @@ Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::str
                            EntryView* view) {
   thread_local std::string key;  // Per-thread: keeps its capacity (binds look up every time).
   NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, core.normalizer, key));
+  if (const EntryId hinted = core.dn_hints.get(key); hinted != 0) {
+    // Accepted only if the entry stored under the id has exactly this key (dn_hints.h); a
+    // failed read falls through to dn2id, which reports any storage error itself.
+    if (Result<bool> found = read_entry(core, state.txn, hinted, view);
+        found.ok() && *found && view->dn_key() == key) {
+      return hinted;
+    }
+  }
   Result<EntryId> id = core.dns.find(state.txn, key);
   if (!id.ok()) {
     return id.status();
@@ -285,6 +294,7 @@ Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::str
     }
     return Status(StatusCode::kNoSuchObject, std::move(*matched));
   }
+  core.dn_hints.put(key, *id);
   return *id;
 }
 

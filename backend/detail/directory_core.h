@@ -18,6 +18,7 @@
 #include "backend/attribute_catalog.h"
 #include "backend/attribute_index.h"
 #include "backend/directory.h"
+#include "backend/dn_hints.h"
 #include "backend/dn_index.h"
 #include "backend/entry_codec.h"
 #include "backend/filter_eval.h"
@@ -55,6 +56,9 @@ struct DirectoryCore {
   MDB_dbi meta = 0;
   DnIndex dns;
   std::string suffix_key;
+  // Where searches last found entries, for the binds that follow them (see dn_hints.h): 8,192
+  // slots (64 KiB), far more than the auths in flight at once. Internally synchronized.
+  mutable DnHints dn_hints{8192};
   // Serializes writers: LMDB has one write transaction at a time, and the writer mutex keeps
   // that wait out of LMDB's lock (an Importer holds it for the whole import).
   mutable Mutex write_mu;

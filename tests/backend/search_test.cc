@@ -382,3 +382,53 @@ TEST_CASE("Search: lookup reads values in place for bind") {
 
 }  // namespace
 }  // namespace numadir::backend
+
+namespace numadir::backend {
+namespace {
+
+using namespace testing;
+
+// The stored DN of the entry lookup() finds by `dn`, or the lookup's error as text.
+std::string looked_up(SearchFixture& f, std::string_view dn) {
+  std::string found;
+  const Status status =
+      f.directory().lookup(f.txn(), dn, [&](const EntryRef& entry) { found = entry.dn(); });
+  return status.ok() ? found : status.to_string();
+}
+
+TEST_CASE("Search: lookup after a search finds the entry now named so and never a stale one") {
+  SearchFixture f;
+  // Each search leaves a hint for the entries it returns (dn_hints.h); each lookup below comes
+  // after a search that returned the entry once named by the DN looked up.
+  CHECK(f.dns("(uid=user4)") == std::vector<std::string>{user_dn(4)});
+  CHECK(looked_up(f, user_dn(4)) == user_dn(4));
+
+  // Renamed: the old name's hint points at an entry that now carries another name.
+  require_ok(f.directory().rename(user_dn(4), "uid=user4b", true, std::nullopt, {}));
+  CHECK(looked_up(f, user_dn(4)) == Status(StatusCode::kNoSuchObject, kPeople).to_string());
+  CHECK(looked_up(f, "uid=user4b," + kPeople) == "uid=user4b," + kPeople);
+
+  // Deleted, then the name given to a new entry (a new id): the lookup finds the new one.
+  CHECK(f.dns("(uid=user5)") == std::vector<std::string>{user_dn(5)});
+  require_ok(f.directory().remove(user_dn(5), {}));
+  CHECK(looked_up(f, user_dn(5)) == Status(StatusCode::kNoSuchObject, kPeople).to_string());
+  require_ok(f.directory().add(person_entry("UID=User5," + kPeople, "user5", "New", "Five"), {}));
+  CHECK(looked_up(f, user_dn(5)) == "UID=User5," + kPeople);
+
+  // Two names swapped by renames: each name must reach the entry that carries it now.
+  CHECK(f.dns("(|(uid=user6)(uid=user7))") == std::vector<std::string>{user_dn(6), user_dn(7)});
+  require_ok(f.directory().rename(user_dn(6), "uid=tmp", true, std::nullopt, {}));
+  require_ok(f.directory().rename(user_dn(7), "uid=user6", true, std::nullopt, {}));
+  require_ok(f.directory().rename("uid=tmp," + kPeople, "uid=user7", true, std::nullopt, {}));
+  std::vector<std::string> uids;
+  require_ok(f.directory().lookup(f.txn(), user_dn(6), [&](const EntryRef& entry) {
+    for (std::string_view uid : entry.values("uid")) {
+      uids.emplace_back(uid);
+    }
+  }));
+  CHECK(uids == std::vector<std::string>{"user6"});  // The old user7, uid replaced by the RDN.
+  CHECK(looked_up(f, user_dn(7)) == user_dn(7));
+}
+
+}  // namespace
+}  // namespace numadir::backend
