@@ -171,6 +171,8 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
     frontend->shared_.tls_urls.push_back(url.scheme == "ldaps");
   }
   frontend->shared_.limits = options.limits;
+  // The classic design's listener only reads (LockedQueuePool::try_help never runs a task).
+  frontend->shared_.help_pool = options.listeners_help && options.dispatcher == Dispatcher::kPerCpu;
   frontend->dispatcher_ = options.dispatcher;
   std::size_t next_listener = 0;
   for (const PoolLayout& layout : pools) {
@@ -237,6 +239,7 @@ FrontendSnapshot Frontend::snapshot() const {
     listener.refused = counters.refused.load(std::memory_order_relaxed);
     listener.requests = counters.requests.load(std::memory_order_relaxed);
     listener.bytes_received = counters.bytes_received.load(std::memory_order_relaxed);
+    listener.helped = counters.helped.load(std::memory_order_relaxed);
     ++out.pools[listener.pool].listeners;
     out.listeners.push_back(std::move(listener));
   }

@@ -39,6 +39,8 @@ struct FrontendOptions {
   std::size_t workers = 2;    // Worker threads.
   std::size_t queue_capacity = 4096;
   ListenerLimits limits;
+  // kPerCpu: listeners run queued reads themselves before they sleep (ListenerShared::help_pool).
+  bool listeners_help = false;
   // TLS for ldaps:// URLs and StartTLS; nullptr: none (an ldaps:// URL is then an error).
   // Requires: it outlives the Frontend.
   TlsContext* tls = nullptr;

@@ -21,6 +21,7 @@ struct ListenerSnapshot {
   std::uint64_t refused = 0;      // Over max_connections, or out of file descriptors.
   std::uint64_t requests = 0;     // Requests decoded.
   std::uint64_t bytes_received = 0;
+  std::uint64_t helped = 0;  // Requests it ran itself, helping its pool.
 };
 
 struct WorkerSnapshot {

@@ -179,19 +179,25 @@ void Listener::run() {
     if (draining_ && connections_.empty()) {
       return;
     }
-    sleeping_.store(true, std::memory_order_seq_cst);
-    if (!mailbox_.empty() || rescan_.load(std::memory_order_seq_cst)) {
-      sleeping_.store(false, std::memory_order_relaxed);
-      continue;
-    }
-    // Waits without a timeout unless a connection waits for room in the pool's queue.
-    // No timeout unless a connection waits for room in the pool's queue, or idle connections
-    // are to be closed (then once a second).
-    int timeout_ms = -1;
-    if (!stalled_.empty()) {
-      timeout_ms = 1;
-    } else if ((shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || handshakes_ > 0) {
-      timeout_ms = 1000;
+    // Everything readable so far is read: rather than sleep while a request waits in the
+    // queue, run one (then only look for new events, without waiting).
+    int timeout_ms = 0;
+    if (shared_.help_pool && !draining_ && pool_.try_help()) {
+      threadpool::owner_add(counters_.helped);
+    } else {
+      sleeping_.store(true, std::memory_order_seq_cst);
+      if (!mailbox_.empty() || rescan_.load(std::memory_order_seq_cst)) {
+        sleeping_.store(false, std::memory_order_relaxed);
+        continue;
+      }
+      // No timeout unless a connection waits for room in the pool's queue, or idle
+      // connections are to be closed (then once a second).
+      timeout_ms = -1;
+      if (!stalled_.empty()) {
+        timeout_ms = 1;
+      } else if ((shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || handshakes_ > 0) {
+        timeout_ms = 1000;
+      }
     }
     const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     sleeping_.store(false, std::memory_order_relaxed);

@@ -45,7 +45,8 @@ struct alignas(kCacheLineSize) ListenerCounters {
   std::atomic<std::uint64_t> requests{0};  // Requests decoded (unbind and abandon excluded).
   std::atomic<std::uint64_t> refused{0};   // Over max_connections, or accept failed (EMFILE).
   std::atomic<std::uint64_t> bytes_received{0};
-  std::atomic<std::int32_t> tid{0};  // The listener thread's OS id, 0 before it runs.
+  std::atomic<std::uint64_t> helped{0};  // Requests it ran itself (ListenerShared::help_pool).
+  std::atomic<std::int32_t> tid{0};      // The listener thread's OS id, 0 before it runs.
 };
 
 // What every listener of one server shares.
@@ -55,6 +56,11 @@ struct ListenerShared {
   // Per listen URL, in the order of every listener's sockets: TLS from the first byte (ldaps).
   std::vector<bool> tls_urls;
   ListenerLimits limits;
+  // After each batch of events, before it would sleep, a listener runs one queued read of its
+  // pool itself (TaskPool::try_help) instead of leaving it to a worker: no wake-up and, on a
+  // PU it shares with a worker, no context switch per request. While it runs one, its own
+  // connections wait to be read.
+  bool help_pool = false;
   std::atomic<std::uint64_t> next_connection_id{1};
   std::atomic<std::uint64_t> connections{0};
 };

@@ -24,6 +24,17 @@ void Request::run() {
   out_.clear();
 }
 
+bool Request::listener_may_run() const {
+  switch (message_.op) {
+    case wire::ProtocolOp::kSearchRequest:
+    case wire::ProtocolOp::kCompareRequest:
+    case wire::ProtocolOp::kBindRequest:
+      return true;
+    default:
+      return false;  // Updates wait for the single writer; extended operations may write.
+  }
+}
+
 void Request::send(const wire::LdapMessage& response) {
   wire::encode_message(response, out_);
   if (out_.size() >= kFlushBytes) {

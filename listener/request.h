@@ -3,8 +3,9 @@
 // and the response buffer the handler's results are encoded into.
 //
 // Thread contract: created and decoded by the connection's listener thread; run() and the
-// destructor on the worker that took it (or on the listener, for a request dropped unrun). A
-// Request holds a reference to its Connection from construction to destruction.
+// destructor on the thread that took it from the pool: a worker, or a listener helping the pool
+// (any node listener, not only the connection's own), or the listener for a request dropped
+// unrun. A Request holds a reference to its Connection from construction to destruction.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +47,10 @@ class Request final : public threadpool::Task, private ResponseSink {
   }
   const wire::LdapMessage& message() const { return message_; }
 
-  // Worker: runs the handler and writes its responses.
+  // Worker (or helping listener): runs the handler and writes its responses.
   void run() override;
+  // Searches, compares and binds: reads that never wait for the writer or the disk.
+  bool listener_may_run() const override;
 
  private:
   // Responses bigger than this go to the socket while the handler is still producing them.

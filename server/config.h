@@ -67,6 +67,8 @@
 //                                        # "single": one listener, one mutex+condvar queue,
 //                                        # one unpinned pool (the classic design)
 //   pin = true                           # pin each thread to its PU (percpu only)
+//   listener_helps = true                # a listener with nothing to read runs a queued
+//                                        # search / compare / bind itself (percpu only)
 //   [[threads.node]]                     # per NUMA node (logical index); none: every node,
 //   id = 0                               # auto counts (threadpool/placement.h has the rules)
 //   listeners = 1                        # 0 = auto
@@ -116,6 +118,8 @@ struct ServerSettings {
 struct ThreadSettings {
   std::string dispatcher = "percpu";  // "percpu" or "single".
   bool pin = true;
+  // percpu: listeners run queued reads before they sleep (listener::ListenerShared::help_pool).
+  bool listener_helps = true;
   // [[threads.node]], in file order, ids distinct. Whether each id exists is known only from
   // the machine's topology: threadpool::plan_placement checks it.
   std::vector<threadpool::NodeThreads> nodes;

@@ -117,6 +117,7 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
         .number("numadirConnectionsTotal", listener.accepted)
         .number("numadirConnectionsRefused", listener.refused)
         .number("numadirRequests", listener.requests)
+        .number("numadirHelped", listener.helped)
         .number("numadirBytesReceived", listener.bytes_received)
         .cpu(data.listener_cpu_ms, i);
     entries.push_back(entry.take());

@@ -197,8 +197,10 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     }
     threads_summary = "percpu: " + std::to_string(plan->nodes.size()) + " node(s), " +
                       std::to_string(listeners) + " listeners, " + std::to_string(workers) +
-                      " workers, " + (plan->pinned ? "pinned" : "unpinned");
+                      " workers, " + (plan->pinned ? "pinned" : "unpinned") +
+                      (config->threads.listener_helps ? ", listeners help" : "");
     frontend_options.plan = std::move(*plan);
+    frontend_options.listeners_help = config->threads.listener_helps;
   }
   auto frontend = listener::Frontend::start(frontend_options, *handler);
   if (!frontend.ok()) {

@@ -74,6 +74,7 @@ StatsThread thread_of(const schema::Entry& entry) {
   thread.connections = count_of(entry, "numadirConnections");
   thread.busy_ms = count_of(entry, "numadirBusyTimeMs");
   thread.parks = count_of(entry, "numadirParks");
+  thread.helped = count_of(entry, "numadirHelped");
   thread.cpu_ms = number_of(entry, "numadirCpuTimeMs");
   return thread;
 }
@@ -179,14 +180,16 @@ std::string render_stats(const StatsSample& previous, const StatsSample& current
                   static_cast<unsigned long long>(pool.workers));
   }
 
-  out += "\nLISTENER  THREAD           POOL  CONNS      REQ/S   CPU%\n";
+  // RAN/S: requests the listener ran itself, helping its pool (threads.listener_helps).
+  out += "\nLISTENER  THREAD           POOL  CONNS      REQ/S      RAN/S   CPU%\n";
   for (std::size_t i = 0; i < current.listeners.size(); ++i) {
     const StatsThread& now = current.listeners[i];
     const StatsThread* before = previous_of(previous.listeners, i, now);
     out += format(
-        "%-8zu  %-15s %5llu %6llu %10s %6s\n", i, now.name.c_str(),
+        "%-8zu  %-15s %5llu %6llu %10s %10s %6s\n", i, now.name.c_str(),
         static_cast<unsigned long long>(now.pool), static_cast<unsigned long long>(now.connections),
         before != nullptr ? format("%.1f", rate(now.requests, before->requests)).c_str() : "-",
+        before != nullptr ? format("%.1f", rate(now.helped, before->helped)).c_str() : "-",
         percent(now.cpu_ms, before != nullptr ? before->cpu_ms : std::nullopt, dt_s).c_str());
   }
 

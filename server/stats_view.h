@@ -24,6 +24,7 @@ struct StatsThread {
   std::uint64_t connections = 0;  // Listeners: open now.
   std::uint64_t busy_ms = 0;      // Workers: time not parked.
   std::uint64_t parks = 0;        // Workers.
+  std::uint64_t helped = 0;       // Listeners: requests run themselves.
   std::optional<std::uint64_t> cpu_ms;
 };
 

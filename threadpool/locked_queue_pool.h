@@ -33,6 +33,8 @@ class LockedQueuePool final : public TaskPool {
   const WorkerCounters& counters(std::size_t worker) const override { return counters_[worker]; }
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;
+  // The classic design: its listener only reads, so it never runs a task. Returns: false.
+  [[nodiscard]] bool try_help() override { return false; }
 
  private:
   void run_worker(std::size_t index);

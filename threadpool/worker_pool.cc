@@ -27,7 +27,8 @@ constexpr std::uint32_t kSignalled = 3;
 
 WorkerPool::WorkerPool(WorkerPoolOptions options)
     : options_(std::move(options)),
-      queue_(options_.queue_capacity),
+      reads_(options_.queue_capacity),
+      updates_(options_.queue_capacity),
       idle_words_((options_.threads + 63) / 64),
       counters_(new WorkerCounters[options_.threads]) {
   NUMADIR_CHECK(options_.threads > 0, "WorkerPool needs at least one thread");
@@ -66,7 +67,8 @@ void WorkerPool::stop() {
 }
 
 bool WorkerPool::try_submit(std::unique_ptr<Task>& task) {
-  if (stopping_.load(std::memory_order_relaxed) || !queue_.try_push(task)) {
+  BoundedQueue<Task>& queue = task->listener_may_run() ? reads_ : updates_;
+  if (stopping_.load(std::memory_order_relaxed) || !queue.try_push(task)) {
     return false;
   }
   // seq_cst pairs with the parking worker's idle bit and queued_ check (park()): either the
@@ -101,6 +103,16 @@ void WorkerPool::signal(std::size_t index) {
   }
 }
 
+bool WorkerPool::try_help() {
+  std::unique_ptr<Task> task = reads_.try_pop();
+  if (task == nullptr) {
+    return false;
+  }
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  task->run();
+  return true;
+}
+
 std::size_t WorkerPool::queue_depth() const {
   const std::int64_t depth = queued_.load(std::memory_order_relaxed);
   return depth > 0 && depth < kStopWake ? static_cast<std::size_t>(depth) : 0;
@@ -125,7 +137,12 @@ void WorkerPool::run_worker(std::size_t index) {
   counters.on_start();
   std::uint32_t idle_rounds = 0;
   for (;;) {
-    if (std::unique_ptr<Task> task = queue_.try_pop()) {
+    // Updates first: a flood of reads (which helping listeners also take) never starves them.
+    std::unique_ptr<Task> task = updates_.try_pop();
+    if (task == nullptr) {
+      task = reads_.try_pop();
+    }
+    if (task != nullptr) {
       queued_.fetch_sub(1, std::memory_order_relaxed);
       idle_rounds = 0;
       task->run();

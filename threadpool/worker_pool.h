@@ -1,10 +1,11 @@
-// threadpool/worker_pool.h: a pool of worker threads taking tasks from one bounded lock-free
-// queue; idle workers park (each on its own futex) after a short bounded spin, so an idle pool
-// costs no CPU, and a submitter wakes exactly one parked worker per task it queues.
+// threadpool/worker_pool.h: a pool of worker threads taking tasks from bounded lock-free
+// queues (one for the tasks a helping listener may run, one for the rest); idle workers park
+// (each on its own futex) after a short bounded spin, so an idle pool costs no CPU, and a
+// submitter wakes exactly one parked worker per task it queues.
 //
-// Thread contract: create/start/stop/destroy on one controlling thread. try_submit may be
-// called from any thread, concurrently. Tasks run on the pool's threads; a task's run() must
-// not block for long (it holds a worker).
+// Thread contract: create/start/stop/destroy on one controlling thread. try_submit and
+// try_help may be called from any thread, concurrently. Tasks run on the pool's threads, or on
+// a listener that helps (try_help); a task's run() must not block for long (it holds a worker).
 #pragma once
 
 #include <atomic>
@@ -28,12 +29,16 @@ class Task {
  public:
   virtual ~Task() = default;
   virtual void run() = 0;
+  // Returns: whether a listener helping its pool (TaskPool::try_help) may run this task itself:
+  //   only tasks that never wait for a lock held across I/O (the single writer) or the disk.
+  virtual bool listener_may_run() const { return false; }
 };
 
 struct WorkerPoolOptions {
   std::string name = "worker";  // Thread names: "<name>-<i>".
   std::size_t threads = 2;
-  std::size_t queue_capacity = 4096;  // <= BoundedQueue::kMaxCapacity.
+  // Per queue (WorkerPool has one for reads and one for updates). <= BoundedQueue::kMaxCapacity.
+  std::size_t queue_capacity = 4096;
   // Pops tried before a worker parks, giving up its PU (sched_yield) every yield_every of them
   // (0: never). Bounded: an idle worker sleeps within tens of microseconds. A request that comes
   // within the spin needs no futex wake-up and no context switch, and the yields let a
@@ -65,6 +70,11 @@ class TaskPool {
   virtual std::size_t queue_depth() const = 0;
   // Returns: the most tasks ever queued at once (approximate).
   virtual std::size_t queue_high_water() const = 0;
+  // A listener with nothing left to read helps the pool: takes the oldest queued task for which
+  // listener_may_run() holds and runs it on the calling thread; the others are left to the
+  // workers. Any thread; never blocks except inside the task it runs.
+  // Returns: true if a task ran on the calling thread.
+  [[nodiscard]] virtual bool try_help() = 0;
 };
 
 // Pins the calling worker thread as options.pins[index] says (used by both pools).
@@ -92,6 +102,7 @@ class WorkerPool final : public TaskPool {
   const WorkerCounters& counters(std::size_t worker) const override { return counters_[worker]; }
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;
+  [[nodiscard]] bool try_help() override;
 
  private:
   // A worker's parking place, on its own cache line: the futex it sleeps on.
@@ -108,7 +119,10 @@ class WorkerPool final : public TaskPool {
   void signal(std::size_t index);
 
   const WorkerPoolOptions options_;
-  BoundedQueue<Task> queue_;
+  // Two queues of options.queue_capacity each: the tasks a helping listener may run
+  // (Task::listener_may_run) and the others, which only workers take.
+  BoundedQueue<Task> reads_;
+  BoundedQueue<Task> updates_;
   // Queued tasks, maintained beside the queue for depth figures and for parking: a worker parks
   // only while it reads 0 (seq_cst with the submitter's increment, so no wake-up is lost).
   alignas(kCacheLineSize) std::atomic<std::int64_t> queued_{0};

@@ -211,8 +211,8 @@ def check_stats():
           f"observed {rates}; output:\n{out}")
     for heading in ("POOL", "LISTENER", "WORKER", "CPU%", "BUSY%", "REQ/S", "QUEUE"):
         check(heading in out, f"the view has a {heading} column")
-    check(re.search(r"\n0\s+listener-\S+\s+\d+\s+\d+\s+\d+\.\d\s+\d+\.\d\n", out) is not None,
-          "a listener line shows its connections, requests/s and CPU%", out)
+    check(re.search(r"\n0\s+listener-\S+\s+\d+\s+\d+\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\n", out)
+          is not None, "a listener line shows its connections, requests/s, run/s and CPU%", out)
     check(len(re.findall(r"\n\d+\s+worker-\S+\s+\d+\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d", out)) == 4,
           "two worker lines per view show requests/s, busy% and CPU%", out)
 

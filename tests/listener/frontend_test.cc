@@ -2,12 +2,15 @@
 // sockets, with a fake RequestHandler whose behaviour each request picks by its base DN:
 //   "gate"   waits for the test to open the gate, then answers (or sends nothing if abandoned);
 //   other    answers one entry named after the base, then SearchResultDone.
-// A bind checks that nothing else of its connection runs beside it.
+// A bind checks that nothing else of its connection runs beside it. A delete (an update: never
+// run by a helping listener) of "gate" waits at the same gate; any delete answers DelResponse.
+// The handler records the OS thread that ran each message ID.
 #include "listener/frontend.h"
 
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -49,6 +53,10 @@ class FakeHandler : public RequestHandler {
   }
 
   void handle(const LdapMessage& request, Session& session, ResponseSink& sink) override {
+    {
+      std::lock_guard lock(mu_);
+      ran_on_[request.message_id] = static_cast<std::int32_t>(::syscall(SYS_gettid));
+    }
     auto& fake = static_cast<FakeSession&>(session);
     const int beside = fake.running.fetch_add(1);
     if (request.op == ProtocolOp::kBindRequest && beside != 0) {
@@ -58,13 +66,16 @@ class FakeHandler : public RequestHandler {
     if (request.op == ProtocolOp::kBindRequest) {
       response.reset(request.message_id, ProtocolOp::kBindResponse);
       sink.send(response);
+    } else if (request.op == ProtocolOp::kDelRequest) {
+      if (request.dn == "gate") {
+        wait_for_gate();
+      }
+      response.reset(request.message_id, ProtocolOp::kDelResponse);
+      sink.send(response);
     } else if (request.op == ProtocolOp::kSearchRequest) {
       const std::string_view base = request.search_request.base_object;
       if (base == "gate") {
-        std::unique_lock lock(mu_);
-        gate_waiters_++;
-        arrived_.notify_all();
-        opened_.wait(lock, [this] { return gate_open_; });
+        wait_for_gate();
       }
       if (!sink.abandoned()) {
         response.reset(request.message_id, ProtocolOp::kSearchResultEntry);
@@ -77,6 +88,19 @@ class FakeHandler : public RequestHandler {
       }
     }
     fake.running.fetch_sub(1);
+  }
+
+  void wait_for_gate() {
+    std::unique_lock lock(mu_);
+    gate_waiters_++;
+    arrived_.notify_all();
+    opened_.wait(lock, [this] { return gate_open_; });
+  }
+  // Returns: the OS thread id that ran message `id` (of any connection), 0 if none did yet.
+  std::int32_t ran_on(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    const auto found = ran_on_.find(id);
+    return found != ran_on_.end() ? found->second : 0;
   }
 
   // Blocks until `count` requests wait at the gate.
@@ -100,6 +124,7 @@ class FakeHandler : public RequestHandler {
   std::condition_variable opened_;
   int gate_waiters_ = 0;
   bool gate_open_ = false;
+  std::map<std::int32_t, std::int32_t> ran_on_;  // Message ID -> OS thread id.
 };
 
 // A blocking test client over one socket.
@@ -137,6 +162,17 @@ class Client {
     LdapMessage message;
     message.reset(id, ProtocolOp::kBindRequest);
     wire::encode_message(message, writer_);
+  }
+  void del(std::int32_t id, std::string_view dn) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kDelRequest);
+    message.dn = dn;
+    wire::encode_message(message, writer_);
+  }
+  // Makes a receive() that waits longer than `seconds` fail instead of hanging the test.
+  void set_receive_timeout(int seconds) {
+    const timeval timeout{seconds, 0};
+    REQUIRE(setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) == 0);
   }
   void abandon(std::int32_t id, std::int32_t target) {
     LdapMessage message;
@@ -419,6 +455,10 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
   options.workers = 3;
   options.limits.max_outstanding_per_connection = 8;  // Exercises holding requests back.
   SUBCASE("percpu dispatcher") { options.dispatcher = Dispatcher::kPerCpu; }
+  SUBCASE("percpu dispatcher with listeners helping") {
+    options.dispatcher = Dispatcher::kPerCpu;
+    options.listeners_help = true;  // A listener also runs other listeners' requests.
+  }
   SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
   Server server(options);
   constexpr int kClients = 6;
@@ -469,6 +509,70 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
   }
   CHECK(failures == 0);
   CHECK(server.handler.bind_violations == 0);
+}
+
+TEST_CASE("Frontend: a listener with nothing to read runs queued reads itself and no update") {
+  FrontendOptions options;
+  options.listeners = 1;
+  options.workers = 1;
+  options.listeners_help = true;
+  Server server(options);
+  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
+    FakeHandler& handler;
+    ~GateOpener() { handler.open_gate(); }
+  } opener{server.handler};
+  Client client(server.port);
+  client.set_receive_timeout(20);  // Unhelped, search 3 would wait for the gate: fail, not hang.
+  client.del(1, "gate");
+  client.flush();
+  server.handler.wait_at_gate(1);  // The only worker is held at the gate.
+  client.del(2, "second");
+  client.search(3, "quick");
+  client.flush();
+  client.expect_search(3, "quick");
+  const FrontendSnapshot snapshot = server.frontend->snapshot();
+  REQUIRE(snapshot.listeners.size() == 1);
+  CHECK(server.handler.ran_on(3) == snapshot.listeners[0].tid);
+  CHECK(snapshot.listeners[0].helped == 1);
+  CHECK(server.handler.ran_on(2) == 0);  // Read before the search, left to the worker.
+  server.handler.open_gate();
+  std::set<std::int32_t> answered;
+  LdapMessage message;
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(client.receive(message));
+    CHECK(message.op == ProtocolOp::kDelResponse);
+    answered.insert(message.message_id);
+  }
+  CHECK(answered == std::set<std::int32_t>{1, 2});
+  CHECK(server.handler.ran_on(2) == server.handler.ran_on(1));  // The worker.
+  CHECK(server.handler.ran_on(2) != snapshot.listeners[0].tid);
+}
+
+TEST_CASE("Frontend: the single dispatcher's listener never runs a request") {
+  FrontendOptions options;
+  options.dispatcher = Dispatcher::kSingle;
+  options.workers = 2;
+  options.listeners_help = true;  // Ignored: the classic design.
+  Server server(options);
+  Client client(server.port);
+  for (int i = 1; i <= 20; ++i) {
+    client.search(i, "s" + std::to_string(i));
+  }
+  client.flush();
+  std::set<std::int32_t> done;  // Two workers: the answers may come in any order.
+  LdapMessage message;
+  while (done.size() < 20) {
+    REQUIRE(client.receive(message));
+    if (message.op == ProtocolOp::kSearchResultDone) {
+      done.insert(message.message_id);
+    }
+  }
+  const FrontendSnapshot snapshot = server.frontend->snapshot();
+  REQUIRE(snapshot.listeners.size() == 1);
+  CHECK(snapshot.listeners[0].helped == 0);
+  for (int i = 1; i <= 20; ++i) {
+    CHECK(server.handler.ran_on(i) != snapshot.listeners[0].tid);
+  }
 }
 
 // Waits (bounded) until `done` holds; returns whether it did.

@@ -186,6 +186,7 @@ TEST_CASE("Config: threads defaults to percpu and pinned on every node") {
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   CHECK(config->threads.dispatcher == "percpu");
   CHECK(config->threads.pin);
+  CHECK(config->threads.listener_helps);
   CHECK(config->threads.nodes.empty());
 }
 
@@ -194,6 +195,7 @@ TEST_CASE("Config: threads reads the dispatcher and pin and each node") {
 [threads]
 dispatcher = "percpu"
 pin = false
+listener_helps = false
 [[threads.node]]
 id = 0
 listeners = 1
@@ -203,6 +205,7 @@ id = 3
 )");
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   CHECK_FALSE(config->threads.pin);
+  CHECK_FALSE(config->threads.listener_helps);
   REQUIRE(config->threads.nodes.size() == 2);
   CHECK(config->threads.nodes[0].node == 0);
   CHECK(config->threads.nodes[0].listeners == 1);
@@ -223,6 +226,8 @@ TEST_CASE("Config: threads mistakes name their key") {
   CHECK(threads_error("[threads]\ndispatcher = \"numa\"\n") ==
         "test.toml: threads.dispatcher: must be \"percpu\" or \"single\"");
   CHECK(threads_error("[threads]\npin = 1\n") == "test.toml: threads.pin: must be true or false");
+  CHECK(threads_error("[threads]\nlistener_helps = \"yes\"\n") ==
+        "test.toml: threads.listener_helps: must be true or false");
   CHECK(threads_error("[threads]\ncount = 1\n") == "test.toml: threads.count: unknown key");
   CHECK(error_of("threads = 3\n" + std::string(kMinimal)) == "test.toml: threads: must be a table");
   CHECK(threads_error("[threads]\nnode = 1\n") ==

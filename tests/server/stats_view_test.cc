@@ -24,6 +24,7 @@ std::vector<schema::Entry> monitor_entries(std::uint64_t auths, std::uint64_t sc
   listener.connections = 16;
   listener.accepted = 20;
   listener.requests = 100 * scale;
+  listener.helped = 30 * scale;
   frontend.listeners.push_back(listener);
   for (int i = 0; i < 2; ++i) {
     listener::WorkerSnapshot worker;
@@ -63,6 +64,7 @@ TEST_CASE("parse_stats_sample: reads what make_monitor_entries publishes") {
   REQUIRE(sample->listeners.size() == 1);
   CHECK(sample->listeners[0].name == "listener-0");
   CHECK(sample->listeners[0].requests == 100);
+  CHECK(sample->listeners[0].helped == 30);
   CHECK(sample->listeners[0].cpu_ms == std::optional<std::uint64_t>(300));
   REQUIRE(sample->workers.size() == 2);
   CHECK(sample->workers[1].requests == 100);
@@ -94,8 +96,9 @@ TEST_CASE("render_stats: rates over the interval between two samples") {
   CHECK(view.find("over the last 2.00 s") != std::string::npos);
   // The pool: depth 3, high-water 99, capacity 4096.
   CHECK(view.find("pool0             3         99       4096        2") != std::string::npos);
-  // Listener: 200 requests in 2 s; 600 ms of CPU in 2 s = 30%.
-  CHECK(view.find("listener-0          0     16      100.0   30.0") != std::string::npos);
+  // Listener: 200 requests in 2 s, 60 of them run itself; 600 ms of CPU in 2 s = 30%.
+  CHECK(view.find("listener-0          0     16      100.0       30.0   30.0") !=
+        std::string::npos);
   // Worker 0: 100 requests in 2 s, 400 ms busy = 20%, 200 ms CPU = 10%, 20 parks = 10/s.
   CHECK(view.find("worker-0            0       50.0   20.0   10.0     10.0") != std::string::npos);
   // Worker 1: its CPU time is unknown.

@@ -30,6 +30,17 @@ std::unique_ptr<Task> task(std::function<void()> body) {
   return std::make_unique<FunctionTask>(std::move(body));
 }
 
+// A task a helping listener may run (as a search is), recording the thread that ran it.
+class ReadTask : public Task {
+ public:
+  explicit ReadTask(std::atomic<std::thread::id>& ran_on) : ran_on_(ran_on) {}
+  void run() override { ran_on_.store(std::this_thread::get_id()); }
+  bool listener_may_run() const override { return true; }
+
+ private:
+  std::atomic<std::thread::id>& ran_on_;
+};
+
 TEST_CASE("WorkerPool: tasks run on the pool's threads and each exactly once") {
   WorkerPoolOptions options;
   options.threads = 3;
@@ -218,6 +229,42 @@ TEST_CASE("WorkerPool: stop refuses new tasks") {
   CHECK(t != nullptr);
 }
 
+TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the rest to workers") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 8;
+  WorkerPool pool(options);
+  pool.start();
+  CHECK_FALSE(pool.try_help());  // Nothing queued.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::latch started(1);
+  auto blocker = task([&] {
+    started.count_down();
+    released.wait();
+  });
+  REQUIRE(pool.try_submit(blocker));
+  started.wait();  // The only worker is busy: what follows stays queued until helped.
+  std::atomic<std::thread::id> write_ran_on{};
+  std::atomic<std::thread::id> read_ran_on{};
+  auto write = task([&] { write_ran_on.store(std::this_thread::get_id()); });
+  std::unique_ptr<Task> read = std::make_unique<ReadTask>(read_ran_on);
+  REQUIRE(pool.try_submit(write));
+  REQUIRE(pool.try_submit(read));
+  CHECK(pool.queue_depth() == 2);
+  CHECK(pool.try_help());  // The read, queued after the write: run on this thread.
+  CHECK(read_ran_on.load() == std::this_thread::get_id());
+  CHECK(pool.queue_depth() == 1);
+  CHECK_FALSE(pool.try_help());  // The write: it stays for the worker.
+  CHECK(pool.queue_depth() == 1);
+  CHECK(write_ran_on.load() == std::thread::id{});
+  release.set_value();
+  pool.stop();  // The worker drains the queue: the write runs there.
+  CHECK(write_ran_on.load() != std::thread::id{});
+  CHECK(write_ran_on.load() != std::this_thread::get_id());
+  CHECK(pool.counters(0).tasks.load() == 2);  // The blocker and the write; not the read.
+}
+
 TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full") {
   WorkerPoolOptions options;
   options.threads = 1;
@@ -241,6 +288,8 @@ TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full
   REQUIRE(pool.try_submit(a));
   CHECK_FALSE(pool.try_submit(b));
   CHECK(b != nullptr);
+  CHECK(pool.queue_depth() == 1);
+  CHECK_FALSE(pool.try_help());  // The classic design's listener never runs a task.
   CHECK(pool.queue_depth() == 1);
   release.set_value();
   pool.stop();
