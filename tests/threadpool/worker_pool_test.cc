@@ -30,6 +30,25 @@ std::unique_ptr<Task> task(std::function<void()> body) {
   return std::make_unique<FunctionTask>(std::move(body));
 }
 
+// Occupies the only worker of `pool` until release(): what is submitted meanwhile stays queued.
+class HeldWorker {
+ public:
+  explicit HeldWorker(TaskPool& pool) {
+    auto blocker = task([this] {
+      started_.count_down();
+      released_.wait();
+    });
+    REQUIRE(pool.try_submit(blocker));
+    started_.wait();
+  }
+  void release() { release_.set_value(); }
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  std::latch started_{1};
+};
+
 // A task a helping listener may run (as a search is), recording the thread that ran it.
 class ReadTask : public Task {
  public:
@@ -83,15 +102,7 @@ TEST_CASE("WorkerPool: a full queue refuses the task and the caller keeps it") {
   options.queue_capacity = 2;
   WorkerPool pool(options);
   pool.start();
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::latch started(1);
-  auto blocker = task([&] {
-    started.count_down();
-    released.wait();
-  });
-  REQUIRE(pool.try_submit(blocker));
-  started.wait();  // The only worker is busy: what follows stays queued.
+  HeldWorker held(pool);
   std::atomic<int> runs{0};
   auto a = task([&] { runs.fetch_add(1); });
   auto b = task([&] { runs.fetch_add(1); });
@@ -101,7 +112,7 @@ TEST_CASE("WorkerPool: a full queue refuses the task and the caller keeps it") {
   CHECK(pool.queue_depth() == 2);
   CHECK_FALSE(pool.try_submit(c));
   CHECK(c != nullptr);
-  release.set_value();
+  held.release();
   pool.stop();  // Drains what was queued.
   CHECK(runs == 2);
   CHECK(pool.queue_high_water() >= 2);
@@ -236,15 +247,7 @@ TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the r
   WorkerPool pool(options);
   pool.start();
   CHECK_FALSE(pool.try_help());  // Nothing queued.
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::latch started(1);
-  auto blocker = task([&] {
-    started.count_down();
-    released.wait();
-  });
-  REQUIRE(pool.try_submit(blocker));
-  started.wait();  // The only worker is busy: what follows stays queued until helped.
+  HeldWorker held(pool);         // What follows stays queued until helped.
   std::atomic<std::thread::id> write_ran_on{};
   std::atomic<std::thread::id> read_ran_on{};
   auto write = task([&] { write_ran_on.store(std::this_thread::get_id()); });
@@ -258,7 +261,7 @@ TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the r
   CHECK_FALSE(pool.try_help());  // The write: it stays for the worker.
   CHECK(pool.queue_depth() == 1);
   CHECK(write_ran_on.load() == std::thread::id{});
-  release.set_value();
+  held.release();
   pool.stop();  // The worker drains the queue: the write runs there.
   CHECK(write_ran_on.load() != std::thread::id{});
   CHECK(write_ran_on.load() != std::this_thread::get_id());
