@@ -1,3 +1,4 @@
+// backend/dn_hints.cc: see dn_hints.h.
 #include "backend/dn_hints.h"
 
 #include <functional>
@@ -12,7 +13,8 @@ DnHints::DnHints(std::size_t slots)
 }
 
 std::size_t DnHints::slot(std::string_view key) const {
-  return std::hash<std::string_view>{}(key)&mask_;
+  const std::size_t hash = std::hash<std::string_view>{}(key);
+  return hash & mask_;
 }
 
 }  // namespace numadir::backend
