@@ -50,7 +50,11 @@ struct DirectoryOptions {
   std::string suffix;  // The naming context, e.g. "dc=example,dc=com".
   std::vector<IndexSpec> indexes;
   Durability durability = Durability::kSync;
-  std::uint32_t max_readers = 256;
+  // LMDB reader slots. Every thread that reads keeps one while it lives (its ReadTxn is reset,
+  // not aborted, between operations): each worker and each listener that helps its pool, so a
+  // large machine's auto plan (a worker per PU) needs hundreds. A slot is 64 bytes of lock
+  // file; LMDB scans only the slots ever used.
+  std::uint32_t max_readers = 4096;
   // LMDB's MDB_WRITEMAP, for a process that bulk-loads (numadir import): faster large write
   // transactions; commits stay as durable. Other processes may open the same directory without
   // it meanwhile.

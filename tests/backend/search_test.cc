@@ -388,12 +388,16 @@ namespace {
 
 using namespace testing;
 
-// The stored DN of the entry lookup() finds by `dn`, or the lookup's error as text.
-std::string looked_up(SearchFixture& f, std::string_view dn) {
+// The stored DN of the entry lookup() finds by `dn` in `txn`, or the lookup's error as text.
+std::string looked_up_in(Directory& directory, ReadTxn& txn, std::string_view dn) {
   std::string found;
   const Status status =
-      f.directory().lookup(f.txn(), dn, [&](const EntryRef& entry) { found = entry.dn(); });
+      directory.lookup(txn, dn, [&](const EntryRef& entry) { found = entry.dn(); });
   return status.ok() ? found : status.to_string();
+}
+
+std::string looked_up(SearchFixture& f, std::string_view dn) {
+  return looked_up_in(f.directory(), f.txn(), dn);
 }
 
 TEST_CASE("Search: lookup after a search finds the entry now named so and never a stale one") {
@@ -428,6 +432,26 @@ TEST_CASE("Search: lookup after a search finds the entry now named so and never 
   }));
   CHECK(uids == std::vector<std::string>{"user6"});  // The old user7, uid replaced by the RDN.
   CHECK(looked_up(f, user_dn(7)) == user_dn(7));
+}
+
+}  // namespace
+}  // namespace numadir::backend
+
+namespace numadir::backend {
+namespace {
+
+using namespace testing;
+
+TEST_CASE("Search: 600 read transactions open at once as 600 reading threads keep them") {
+  // A server keeps one reset read transaction per reading thread: a worker per PU on a large
+  // machine, plus the listeners that help. Each ReadTxn here holds a reader slot likewise.
+  SearchFixture f;
+  std::vector<std::unique_ptr<ReadTxn>> txns;
+  for (int i = 0; i < 600; ++i) {
+    txns.push_back(f.directory().begin_read());
+    INFO("read transaction ", i);
+    REQUIRE(looked_up_in(f.directory(), *txns.back(), user_dn(i % 10)) == user_dn(i % 10));
+  }
 }
 
 }  // namespace
