@@ -37,7 +37,8 @@ class Task {
 struct WorkerPoolOptions {
   std::string name = "worker";  // Thread names: "<name>-<i>".
   std::size_t threads = 2;
-  // Per queue (WorkerPool has one for reads and one for updates). <= BoundedQueue::kMaxCapacity.
+  // Tasks queued at most (WorkerPool: its read and update queues together; submitters racing
+  // may pass it by one each). <= BoundedQueue::kMaxCapacity.
   std::size_t queue_capacity = 4096;
   // Pops tried before a worker parks, giving up its PU (sched_yield) every yield_every of them
   // (0: never). Bounded: an idle worker sleeps within tens of microseconds. A request that comes
@@ -119,8 +120,8 @@ class WorkerPool final : public TaskPool {
   void signal(std::size_t index);
 
   const WorkerPoolOptions options_;
-  // Two queues of options.queue_capacity each: the tasks a helping listener may run
-  // (Task::listener_may_run) and the others, which only workers take.
+  // The tasks a helping listener may run (Task::listener_may_run) and the others, which only
+  // workers take. Each can hold options.queue_capacity; try_submit bounds the two together.
   BoundedQueue<Task> reads_;
   BoundedQueue<Task> updates_;
   // Queued tasks, maintained beside the queue for depth figures and for parking: a worker parks

@@ -112,6 +112,12 @@ TEST_CASE("WorkerPool: a full queue refuses the task and the caller keeps it") {
   CHECK(pool.queue_depth() == 2);
   CHECK_FALSE(pool.try_submit(c));
   CHECK(c != nullptr);
+  // The bound is the pool's: a read is refused too, though reads have a queue of their own.
+  std::atomic<std::thread::id> read_ran_on{};
+  std::unique_ptr<Task> read = std::make_unique<ReadTask>(read_ran_on);
+  CHECK_FALSE(pool.try_submit(read));
+  CHECK(read != nullptr);
+  CHECK(pool.queue_depth() == 2);
   held.release();
   pool.stop();  // Drains what was queued.
   CHECK(runs == 2);
