@@ -52,7 +52,7 @@ TLS_VARIANTS = [
     ("ldaps reconnect resume", "ldaps", ["--reconnect", "--tls-resume"]),
 ]
 
-# numadir's default access policy (server/access_control.h) in slapd's terms, so both servers
+# numadir's default access policy (server/operations/access_control.h) in slapd's terms, so both servers
 # check the same rules on every auth.
 SLAPD_ACCESS = """access to attrs=userPassword
   by self =wx

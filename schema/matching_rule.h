@@ -31,8 +31,8 @@ enum class MatchingRuleUse { kEquality, kOrdering, kSubstrings };
 enum class SubstringPosition { kInitial, kAny, kFinal };
 
 struct MatchingRule {
-  std::string_view oid;         // e.g. "2.5.13.2"
-  std::string_view name;        // e.g. "caseIgnoreMatch"
+  std::string_view oid;   // e.g. "2.5.13.2"
+  std::string_view name;  // e.g. "caseIgnoreMatch"
   MatchingRuleUse use;
   std::string_view syntax_oid;  // The assertion syntax.
   // Writes the normalized form of `value` to `out` (replacing its contents).

@@ -6,7 +6,7 @@
 
 #include <iostream>
 
-#include "server/commands.h"
+#include "server/commands/commands.h"
 
 namespace {
 

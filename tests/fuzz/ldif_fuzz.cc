@@ -1,7 +1,8 @@
-// libFuzzer target for LdifReader and LdifWriter (server/ldif_reader.h, server/ldif_writer.h).
-// The input is read as LDIF with a small buffer (so records cross buffer refills) and a small
-// record limit. Any record may be rejected, but every error names its line, and the reader
-// always moves on. Each accepted record must survive the writer, or the target traps:
+// libFuzzer target for LdifReader and LdifWriter (server/formats/ldif_reader.h,
+// server/formats/ldif_writer.h). The input is read as LDIF with a small buffer (so records cross
+// buffer refills) and a small record limit. Any record may be rejected, but every error names its
+// line, and the reader always moves on. Each accepted record must survive the writer, or the target
+// traps:
 //   - LdifWriter::append_record accepts it, under several option sets (default slapcat form,
 //     no folding, tiny fold widths, plain UTF-8);
 //   - reading that text back gives exactly one record, equal to the first;
@@ -12,8 +13,8 @@
 #include <string_view>
 
 #include "schema/entry.h"
-#include "server/ldif_reader.h"
-#include "server/ldif_writer.h"
+#include "server/formats/ldif_reader.h"
+#include "server/formats/ldif_writer.h"
 
 namespace {
 

@@ -7,7 +7,7 @@ slapd (the reference), and the answers compared.
 Both servers get the same LDIF (gen_users.py --users 200 plus EXTRA_LDIF: groups, UTF-8 values,
 multi-valued RDNs), the same schema (core, cosine, inetorgperson, nis), the same indexes
 (objectClass eq, uid eq), the same rootdn/rootpw and the same access policy (numadir's built-in
-default, server/access_control.h, written as slapd `access to` lines in SLAPD_ACCESS). slapd is
+default, server/operations/access_control.h, written as slapd `access to` lines in SLAPD_ACCESS). slapd is
 Debian's /usr/sbin/slapd with back-mdb, started by slapd_harness.py on a free loopback port.
 
 Every request in REQUESTS runs on a fresh connection (bound as the request says), first against
@@ -117,7 +117,7 @@ ipHostNumber: 10.0.0.5
 serialNumber: SN-0001
 """
 
-# numadir's default policy (server/access_control.h) in slapd's terms. slapd's rootdn bypasses
+# numadir's default policy (server/operations/access_control.h) in slapd's terms. slapd's rootdn bypasses
 # access control, as numadir's rootdn does. `children` is write for the rootdn only: slapd
 # would otherwise let `by self write` add entries below one's own entry.
 SLAPD_ACCESS = """access to attrs=userPassword
@@ -154,7 +154,7 @@ NUMADIR_BUG = "NUMADIR BUG"
 ACCEPTED = "ACCEPTED"
 
 BIND_DN = (ACCEPTED,
-           "numadir's deliberate choice (server/bind_operation.cc): a simple bind that fails for "
+           "numadir's deliberate choice (server/operations/bind_operation.cc): a simple bind that fails for "
            'any reason tied to the name or the password, a malformed DN included, gets '
            'invalidCredentials (49) with the same empty message, so a client cannot probe names; '
            'RFC 4511 4.2.2 does not require invalidDNSyntax (34) there')

@@ -7,7 +7,7 @@ the controls they send and the result codes they report, against a real `numadir
 
 Exits 0 when every check passes; otherwise 1 with the first failing check (observed vs
 expected). The expected behaviour is RFC 4511's, and OpenLDAP slapd's where the RFCs leave room
-(with the default access policy of server/access_control.h: userPassword only authenticates).
+(with the default access policy of server/operations/access_control.h: userPassword only authenticates).
 """
 import os
 import re

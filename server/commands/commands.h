@@ -1,0 +1,82 @@
+// server/commands/commands.h: the numadir subcommands, each a function that returns
+// the process exit status (0 success, 1 failure, 2 usage) and reports on the given streams.
+//
+// Thread contract: each runs on the main thread of a short-lived process.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace numadir::server {
+
+struct ImportOptions {
+  std::filesystem::path config;
+  std::string input;  // An LDIF file, or "-" for standard input.
+  // Progress on standard error: a live bar when it is a terminal, plain lines otherwise.
+  bool progress = true;
+};
+// Loads an LDIF file into an empty directory, in one transaction: a bad record aborts the
+// import with its line and reason, and nothing is committed.
+int run_import(const ImportOptions& options, std::ostream& out, std::ostream& err);
+
+struct ExportOptions {
+  std::filesystem::path config;
+  std::string output = "-";  // A file, or "-" for standard output.
+};
+// Writes every entry (parents first) as LDIF that numadir import and slapadd accept.
+int run_export(const ExportOptions& options, std::ostream& out, std::ostream& err);
+
+struct IndexOptions {
+  std::filesystem::path config;
+  bool verify = false;  // Check instead of rebuilding.
+};
+int run_index(const IndexOptions& options, std::ostream& out, std::ostream& err);
+
+struct PasswdOptions {
+  std::string scheme = "SSHA512";
+  std::optional<std::string> secret;       // -s: the password on the command line.
+  std::optional<std::string> secret_file;  // -T: the password is the file's first line.
+};
+// Prints a userPassword value for a password, like slappasswd.
+int run_passwd(const PasswdOptions& options, std::istream& in, std::ostream& out,
+               std::ostream& err);
+
+struct ServeOptions {
+  std::filesystem::path config;
+  std::filesystem::path pid_file;  // Empty: none.
+};
+// Runs the server in the foreground until SIGTERM or SIGINT; prints one line per bound listen
+// URL ("numadir: listening on ldap://127.0.0.1:389 ...") once it accepts connections.
+int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err);
+
+// Loads the config, the schema files it names and opens nothing else; reports every problem.
+int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);
+
+struct StatsOptions {
+  std::string url = "ldap://127.0.0.1:389";
+  std::string bind_dn;                       // -D; empty: anonymous (cn=Monitor is then hidden).
+  std::optional<std::string> password;       // -w
+  std::optional<std::string> password_file;  // -y: the file's contents, less a final newline.
+  double interval_s = 1.0;
+  std::optional<std::uint64_t> count;  // Stop after this many views; none: until interrupted.
+  bool once = false;                   // One view (rates over one interval), then exit.
+  bool terminal = false;               // Redraw in place (ANSI) instead of printing blocks.
+};
+// Reads cn=Monitor of a running server every interval and prints a top-like view: auths/s,
+// requests/s per listener and per worker, queue depths, CPU% per thread. Exits 1 when the
+// server cannot be reached or read (cn=Monitor is for the rootdn only), 2 for bad options.
+int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err);
+
+struct TopologyOptions {
+  std::optional<std::string> synthetic;         // An hwloc synthetic description.
+  std::optional<std::filesystem::path> config;  // Its [threads] section; none: auto.
+};
+// Prints the topology (this machine's, or `synthetic`) and the thread placement plan. Exits 1
+// when the synthetic description is bad (with hwloc's complaint), the config cannot be loaded
+// or its [threads] does not fit the topology.
+int run_topology(const TopologyOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace numadir::server

@@ -1,0 +1,184 @@
+// numadir import: LDIF into an empty directory, in one transaction, with progress. The LDIF is
+// parsed on this thread while the directory's bulk importer checks, encodes and stores it.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "server/commands/commands.h"
+#include "server/commands/opened_directory.h"
+#include "server/formats/config.h"
+#include "server/formats/ldif_reader.h"
+
+namespace numadir::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string format_duration(double seconds) {
+  const auto total = static_cast<long long>(seconds + 0.5);
+  std::ostringstream out;
+  out << total / 3600 << ":" << std::setw(2) << std::setfill('0') << (total / 60) % 60 << ":"
+      << std::setw(2) << std::setfill('0') << total % 60;
+  return out.str();
+}
+
+// Reports progress: a bar redrawn in place on a terminal, a line every few seconds otherwise.
+class Progress {
+ public:
+  Progress(std::ostream& err, bool enabled, bool terminal)
+      : err_(err), enabled_(enabled), terminal_(terminal), start_(Clock::now()), last_(start_) {}
+
+  void update(std::uint64_t entries, std::uint64_t bytes, std::optional<std::uint64_t> total) {
+    if (!enabled_) {
+      return;
+    }
+    const auto now = Clock::now();
+    const auto interval = terminal_ ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    if (now - last_ < interval) {
+      return;
+    }
+    last_ = now;
+    draw(entries, bytes, total, now);
+  }
+
+  // Clears the progress bar so that a message can take its line.
+  void interrupt() {
+    if (enabled_ && terminal_) {
+      err_ << "\r\033[K";
+    }
+  }
+
+  void finish(std::uint64_t entries) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (enabled_ && terminal_) {
+      err_ << "\r\033[K";
+    }
+    err_ << "import: " << entries << " entries in " << std::fixed << std::setprecision(1) << seconds
+         << " s (" << static_cast<long long>(entries / std::max(seconds, 1e-9)) << " entries/s)\n";
+  }
+
+ private:
+  void draw(std::uint64_t entries, std::uint64_t bytes, std::optional<std::uint64_t> total,
+            Clock::time_point now) {
+    const double seconds = std::chrono::duration<double>(now - start_).count();
+    const double rate = entries / std::max(seconds, 1e-9);
+    std::ostringstream line;
+    line << entries << " entries, " << static_cast<long long>(rate) << " entries/s";
+    if (total.has_value() && *total > 0) {
+      const double fraction = std::min(1.0, static_cast<double>(bytes) / *total);
+      if (terminal_) {
+        constexpr int kWidth = 30;
+        const int filled = static_cast<int>(fraction * kWidth);
+        line.str("");
+        line << "[" << std::string(filled, '#') << std::string(kWidth - filled, ' ') << "] "
+             << entries << " entries, " << static_cast<long long>(rate) << "/s";
+      }
+      line << ", " << static_cast<int>(fraction * 100) << "%";
+      if (fraction > 0) {
+        line << ", ETA " << format_duration(seconds / fraction - seconds);
+      }
+    }
+    if (terminal_) {
+      err_ << "\r\033[K" << line.str() << std::flush;
+    } else {
+      err_ << "import: " << line.str() << "\n" << std::flush;
+    }
+  }
+
+  std::ostream& err_;
+  const bool enabled_;
+  const bool terminal_;
+  const Clock::time_point start_;
+  Clock::time_point last_;
+};
+
+}  // namespace
+
+int run_import(const ImportOptions& options, std::ostream& out, std::ostream& err) {
+  (void)out;
+  auto config = load_config(options.config);
+  if (!config.ok()) {
+    err << "numadir import: " << config.status().message() << "\n";
+    return 1;
+  }
+  // MDB_WRITEMAP for this process only: the import is one large write transaction.
+  config->database.write_map = true;
+  auto opened = open_directory(*config);
+  if (!opened.ok()) {
+    err << "numadir import: " << opened.status().message() << "\n";
+    return 1;
+  }
+  std::FILE* file = stdin;
+  if (options.input != "-") {
+    file = std::fopen(options.input.c_str(), "rb");
+    if (file == nullptr) {
+      err << "numadir import: " << options.input << ": cannot open\n";
+      return 1;
+    }
+  }
+  const std::string name = options.input == "-" ? "<stdin>" : options.input;
+  int status = 1;
+  {
+    LdifReader reader(file);
+    // This thread parses the LDIF; the importer's workers check and encode the entries and
+    // its writer stores them, in input order, in one transaction.
+    auto importer = opened->directory->begin_bulk_import(backend::UpdateContext{}, {});
+    if (!importer.ok()) {
+      err << "numadir import: " << importer.status().message() << "\n";
+    } else {
+      Progress progress(err, options.progress, isatty(STDERR_FILENO) == 1);
+      schema::Entry entry;
+      std::optional<Status> bad_input;
+      while (true) {
+        auto more = reader.next(entry);
+        if (!more.ok()) {
+          bad_input = more.status();
+          break;
+        }
+        if (!*more || !(*importer)->add(entry, reader.record_line())) {
+          break;
+        }
+        progress.update(reader.records_read(), reader.bytes_consumed(), reader.input_size_bytes());
+      }
+      // An entry that failed comes before a bad record: the entries queued are checked first.
+      Status finished;
+      const backend::Directory::ImportFailure* failure = nullptr;
+      if (bad_input.has_value()) {
+        failure = (*importer)->abort();
+      } else {
+        finished = (*importer)->finish();
+        failure = (*importer)->failure();
+      }
+      if (failure != nullptr || bad_input.has_value() || !finished.ok()) {
+        progress.interrupt();
+      }
+      if (failure != nullptr) {
+        err << "numadir import: " << name << ":" << failure->tag << ": dn \"" << failure->dn
+            << "\": " << status_code_name(failure->status.code()) << ": "
+            << failure->status.message() << "\n";
+      } else if (bad_input.has_value()) {
+        err << "numadir import: " << name << ": " << bad_input->message() << "\n";
+      } else if (!finished.ok()) {
+        err << "numadir import: " << finished.message() << "\n";
+      }
+      if (failure != nullptr || bad_input.has_value()) {
+        err << "numadir import: nothing was imported\n";
+      } else if (finished.ok()) {
+        progress.finish(reader.records_read());
+        status = 0;
+      }
+    }
+  }
+  if (file != stdin) {
+    std::fclose(file);
+  }
+  return status;
+}
+
+}  // namespace numadir::server

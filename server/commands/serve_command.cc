@@ -1,0 +1,266 @@
+// numadir serve: opens the directory, starts the listeners and workers, and runs until SIGTERM
+// or SIGINT. Foreground; tells systemd when it is ready (Type=notify) and writes a pid file on
+// request.
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "listener/frontend.h"
+#include "server/commands/commands.h"
+#include "server/commands/opened_directory.h"
+#include "server/formats/config.h"
+#include "server/monitoring/access_log.h"
+#include "server/monitoring/logging_handler.h"
+#include "server/monitoring/monitor.h"
+#include "server/operations/operation_handler.h"
+#include "threadpool/placement.h"
+#include "threadpool/topology.h"
+
+namespace numadir::server {
+namespace {
+
+// sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET ("@" = abstract namespace).
+void notify_systemd(const char* state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (path == nullptr || path[0] == '\0' || std::strlen(path) >= sizeof(sockaddr_un::sun_path)) {
+    return;
+  }
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return;
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path, sizeof(address.sun_path) - 1);
+  if (address.sun_path[0] == '@') {
+    address.sun_path[0] = '\0';
+  }
+  const socklen_t length =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + std::strlen(path));
+  sendto(fd, state, std::strlen(state), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&address),
+         length);
+  ::close(fd);
+}
+
+// Switches to settings.user / settings.group (after the ports are bound, so ports below 1024
+// work). Errors: a name that does not resolve, or a refused setgid/setuid.
+Status drop_privileges(const ServerSettings& settings) {
+  if (settings.user.empty() && settings.group.empty()) {
+    return Status();
+  }
+  gid_t gid = getgid();
+  uid_t uid = getuid();
+  if (!settings.user.empty()) {
+    const passwd* user = getpwnam(settings.user.c_str());
+    if (user == nullptr) {
+      return invalid_argument("server.user: no user \"" + settings.user + "\"");
+    }
+    uid = user->pw_uid;
+    gid = user->pw_gid;
+  }
+  if (!settings.group.empty()) {
+    const group* found = getgrnam(settings.group.c_str());
+    if (found == nullptr) {
+      return invalid_argument("server.group: no group \"" + settings.group + "\"");
+    }
+    gid = found->gr_gid;
+  }
+  // Group first: after setuid the process may no longer change its group.
+  if (getegid() != gid && (setgroups(0, nullptr) != 0 || setgid(gid) != 0)) {
+    return Status(StatusCode::kIo, "server.group: setgid: " + std::string(std::strerror(errno)));
+  }
+  if (geteuid() != uid && setuid(uid) != 0) {
+    return Status(StatusCode::kIo, "server.user: setuid: " + std::string(std::strerror(errno)));
+  }
+  return Status();
+}
+
+std::size_t online_cpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<std::size_t>(n) : 1;
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err) {
+  // Signals are taken by sigwait on this thread only: block them before any thread starts
+  // (the access log's writer, the listeners, the workers), which inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto config = load_config(options.config);
+  if (!config.ok()) {
+    err << "numadir serve: " << config.status().message() << "\n";
+    return 1;
+  }
+  auto opened = open_directory(*config);
+  if (!opened.ok()) {
+    err << "numadir serve: " << opened.status().message() << "\n";
+    return 1;
+  }
+  if (Status rules =
+          OperationHandler::check_access_rules(opened->directory->schema(), config->access);
+      !rules.ok()) {
+    err << "numadir serve: " << options.config.string() << ": " << rules.message() << "\n";
+    return 1;
+  }
+  const ServerSettings& settings = config->server;
+  HandlerOptions handler_options;
+  handler_options.root_dn = settings.root_dn;
+  handler_options.root_password = settings.root_password;
+  handler_options.allow_cleartext_passwords = config->allow_cleartext_passwords;
+  handler_options.default_password_scheme = config->default_password_scheme;
+  handler_options.allow_unauthenticated_bind = settings.allow_unauthenticated_bind;
+  handler_options.size_limit_anonymous = settings.size_limit;
+  handler_options.size_limit_users = settings.size_limit;
+  handler_options.time_limit_s = settings.time_limit_s;
+  handler_options.vendor_version = "numadir " NUMADIR_VERSION;
+  Monitor monitor(handler_options.vendor_version);  // cn=Monitor; outlives the handler.
+  handler_options.monitor = &monitor;
+  handler_options.access_rules = config->access;
+  // TLS: the certificate and key are read before anything starts (and again on SIGHUP).
+  std::unique_ptr<listener::TlsContext> tls;
+  if (config->tls.has_value()) {
+    auto created = listener::TlsContext::create(*config->tls);
+    if (!created.ok()) {
+      err << "numadir serve: " << options.config.string() << ": " << created.status().message()
+          << "\n";
+      return 1;
+    }
+    tls = std::move(*created);
+    handler_options.tls = true;
+    handler_options.external_map = config->external_map;
+  }
+  handler_options.simple_bind_requires_tls = config->simple_bind_requires_tls;
+  OperationHandler operations(*opened->directory, handler_options);
+  // The access log, when on, wraps the handler; off, requests go straight to it.
+  std::unique_ptr<AccessLog> access_log;
+  std::unique_ptr<LoggingHandler> logging;
+  listener::RequestHandler* handler = &operations;
+  if (config->log_level != LogLevel::kOff) {
+    auto opened_log = AccessLog::open(config->log_file);
+    if (!opened_log.ok()) {
+      err << "numadir serve: log.file: " << opened_log.status().message() << "\n";
+      return 1;
+    }
+    access_log = std::move(*opened_log);
+    logging = std::make_unique<LoggingHandler>(operations, *access_log, config->log_level);
+    handler = logging.get();
+  }
+
+  listener::FrontendOptions frontend_options;
+  frontend_options.urls = settings.listen;
+  frontend_options.queue_capacity = settings.queue_capacity;
+  frontend_options.limits.max_connections = settings.max_connections;
+  frontend_options.limits.max_pdu_bytes = settings.max_pdu_bytes;
+  frontend_options.limits.max_outstanding_per_connection = settings.max_outstanding_per_connection;
+  frontend_options.limits.idle_timeout_s = settings.idle_timeout_s;
+  frontend_options.tls = tls.get();
+  std::string threads_summary;
+  if (config->threads.dispatcher == "single") {
+    frontend_options.dispatcher = listener::Dispatcher::kSingle;
+    frontend_options.listeners = 1;
+    frontend_options.workers = settings.workers != 0 ? settings.workers : online_cpus();
+    threads_summary = "single dispatcher: 1 listener, " + std::to_string(frontend_options.workers) +
+                      " unpinned workers";
+  } else {
+    auto topology = threadpool::Topology::detect();
+    if (!topology.ok()) {
+      err << "numadir serve: " << topology.status().message() << "\n";
+      return 1;
+    }
+    auto plan = threadpool::plan_placement(*topology, placement_options(*config, *topology));
+    if (!plan.ok()) {
+      err << "numadir serve: " << options.config.string()
+          << ": threads: " << plan.status().message() << "\n";
+      return 1;
+    }
+    std::size_t listeners = 0;
+    std::size_t workers = 0;
+    for (const threadpool::NodePlan& node : plan->nodes) {
+      listeners += node.listeners.size();
+      workers += node.workers.size();
+    }
+    threads_summary = "percpu: " + std::to_string(plan->nodes.size()) + " node(s), " +
+                      std::to_string(listeners) + " listeners, " + std::to_string(workers) +
+                      " workers, " + (plan->pinned ? "pinned" : "unpinned") +
+                      (config->threads.listener_helps ? ", listeners help" : "");
+    frontend_options.plan = std::move(*plan);
+    frontend_options.listeners_help = config->threads.listener_helps;
+  }
+  auto frontend = listener::Frontend::start(frontend_options, *handler);
+  if (!frontend.ok()) {
+    err << "numadir serve: " << frontend.status().message() << "\n";
+    return 1;
+  }
+  monitor.attach([&running = **frontend] { return running.snapshot(); });
+  if (const Status dropped = drop_privileges(settings); !dropped.ok()) {
+    err << "numadir serve: " << options.config.string() << ": " << dropped.message() << "\n";
+    (*frontend)->stop();
+    return 1;
+  }
+  if (!options.pid_file.empty()) {
+    std::ofstream pid(options.pid_file, std::ios::trunc);
+    pid << getpid() << "\n";
+    if (!pid) {
+      err << "numadir serve: " << options.pid_file.string() << ": cannot be written\n";
+      (*frontend)->stop();
+      return 1;
+    }
+  }
+  for (const listener::ListenUrl& url : (*frontend)->bound_urls()) {
+    out << "numadir: listening on " << url.to_string() << " (" << threads_summary << ")"
+        << std::endl;
+  }
+  notify_systemd("READY=1");
+
+  for (;;) {
+    int signal_number = 0;
+    if (sigwait(&signals, &signal_number) != 0) {
+      continue;
+    }
+    if (signal_number == SIGHUP) {
+      if (access_log != nullptr) {
+        if (const Status reopened = access_log->reopen(); !reopened.ok()) {
+          err << "numadir serve: SIGHUP: " << reopened.message() << "\n";
+        }
+      }
+      if (tls != nullptr) {
+        // New connections get the new certificate; open ones keep theirs.
+        if (const Status reloaded = tls->reload(); !reloaded.ok()) {
+          err << "numadir serve: SIGHUP: " << reloaded.message()
+              << " (keeping the previous certificate)\n";
+        } else {
+          out << "numadir: SIGHUP: TLS certificate and key reloaded" << std::endl;
+        }
+      }
+      continue;
+    }
+    break;
+  }
+  notify_systemd("STOPPING=1");
+  out << "numadir: shutting down" << std::endl;
+  monitor.detach();
+  (*frontend)->stop();
+  if (!options.pid_file.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(options.pid_file, ignored);
+  }
+  return 0;
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,213 @@
+// server/commands/stats_view.cc: see stats_view.h.
+#include "server/commands/stats_view.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+namespace numadir::server {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string text_of(const schema::Entry& entry, std::string_view type) {
+  const std::string wanted = lower(type);
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    if (lower(attribute.description) == wanted && !attribute.values.empty()) {
+      return attribute.values[0];
+    }
+  }
+  return "";
+}
+
+std::optional<std::uint64_t> number_of(const schema::Entry& entry, std::string_view type) {
+  const std::string text = text_of(entry, type);
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::uint64_t count_of(const schema::Entry& entry, std::string_view type) {
+  return number_of(entry, type).value_or(0);
+}
+
+// Returns: i when `ndn` (lower-cased) is "cn=<prefix> <i>,<parent>"; nullopt otherwise.
+std::optional<std::size_t> index_in(std::string_view ndn, std::string_view prefix,
+                                    std::string_view parent) {
+  const std::string head = "cn=" + std::string(prefix) + " ";
+  const std::string tail = "," + std::string(parent);
+  if (!ndn.starts_with(head) || !ndn.ends_with(tail) || ndn.size() <= head.size() + tail.size()) {
+    return std::nullopt;
+  }
+  const std::string_view digits = ndn.substr(head.size(), ndn.size() - head.size() - tail.size());
+  std::size_t index = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (ec != std::errc() || end != digits.data() + digits.size() || index > 4096) {
+    return std::nullopt;
+  }
+  return index;
+}
+
+template <typename T>
+T& at_index(std::vector<T>& list, std::size_t index) {
+  if (list.size() <= index) {
+    list.resize(index + 1);
+  }
+  return list[index];
+}
+
+StatsThread thread_of(const schema::Entry& entry) {
+  StatsThread thread;
+  thread.name = text_of(entry, "numadirThreadName");
+  thread.pool = count_of(entry, "numadirPool");
+  thread.requests = count_of(entry, "numadirRequests");
+  thread.connections = count_of(entry, "numadirConnections");
+  thread.busy_ms = count_of(entry, "numadirBusyTimeMs");
+  thread.parks = count_of(entry, "numadirParks");
+  thread.helped = count_of(entry, "numadirHelped");
+  thread.cpu_ms = number_of(entry, "numadirCpuTimeMs");
+  return thread;
+}
+
+std::uint64_t delta(std::uint64_t now, std::uint64_t before) {
+  return now >= before ? now - before : 0;
+}
+
+std::string format(const char* pattern, auto... values) {
+  char line[256];
+  std::snprintf(line, sizeof(line), pattern, values...);
+  return line;
+}
+
+std::string uptime(std::uint64_t seconds) {
+  const std::uint64_t days = seconds / 86400;
+  std::string out = days > 0 ? std::to_string(days) + "d " : "";
+  return out + format("%02u:%02u:%02u", static_cast<unsigned>(seconds % 86400 / 3600),
+                      static_cast<unsigned>(seconds % 3600 / 60),
+                      static_cast<unsigned>(seconds % 60));
+}
+
+// Returns: a percentage of `dt_s` that `ms` milliseconds are, as "12.3", or "-" when unknown.
+std::string percent(std::optional<std::uint64_t> now, std::optional<std::uint64_t> before,
+                    double dt_s) {
+  if (!now.has_value() || !before.has_value()) {
+    return "-";
+  }
+  return format("%.1f", static_cast<double>(delta(*now, *before)) / (dt_s * 10.0));
+}
+
+const StatsThread* previous_of(const std::vector<StatsThread>& previous, std::size_t i,
+                               const StatsThread& current) {
+  return i < previous.size() && previous[i].name == current.name ? &previous[i] : nullptr;
+}
+
+}  // namespace
+
+Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries, double at_s) {
+  StatsSample sample;
+  sample.at_s = at_s;
+  bool server = false;
+  bool operations = false;
+  for (const schema::Entry& entry : entries) {
+    const std::string ndn = lower(entry.dn);
+    if (ndn == "cn=monitor") {
+      server = true;
+      sample.version = text_of(entry, "numadirVersion");
+      sample.dispatcher = text_of(entry, "numadirDispatcher");
+      sample.uptime_s = count_of(entry, "numadirUptimeSeconds");
+    } else if (ndn == "cn=connections,cn=monitor") {
+      sample.connections = count_of(entry, "numadirConnections");
+      sample.connections_total = count_of(entry, "numadirConnectionsTotal");
+    } else if (ndn == "cn=operations,cn=monitor") {
+      operations = true;
+      sample.operations = count_of(entry, "numadirOperations");
+      sample.binds = count_of(entry, "numadirBinds");
+      sample.auths = count_of(entry, "numadirAuths");
+      sample.searches = count_of(entry, "numadirSearches");
+    } else if (auto i = index_in(ndn, "listener", "cn=listeners,cn=monitor"); i.has_value()) {
+      at_index(sample.listeners, *i) = thread_of(entry);
+    } else if (auto w = index_in(ndn, "worker", "cn=workers,cn=monitor"); w.has_value()) {
+      at_index(sample.workers, *w) = thread_of(entry);
+    } else if (auto p = index_in(ndn, "pool", "cn=pools,cn=monitor"); p.has_value()) {
+      StatsPool& pool = at_index(sample.pools, *p);
+      pool.name = text_of(entry, "description");
+      pool.queue_depth = count_of(entry, "numadirQueueDepth");
+      pool.queue_high_water = count_of(entry, "numadirQueueHighWater");
+      pool.queue_capacity = count_of(entry, "numadirQueueCapacity");
+      pool.workers = count_of(entry, "numadirWorkers");
+    }
+  }
+  if (!server || !operations) {
+    return malformed("cn=Monitor lacks the cn=Monitor or cn=Operations entry");
+  }
+  return sample;
+}
+
+std::string render_stats(const StatsSample& previous, const StatsSample& current,
+                         std::string_view url) {
+  const double dt_s = current.at_s > previous.at_s ? current.at_s - previous.at_s : 1.0;
+  auto rate = [dt_s](std::uint64_t now, std::uint64_t before) {
+    return static_cast<double>(delta(now, before)) / dt_s;
+  };
+  std::string out;
+  out += "numadir stats  " + std::string(url) + "  " + current.version + "  " + current.dispatcher +
+         "  up " + uptime(current.uptime_s) + "\n";
+  out += format("auths/s %.1f   binds/s %.1f   searches/s %.1f   operations/s %.1f\n",
+                rate(current.auths, previous.auths), rate(current.binds, previous.binds),
+                rate(current.searches, previous.searches),
+                rate(current.operations, previous.operations));
+  out += format("connections %llu (accepted %llu)   over the last %.2f s\n",
+                static_cast<unsigned long long>(current.connections),
+                static_cast<unsigned long long>(current.connections_total), dt_s);
+
+  out += "\nPOOL  NAME          QUEUE       HIGH   CAPACITY  WORKERS\n";
+  for (std::size_t i = 0; i < current.pools.size(); ++i) {
+    const StatsPool& pool = current.pools[i];
+    out += format("%-4zu  %-10s %8llu %10llu %10llu %8llu\n", i, pool.name.c_str(),
+                  static_cast<unsigned long long>(pool.queue_depth),
+                  static_cast<unsigned long long>(pool.queue_high_water),
+                  static_cast<unsigned long long>(pool.queue_capacity),
+                  static_cast<unsigned long long>(pool.workers));
+  }
+
+  // RAN/S: requests the listener ran itself, helping its pool (threads.listener_helps).
+  out += "\nLISTENER  THREAD           POOL  CONNS      REQ/S      RAN/S   CPU%\n";
+  for (std::size_t i = 0; i < current.listeners.size(); ++i) {
+    const StatsThread& now = current.listeners[i];
+    const StatsThread* before = previous_of(previous.listeners, i, now);
+    out += format(
+        "%-8zu  %-15s %5llu %6llu %10s %10s %6s\n", i, now.name.c_str(),
+        static_cast<unsigned long long>(now.pool), static_cast<unsigned long long>(now.connections),
+        before != nullptr ? format("%.1f", rate(now.requests, before->requests)).c_str() : "-",
+        before != nullptr ? format("%.1f", rate(now.helped, before->helped)).c_str() : "-",
+        percent(now.cpu_ms, before != nullptr ? before->cpu_ms : std::nullopt, dt_s).c_str());
+  }
+
+  out += "\nWORKER    THREAD           POOL      REQ/S  BUSY%   CPU%  PARKS/S\n";
+  for (std::size_t i = 0; i < current.workers.size(); ++i) {
+    const StatsThread& now = current.workers[i];
+    const StatsThread* before = previous_of(previous.workers, i, now);
+    const std::optional<std::uint64_t> busy_before =
+        before != nullptr ? std::optional<std::uint64_t>(before->busy_ms) : std::nullopt;
+    out += format(
+        "%-8zu  %-15s %5llu %10s %6s %6s %8s\n", i, now.name.c_str(),
+        static_cast<unsigned long long>(now.pool),
+        before != nullptr ? format("%.1f", rate(now.requests, before->requests)).c_str() : "-",
+        percent(now.busy_ms, busy_before, dt_s).c_str(),
+        percent(now.cpu_ms, before != nullptr ? before->cpu_ms : std::nullopt, dt_s).c_str(),
+        before != nullptr ? format("%.1f", rate(now.parks, before->parks)).c_str() : "-");
+  }
+  return out;
+}
+
+}  // namespace numadir::server

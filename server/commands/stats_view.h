@@ -1,0 +1,66 @@
+// server/commands/stats_view.h: what `numadir stats` shows: one reading of cn=Monitor (StatsSample,
+// parsed from its entries) and the top-like view of two readings (rates over the time between
+// them): auths/s, operations/s, connections, each pool's queue, each listener's and worker's
+// requests/s and each thread's CPU%.
+//
+// Thread contract: plain values and functions of their arguments.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "schema/entry.h"
+
+namespace numadir::server {
+
+struct StatsThread {
+  std::string name;  // numadirThreadName.
+  std::uint64_t pool = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t connections = 0;  // Listeners: open now.
+  std::uint64_t busy_ms = 0;      // Workers: time not parked.
+  std::uint64_t parks = 0;        // Workers.
+  std::uint64_t helped = 0;       // Listeners: requests run themselves.
+  std::optional<std::uint64_t> cpu_ms;
+};
+
+struct StatsPool {
+  std::string name;  // description: "node0", "pool0".
+  std::uint64_t queue_depth = 0;
+  std::uint64_t queue_high_water = 0;
+  std::uint64_t queue_capacity = 0;
+  std::uint64_t workers = 0;
+};
+
+struct StatsSample {
+  double at_s = 0;  // When it was read (any monotonic clock, in seconds).
+  std::string version;
+  std::string dispatcher;
+  std::uint64_t uptime_s = 0;
+  std::uint64_t connections = 0;
+  std::uint64_t connections_total = 0;
+  std::uint64_t operations = 0;
+  std::uint64_t binds = 0;
+  std::uint64_t auths = 0;
+  std::uint64_t searches = 0;
+  std::vector<StatsThread> listeners;  // By index (cn=Listener <i>).
+  std::vector<StatsThread> workers;    // By index (cn=Worker <i>).
+  std::vector<StatsPool> pools;        // By index (cn=Pool <i>).
+};
+
+// Returns: the sample that the entries of a subtree search of cn=Monitor describe, read at
+//   `at_s`. Attribute names are matched case-insensitively; missing counters read 0.
+// Errors: kMalformed when there is no cn=Monitor or cn=Operations,cn=Monitor entry.
+Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries, double at_s);
+
+// Returns: the view of `current` (several lines, each ending in '\n'), with rates over the time
+//   since `previous`; `url` names the server in the heading. Counters that went down (a
+//   restarted server) read as rate 0.
+std::string render_stats(const StatsSample& previous, const StatsSample& current,
+                         std::string_view url);
+
+}  // namespace numadir::server

@@ -1,0 +1,169 @@
+// server/formats/config.h: numadir.toml, the server's configuration, parsed and checked in full
+// before anything starts: every mistake (unknown key, wrong type, bad value) is reported with its
+// key.
+//
+//   [database]
+//   path = "/var/lib/numadir"            # directory holding the LMDB environment
+//   suffix = "dc=example,dc=com"         # the naming context
+//   map_size = "8GiB"                    # LMDB map size (bytes, or with KiB/MiB/GiB/TiB)
+//   durability = "sync"                  # "sync" (default) or "nosync" (see README)
+//   indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub"]
+//
+//   [schema]
+//   files = ["/etc/numadir/local.schema"]  # loaded after the shipped schema, in order
+//
+//   [server]
+//   listen = ["ldap://127.0.0.1:389"]     # listen URLs (default ldap://:389, every address)
+//   rootdn = "cn=admin,dc=example,dc=com" # the all-powerful identity (optional)
+//   rootpw = "{SSHA512}..."              # its password, hashed (numadir passwd)
+//   listeners = 1                        # listener threads (0 = auto)
+//   workers = 2                          # worker threads (0 = auto: one per CPU)
+//   max_connections = 4096
+//   max_pdu_size = "4MiB"
+//   max_outstanding_per_connection = 64
+//   queue_capacity = 4096                # requests waiting for a worker
+//   idle_timeout = 0                     # seconds; close connections idle this long (0: never)
+//   allow_unauthenticated_bind = false   # RFC 4513 5.1.2: a DN with an empty password
+//   user = "numadir"                     # drop to this user (and group) after binding ports
+//   group = "numadir"                    # (both optional; only when started as root)
+//
+//   [limits]
+//   size_limit = 500                     # entries per search for anonymous and users (0 = none)
+//   time_limit = 3600                    # seconds per search (0 = none); rootdn: unlimited
+//
+//   [passwords]
+//   default_scheme = "SSHA512"           # scheme for passwords numadir hashes
+//   allow_cleartext = false              # accept stored cleartext userPassword values
+//
+//   [log]
+//   level = "off"                        # access log: "off", "stats" or "debug"
+//   file = "/var/log/numadir/access.log" # "-" (default): standard error; reopened on SIGHUP
+//
+//   [[access]]                           # ordered access rules
+//   (server/operations/access_control.h); dn = "ou=people,dc=example,dc=com"   # target: entries
+//   at/below this DN (default: all) scope = "subtree"                    # base, one, subtree
+//   (default) or children filter = "(objectClass=person)"      # target: entries matching this
+//   filter attrs = ["userPassword"]             # target: these types, "entry", "children"
+//   (default: all) by = [{ who = "self", access = "=wx" },           # who: *, anonymous, users,
+//   self, rootdn
+//         { dn = "cn=admin,dc=example,dc=com", access = "write" },  # (+ scope, default base)
+//         { group = "cn=admins,dc=example,dc=com", access = "write" },
+//         { who = "*", access = "auth" }]  # none disclose auth compare search read write, =wrscxd
+//   (none: the default policy; with rules, anything no rule grants is denied)
+//
+//   [tls]                                # ldaps:// URLs and StartTLS
+//   certificate = "server.crt"           # PEM: the server certificate, then its chain
+//   key = "server.key"                   # PEM private key
+//   ca_file = "ca.crt"                   # CAs for client certificates (or ca_dir: hashed dir)
+//   min_version = "1.2"                  # "1.2" or "1.3"
+//   ciphers = ""                         # TLS 1.2 cipher list (empty: OpenSSL's default)
+//   ciphersuites = ""                    # TLS 1.3 suites (empty: OpenSSL's default)
+//   verify_client = "never"              # never | allow | demand (client certificates)
+//   external_map = "{subject}"           # SASL EXTERNAL identity: the subject DN, or a
+//                                        # template like "uid={cn},ou=people,dc=example,dc=com"
+//   handshake_timeout = 10               # seconds to finish the TLS handshake
+//   simple_bind_requires_tls = false     # true: simple binds without TLS get 13
+//
+//   [threads]
+//   dispatcher = "percpu"                # per-NUMA-node listeners and pinned worker pools, or
+//                                        # "single": one listener, one mutex+condvar queue,
+//                                        # one unpinned pool (the classic design)
+//   pin = true                           # pin each thread to its PU (percpu only)
+//   listener_helps = true                # a listener with nothing to read runs a queued
+//                                        # search / compare / bind itself (percpu only)
+//   [[threads.node]]                     # per NUMA node (logical index); none: every node,
+//   id = 0                               # auto counts (threadpool/placement.h has the rules)
+//   listeners = 1                        # 0 = auto
+//   workers = 2                          # 0 = auto
+//
+// Thread contract: parsed once at startup; immutable afterwards.
+#pragma once
+
+#include "listener/listen_url.h"
+#include "listener/tls.h"
+#include "server/monitoring/access_log.h"
+#include "server/operations/access_control.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/directory.h"
+#include "backend/password_scheme.h"
+#include "base/status.h"
+#include "threadpool/placement.h"
+#include "threadpool/topology.h"
+
+namespace numadir::server {
+
+struct ServerSettings {
+  std::vector<listener::ListenUrl> listen;  // Default: ldap://:389.
+  std::string root_dn;
+  std::string root_password;
+  std::size_t listeners = 0;  // 0 = auto.
+  std::size_t workers = 0;    // 0 = auto.
+  std::size_t max_connections = 4096;
+  std::size_t max_pdu_bytes = 4 * 1024 * 1024;
+  std::uint32_t max_outstanding_per_connection = 64;
+  std::size_t queue_capacity = 4096;
+  std::uint32_t idle_timeout_s = 0;  // 0: never.
+  bool allow_unauthenticated_bind = false;
+  std::string user;   // Empty: keep the starting user.
+  std::string group;  // Empty: the user's primary group (or keep the starting group).
+  std::uint64_t size_limit = 500;
+  std::uint32_t time_limit_s = 3600;
+};
+
+struct ThreadSettings {
+  std::string dispatcher = "percpu";  // "percpu" or "single".
+  bool pin = true;
+  // percpu: listeners run queued reads before they sleep (listener::ListenerShared::help_pool).
+  bool listener_helps = true;
+  // [[threads.node]], in file order, ids distinct. Whether each id exists is known only from
+  // the machine's topology: threadpool::plan_placement checks it.
+  std::vector<threadpool::NodeThreads> nodes;
+};
+
+struct Config {
+  std::filesystem::path source;  // The file it came from (empty for text).
+  backend::DirectoryOptions database;
+  std::vector<std::filesystem::path> schema_files;
+  backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
+  bool allow_cleartext_passwords = false;
+  ServerSettings server;
+  LogLevel log_level = LogLevel::kOff;
+  std::filesystem::path log_file = "-";
+  ThreadSettings threads;
+  std::vector<AccessRuleSpec> access;        // [[access]], in order; empty: the default policy.
+  std::optional<listener::TlsSettings> tls;  // [tls]; none: no ldaps://, no StartTLS.
+  std::string external_map = "{subject}";    // SASL EXTERNAL: client certificate subject -> DN.
+  bool simple_bind_requires_tls = false;     // RFC 4513 §5.1.3 / slapd `security simple_bind`.
+};
+
+// Parses numadir.toml text. Relative paths are taken relative to `base_dir`.
+// Errors: kInvalidArgument with "<origin>: <key>: <problem>" (or "<origin>:<line>:<col>: ..."
+//   for TOML syntax) for the first mistake; every key is checked, unknown keys included.
+Result<Config> parse_config(std::string_view text, std::string_view origin,
+                            const std::filesystem::path& base_dir);
+
+// Reads and parses `path`. Errors: as parse_config; kNotFound / kIo when it cannot be read.
+Result<Config> load_config(const std::filesystem::path& path);
+
+// Parses one index spec: "<attribute> <kind>[,<kind>...]" with kinds eq, pres, sub, approx (an
+// alias of eq, as in slapd) and ordering (alias "ord"). Errors: kInvalidArgument.
+Result<backend::IndexSpec> parse_index_spec(std::string_view text);
+
+// Parses a size: a plain integer (bytes) or a number followed by KiB, MiB, GiB or TiB.
+Result<std::uint64_t> parse_size_bytes(std::string_view text);
+
+// Returns: what the percpu dispatcher plans its threads from on `topology`: threads.pin, and
+// [[threads.node]] when given, else server.listeners / server.workers for every node with an
+// allowed PU (none of either: every node, auto). `numadir serve` and `numadir topology` both
+// plan from it, so the table the second prints is the placement the first uses.
+threadpool::PlacementOptions placement_options(const Config& config,
+                                               const threadpool::Topology& topology);
+
+}  // namespace numadir::server

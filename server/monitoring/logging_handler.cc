@@ -1,0 +1,215 @@
+// server/monitoring/logging_handler.cc: see logging_handler.h.
+#include "server/monitoring/logging_handler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace numadir::server {
+namespace {
+
+using listener::wire::LdapMessage;
+using listener::wire::ProtocolOp;
+
+// The connection's own session, wrapped: logs the close when the listener destroys it.
+class LoggedSession final : public listener::Session {
+ public:
+  LoggedSession(std::unique_ptr<listener::Session> inner, std::uint64_t id, AccessLog& log)
+      : inner_(std::move(inner)), id_(id), log_(log) {}
+  ~LoggedSession() override {
+    log_.append(log_timestamp() + "conn=" + std::to_string(id_) + " closed\n");
+  }
+  listener::Session& inner() { return *inner_; }
+  std::uint64_t id() const { return id_; }
+
+ private:
+  std::unique_ptr<listener::Session> inner_;
+  const std::uint64_t id_;
+  AccessLog& log_;
+};
+
+// Passes responses on, noting what the log reports: entries sent and the final result.
+class WatchingSink final : public listener::ResponseSink {
+ public:
+  WatchingSink(listener::ResponseSink& inner, std::string* entry_lines)
+      : inner_(inner), entry_lines_(entry_lines) {}
+  void send(const LdapMessage& response) override {
+    if (response.op == ProtocolOp::kSearchResultEntry) {
+      ++entries_;
+      if (entry_lines_ != nullptr) {
+        *entry_lines_ += " ENTRY dn=\"";
+        *entry_lines_ += response.search_entry.object_name;
+        *entry_lines_ += "\"\n";
+      }
+    } else if (listener::wire::has_ldap_result(response.op)) {
+      result_code_ = static_cast<int>(response.result.code);
+      text_ = std::string(response.result.diagnostic_message);
+      tag_ = 0x60 | static_cast<int>(response.op);
+    }
+    inner_.send(response);
+  }
+  bool abandoned() const override { return inner_.abandoned(); }
+
+  int entries() const { return entries_; }
+  int result_code() const { return result_code_; }
+  int tag() const { return tag_; }
+  const std::string& text() const { return text_; }
+
+ private:
+  listener::ResponseSink& inner_;
+  std::string* entry_lines_;
+  int entries_ = 0;
+  int result_code_ = -1;  // No result sent (abandoned).
+  int tag_ = 0;
+  std::string text_;
+};
+
+void append_quoted(std::string& out, std::string_view value) {
+  out += '"';
+  for (const char c : value) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    if (c == '\n' || c == '\r') {
+      out += ' ';  // One log line per event, whatever the client sent.
+      continue;
+    }
+    out += c;
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string describe_request(const LdapMessage& request) {
+  std::string out;
+  switch (request.op) {
+    case ProtocolOp::kUnbindRequest:
+      return "UNBIND";
+    case ProtocolOp::kAbandonRequest:
+      return "ABANDON msg=" + std::to_string(request.abandon_id);
+    case ProtocolOp::kBindRequest:
+      out = "BIND dn=";
+      append_quoted(out, request.bind_request.name);
+      if (request.bind_request.method == listener::wire::BindMethod::kSimple) {
+        out += " method=128";
+      } else {
+        out += " mech=";
+        out += request.bind_request.sasl_mechanism;
+      }
+      break;
+    case ProtocolOp::kSearchRequest: {
+      const auto& search = request.search_request;
+      out = "SRCH base=";
+      append_quoted(out, search.base_object);
+      out += " scope=" + std::to_string(static_cast<int>(search.scope)) +
+             " deref=" + std::to_string(static_cast<int>(search.deref_aliases)) + " filter=";
+      append_quoted(out, search.filter.to_string());
+      std::string attrs;
+      for (std::string_view attribute : search.attributes) {
+        attrs += attrs.empty() ? "" : " ";
+        attrs += attribute;
+      }
+      out += " attrs=";
+      append_quoted(out, attrs.empty() ? "ALL" : attrs);
+      break;
+    }
+    case ProtocolOp::kAddRequest:
+      out = "ADD dn=";
+      append_quoted(out, request.add_request.entry);
+      break;
+    case ProtocolOp::kDelRequest:
+      out = "DEL dn=";
+      append_quoted(out, request.dn);
+      break;
+    case ProtocolOp::kModifyRequest:
+      out = "MOD dn=";
+      append_quoted(out, request.modify_request.object);
+      break;
+    case ProtocolOp::kModifyDnRequest:
+      out = "MODRDN dn=";
+      append_quoted(out, request.modify_dn_request.entry);
+      break;
+    case ProtocolOp::kCompareRequest:
+      out = "CMP dn=";
+      append_quoted(out, request.compare_request.entry);
+      out += " attr=";
+      append_quoted(out, request.compare_request.attribute);
+      break;
+    case ProtocolOp::kExtendedRequest:
+      out = "EXT oid=";
+      append_quoted(out, request.extended.name.value_or(""));
+      break;
+    default:
+      out = std::string(listener::wire::protocol_op_name(request.op));
+      break;
+  }
+  return out;
+}
+
+std::unique_ptr<listener::Session> LoggingHandler::open_session(
+    const listener::ConnectionInfo& info) {
+  log_.append(log_timestamp() + "conn=" + std::to_string(info.id) + " ACCEPT from IP=" + info.peer +
+              " (port " + std::to_string(info.local_port) + ")\n");
+  return std::make_unique<LoggedSession>(inner_.open_session(info), info.id, log_);
+}
+
+void LoggingHandler::notice(const LdapMessage& request, listener::Session& session) {
+  const auto& logged = static_cast<LoggedSession&>(session);
+  log_.append(log_timestamp() + "conn=" + std::to_string(logged.id()) +
+              " op=" + std::to_string(request.message_id) + " " + describe_request(request) + "\n");
+}
+
+void LoggingHandler::tls_established(listener::Session& session, const listener::TlsPeer& peer) {
+  auto& logged = static_cast<LoggedSession&>(session);
+  std::string line = log_timestamp() + "conn=" + std::to_string(logged.id()) +
+                     " TLS established tls_proto=" + peer.protocol + " tls_cipher=" + peer.cipher +
+                     (peer.resumed ? " resumed" : "");
+  if (peer.has_certificate) {
+    line += " peer=";
+    append_quoted(line, peer.subject);
+    line += peer.verified ? " verified" : " unverified";
+  }
+  log_.append(line + "\n");
+  inner_.tls_established(logged.inner(), peer);
+}
+
+void LoggingHandler::handle(const LdapMessage& request, listener::Session& session,
+                            listener::ResponseSink& sink) {
+  auto& logged = static_cast<LoggedSession&>(session);
+  const std::string prefix =
+      "conn=" + std::to_string(logged.id()) + " op=" + std::to_string(request.message_id) + " ";
+  std::string lines = log_timestamp() + prefix + describe_request(request) + "\n";
+  std::string entry_lines;
+  WatchingSink watching(sink, level_ == LogLevel::kDebug ? &entry_lines : nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  inner_.handle(request, logged.inner(), watching);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!entry_lines.empty()) {
+    // Each " ENTRY ..." line gets the timestamp and prefix of the operation.
+    std::size_t begin = 0;
+    const std::string head = log_timestamp() + prefix;
+    while (begin < entry_lines.size()) {
+      const std::size_t end = entry_lines.find('\n', begin);
+      lines += head + entry_lines.substr(begin + 1, end - begin);
+      begin = end + 1;
+    }
+  }
+  char result[96];
+  if (watching.result_code() < 0) {
+    std::snprintf(result, sizeof(result), "ABANDONED etime=%.6f", seconds);
+  } else if (request.op == ProtocolOp::kSearchRequest) {
+    std::snprintf(result, sizeof(result), "SEARCH RESULT tag=%d err=%d nentries=%d etime=%.6f",
+                  watching.tag(), watching.result_code(), watching.entries(), seconds);
+  } else {
+    std::snprintf(result, sizeof(result), "RESULT tag=%d err=%d etime=%.6f", watching.tag(),
+                  watching.result_code(), seconds);
+  }
+  lines += log_timestamp() + prefix + result + " text=";
+  append_quoted(lines, watching.text());
+  lines += "\n";
+  log_.append(lines);
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,235 @@
+// server/monitoring/monitor.cc: see monitor.h.
+#include "server/monitoring/monitor.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace numadir::server {
+namespace {
+
+class EntryBuilder {
+ public:
+  EntryBuilder(std::string dn, std::string_view object_class, std::string cn) {
+    entry_.dn = std::move(dn);
+    add("objectClass", {"top", "numadirMonitor"});
+    if (object_class != "numadirMonitor") {
+      entry_.attributes.back().values.emplace_back(object_class);
+    }
+    add("cn", {std::move(cn)});
+  }
+  EntryBuilder& add(std::string description, std::vector<std::string> values) {
+    entry_.attributes.push_back(schema::EntryAttribute{std::move(description), std::move(values)});
+    return *this;
+  }
+  EntryBuilder& text(std::string description, std::string value) {
+    return add(std::move(description), {std::move(value)});
+  }
+  EntryBuilder& number(std::string description, std::uint64_t value) {
+    return add(std::move(description), {std::to_string(value)});
+  }
+  EntryBuilder& cpu(const std::vector<std::optional<std::uint64_t>>& cpu_ms, std::size_t i) {
+    if (i < cpu_ms.size() && cpu_ms[i].has_value()) {
+      number("numadirCpuTimeMs", *cpu_ms[i]);
+    }
+    return *this;
+  }
+  schema::Entry take() { return std::move(entry_); }
+
+ private:
+  schema::Entry entry_;
+};
+
+std::string child_dn(std::string_view rdn, std::string_view parent) {
+  return std::string(rdn) + "," + std::string(parent);
+}
+
+}  // namespace
+
+std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
+  const std::string root(kMonitorDn);
+  const std::string listeners_dn = child_dn("cn=Listeners", root);
+  const std::string workers_dn = child_dn("cn=Workers", root);
+  const std::string pools_dn = child_dn("cn=Pools", root);
+  std::vector<schema::Entry> entries;
+
+  EntryBuilder server(root, "numadirMonitor", "Monitor");
+  server.text("description", "numadir server status (read-only)");
+  server.text("numadirVersion", data.version);
+  if (data.frontend.has_value()) {
+    server.text("numadirDispatcher", data.frontend->dispatcher);
+  }
+  server.number("numadirUptimeSeconds", data.uptime_s);
+  entries.push_back(server.take());
+
+  std::uint64_t open = 0;
+  std::uint64_t accepted = 0;
+  std::uint64_t refused = 0;
+  if (data.frontend.has_value()) {
+    for (const listener::ListenerSnapshot& listener : data.frontend->listeners) {
+      open += listener.connections;
+      accepted += listener.accepted;
+      refused += listener.refused;
+    }
+  }
+  EntryBuilder connections(child_dn("cn=Connections", root), "numadirMonitor", "Connections");
+  connections.text("description", "client connections, every listener together")
+      .number("numadirConnections", open)
+      .number("numadirConnectionsTotal", accepted)
+      .number("numadirConnectionsRefused", refused);
+  entries.push_back(connections.take());
+
+  const OperationTotals& ops = data.operations;
+  EntryBuilder operations(child_dn("cn=Operations", root), "numadirMonitor", "Operations");
+  operations.text("description", "operations run since the server started")
+      .number("numadirOperations", ops.total())
+      .number("numadirBinds", ops.of(OperationKind::kBind))
+      .number("numadirAuths", ops.auths)
+      .number("numadirSearches", ops.of(OperationKind::kSearch))
+      .number("numadirCompares", ops.of(OperationKind::kCompare))
+      .number("numadirAdds", ops.of(OperationKind::kAdd))
+      .number("numadirModifies", ops.of(OperationKind::kModify))
+      .number("numadirDeletes", ops.of(OperationKind::kDelete))
+      .number("numadirModDNs", ops.of(OperationKind::kModifyDn))
+      .number("numadirExtendedOperations", ops.of(OperationKind::kExtended));
+  entries.push_back(operations.take());
+
+  if (!data.frontend.has_value()) {
+    return entries;
+  }
+  const listener::FrontendSnapshot& frontend = *data.frontend;
+
+  EntryBuilder listeners(listeners_dn, "numadirMonitor", "Listeners");
+  listeners.text("description", "listener threads: accept, read, decode")
+      .number("numadirListeners", frontend.listeners.size());
+  entries.push_back(listeners.take());
+  for (std::size_t i = 0; i < frontend.listeners.size(); ++i) {
+    const listener::ListenerSnapshot& listener = frontend.listeners[i];
+    const std::string cn = "Listener " + std::to_string(i);
+    EntryBuilder entry(child_dn("cn=" + cn, listeners_dn), "numadirListenerObject", cn);
+    entry.text("numadirThreadName", listener.name)
+        .number("numadirThreadId", static_cast<std::uint64_t>(listener.tid))
+        .number("numadirPool", listener.pool)
+        .number("numadirConnections", listener.connections)
+        .number("numadirConnectionsTotal", listener.accepted)
+        .number("numadirConnectionsRefused", listener.refused)
+        .number("numadirRequests", listener.requests)
+        .number("numadirHelped", listener.helped)
+        .number("numadirBytesReceived", listener.bytes_received)
+        .cpu(data.listener_cpu_ms, i);
+    entries.push_back(entry.take());
+  }
+
+  EntryBuilder workers(workers_dn, "numadirMonitor", "Workers");
+  workers.text("description", "worker threads: run operations")
+      .number("numadirWorkers", frontend.workers.size());
+  entries.push_back(workers.take());
+  for (std::size_t i = 0; i < frontend.workers.size(); ++i) {
+    const listener::WorkerSnapshot& worker = frontend.workers[i];
+    const std::string cn = "Worker " + std::to_string(i);
+    EntryBuilder entry(child_dn("cn=" + cn, workers_dn), "numadirWorkerObject", cn);
+    entry.text("numadirThreadName", worker.name)
+        .number("numadirThreadId", static_cast<std::uint64_t>(worker.tid))
+        .number("numadirPool", worker.pool)
+        .number("numadirRequests", worker.requests)
+        .number("numadirParks", worker.parks)
+        .number("numadirWakeups", worker.wakeups)
+        .number("numadirBusyTimeMs", worker.busy_ns / 1'000'000)
+        .cpu(data.worker_cpu_ms, i);
+    entries.push_back(entry.take());
+  }
+
+  EntryBuilder pools(pools_dn, "numadirMonitor", "Pools");
+  pools.text("description", "worker pools and their request queues");
+  entries.push_back(pools.take());
+  for (std::size_t i = 0; i < frontend.pools.size(); ++i) {
+    const listener::PoolSnapshot& pool = frontend.pools[i];
+    const std::string cn = "Pool " + std::to_string(i);
+    EntryBuilder entry(child_dn("cn=" + cn, pools_dn), "numadirPoolObject", cn);
+    entry.text("description", pool.name)
+        .number("numadirQueueDepth", pool.queue_depth)
+        .number("numadirQueueHighWater", pool.queue_high_water)
+        .number("numadirQueueCapacity", pool.queue_capacity)
+        .number("numadirWorkers", pool.workers)
+        .number("numadirListeners", pool.listeners);
+    entries.push_back(entry.take());
+  }
+  return entries;
+}
+
+std::optional<std::uint64_t> thread_cpu_ms(std::int32_t tid) {
+  if (tid <= 0) {
+    return std::nullopt;
+  }
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return std::nullopt;
+  }
+  // The thread name (field 2) may hold spaces and parentheses: count from the last ')'.
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos) {
+    return std::nullopt;
+  }
+  std::istringstream fields(line.substr(close + 1));
+  std::string field;
+  std::uint64_t ticks = 0;
+  for (int number = 3; number <= 15 && fields >> field; ++number) {
+    if (number < 14) {
+      continue;
+    }
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+    if (ec != std::errc() || end != field.data() + field.size()) {
+      return std::nullopt;
+    }
+    ticks += value;
+    if (number == 15) {
+      const long per_second = sysconf(_SC_CLK_TCK);
+      return ticks * 1000 / static_cast<std::uint64_t>(per_second > 0 ? per_second : 100);
+    }
+  }
+  return std::nullopt;
+}
+
+Monitor::Monitor(std::string version)
+    : version_(std::move(version)), started_(std::chrono::steady_clock::now()) {}
+
+void Monitor::attach(Source source) {
+  MutexLock lock(mu_);
+  source_ = std::move(source);
+}
+
+void Monitor::detach() {
+  MutexLock lock(mu_);
+  source_ = nullptr;
+}
+
+MonitorData Monitor::collect(const OperationTotals& operations) const {
+  MonitorData data;
+  data.version = version_;
+  data.uptime_s = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+          .count());
+  data.operations = operations;
+  {
+    MutexLock lock(mu_);
+    if (source_) {
+      data.frontend = source_();
+    }
+  }
+  if (data.frontend.has_value()) {
+    for (const listener::ListenerSnapshot& listener : data.frontend->listeners) {
+      data.listener_cpu_ms.push_back(thread_cpu_ms(listener.tid));
+    }
+    for (const listener::WorkerSnapshot& worker : data.frontend->workers) {
+      data.worker_cpu_ms.push_back(thread_cpu_ms(worker.tid));
+    }
+  }
+  return data;
+}
+
+}  // namespace numadir::server

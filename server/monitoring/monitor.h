@@ -1,0 +1,86 @@
+// server/monitoring/monitor.h: the read-only cn=Monitor subtree, in the spirit of slapd's
+// back-monitor: the server's counters as entries, built afresh for every search of it.
+//
+//   cn=Monitor                               numadirVersion, numadirDispatcher, uptime
+//     cn=Connections,cn=Monitor              open, accepted and refused connections
+//     cn=Operations,cn=Monitor               operations by kind; auths (successful binds)
+//     cn=Listeners,cn=Monitor
+//       cn=Listener <i>,cn=Listeners,...     per listener thread: connections, requests, CPU
+//     cn=Workers,cn=Monitor
+//       cn=Worker <i>,cn=Workers,...         per worker thread: requests, parks, busy, CPU
+//     cn=Pools,cn=Monitor
+//       cn=Pool <i>,cn=Pools,...             per pool: queue depth, high-water mark, capacity
+//
+// The attributes and object classes are in schema/files/monitor.schema. The search itself
+// (rootdn only; noSuchObject for everyone else) is OperationHandler::search_monitor.
+//
+// Thread contract: a Monitor is built and attached / detached on the main thread; collect() may
+// be called from any thread (workers running a search) at any time, concurrently with attach
+// and detach (a mutex orders them). make_monitor_entries is a function of its argument.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/thread_annotations.h"
+#include "listener/frontend_snapshot.h"
+#include "schema/entry.h"
+#include "server/monitoring/operation_counters.h"
+
+namespace numadir::server {
+
+inline constexpr std::string_view kMonitorDn = "cn=Monitor";
+
+// What cn=Monitor shows, gathered at one moment.
+struct MonitorData {
+  std::string version;  // numadirVersion, e.g. "numadir 0.1.0".
+  std::uint64_t uptime_s = 0;
+  // Absent until the listeners run (and after they stop): the thread entries are then left out.
+  std::optional<listener::FrontendSnapshot> frontend;
+  // CPU time (user + system) of frontend->listeners[i] / ->workers[i] in milliseconds; nullopt
+  // where /proc could not tell. Either empty or as long as the snapshot's vector.
+  std::vector<std::optional<std::uint64_t>> listener_cpu_ms;
+  std::vector<std::optional<std::uint64_t>> worker_cpu_ms;
+  OperationTotals operations;
+};
+
+// Returns: the entries of cn=Monitor for `data`, parents before their children, each with its
+//   DN, objectClass and cn first.
+std::vector<schema::Entry> make_monitor_entries(const MonitorData& data);
+
+// Returns: the CPU time (utime + stime) of thread `tid` of this process, in milliseconds, from
+//   /proc/self/task/<tid>/stat; nullopt when it cannot be read (the thread is gone, no /proc).
+std::optional<std::uint64_t> thread_cpu_ms(std::int32_t tid);
+
+class Monitor {
+ public:
+  using Source = std::function<listener::FrontendSnapshot()>;
+
+  // `version` is published as numadirVersion; the uptime counts from now.
+  explicit Monitor(std::string version);
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+
+  // Main thread: from now on collect() takes the frontend's counters from `source` (e.g.
+  // Frontend::snapshot), which must stay callable until detach().
+  void attach(Source source) NUMADIR_EXCLUDES(mu_);
+  // Main thread: stops calling the source; returns once no collect() is using it. Call before
+  // the frontend stops.
+  void detach() NUMADIR_EXCLUDES(mu_);
+
+  // Any thread. Returns: the monitor's data now, with `operations` and each thread's CPU time.
+  MonitorData collect(const OperationTotals& operations) const NUMADIR_EXCLUDES(mu_);
+
+ private:
+  const std::string version_;
+  const std::chrono::steady_clock::time_point started_;
+  mutable Mutex mu_;
+  Source source_ NUMADIR_GUARDED_BY(mu_);
+};
+
+}  // namespace numadir::server

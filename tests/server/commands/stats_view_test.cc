@@ -1,0 +1,116 @@
+// numadir stats' view (server/commands/stats_view.h): a sample parsed from cn=Monitor's entries and
+// the rates rendered from two samples.
+#include "server/commands/stats_view.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "server/monitoring/monitor.h"
+
+namespace numadir::server {
+namespace {
+
+// cn=Monitor's entries for a server of one pool, one listener and two workers, after `auths`
+// successful binds, with every per-thread counter scaled by `scale`.
+std::vector<schema::Entry> monitor_entries(std::uint64_t auths, std::uint64_t scale) {
+  MonitorData data;
+  data.version = "numadir 1.2.3";
+  data.uptime_s = 3723;
+  listener::FrontendSnapshot frontend;
+  frontend.dispatcher = "single";
+  listener::ListenerSnapshot listener;
+  listener.name = "listener-0";
+  listener.connections = 16;
+  listener.accepted = 20;
+  listener.requests = 100 * scale;
+  listener.helped = 30 * scale;
+  frontend.listeners.push_back(listener);
+  for (int i = 0; i < 2; ++i) {
+    listener::WorkerSnapshot worker;
+    worker.name = "worker-" + std::to_string(i);
+    worker.requests = 50 * scale * static_cast<std::uint64_t>(i + 1);
+    worker.busy_ns = 200'000'000 * scale;
+    worker.parks = 10 * scale;
+    frontend.workers.push_back(worker);
+  }
+  listener::PoolSnapshot pool;
+  pool.name = "pool0";
+  pool.queue_depth = 3;
+  pool.queue_high_water = 99;
+  pool.queue_capacity = 4096;
+  pool.workers = 2;
+  pool.listeners = 1;
+  frontend.pools.push_back(pool);
+  data.frontend = frontend;
+  data.listener_cpu_ms = {300 * scale};
+  data.worker_cpu_ms = {100 * scale, std::nullopt};
+  data.operations.auths = auths;
+  data.operations.operations[static_cast<std::size_t>(OperationKind::kBind)] = auths;
+  return make_monitor_entries(data);
+}
+
+TEST_CASE("parse_stats_sample: reads what make_monitor_entries publishes") {
+  Result<StatsSample> sample = parse_stats_sample(monitor_entries(7, 1), 12.5);
+  REQUIRE_MESSAGE(sample.ok(), sample.status().to_string());
+  CHECK(sample->at_s == 12.5);
+  CHECK(sample->version == "numadir 1.2.3");
+  CHECK(sample->dispatcher == "single");
+  CHECK(sample->uptime_s == 3723);
+  CHECK(sample->connections == 16);
+  CHECK(sample->connections_total == 20);
+  CHECK(sample->auths == 7);
+  CHECK(sample->binds == 7);
+  REQUIRE(sample->listeners.size() == 1);
+  CHECK(sample->listeners[0].name == "listener-0");
+  CHECK(sample->listeners[0].requests == 100);
+  CHECK(sample->listeners[0].helped == 30);
+  CHECK(sample->listeners[0].cpu_ms == std::optional<std::uint64_t>(300));
+  REQUIRE(sample->workers.size() == 2);
+  CHECK(sample->workers[1].requests == 100);
+  CHECK(sample->workers[0].busy_ms == 200);
+  CHECK_FALSE(sample->workers[1].cpu_ms.has_value());
+  REQUIRE(sample->pools.size() == 1);
+  CHECK(sample->pools[0].name == "pool0");
+  CHECK(sample->pools[0].queue_depth == 3);
+  CHECK(sample->pools[0].queue_high_water == 99);
+}
+
+TEST_CASE("parse_stats_sample: entries without cn=Monitor are refused") {
+  std::vector<schema::Entry> entries = monitor_entries(0, 1);
+  entries.erase(entries.begin());
+  Result<StatsSample> sample = parse_stats_sample(entries, 0);
+  REQUIRE_FALSE(sample.ok());
+  CHECK(sample.status().code() == StatusCode::kMalformed);
+  CHECK(parse_stats_sample({}, 0).status().code() == StatusCode::kMalformed);
+}
+
+TEST_CASE("render_stats: rates over the interval between two samples") {
+  const StatsSample before = *parse_stats_sample(monitor_entries(1000, 1), 10.0);
+  const StatsSample after = *parse_stats_sample(monitor_entries(3000, 3), 12.0);
+  const std::string view = render_stats(before, after, "ldap://127.0.0.1:389");
+  INFO(view);
+  CHECK(view.find("numadir stats  ldap://127.0.0.1:389  numadir 1.2.3  single  up 01:02:03") == 0);
+  CHECK(view.find("auths/s 1000.0") != std::string::npos);  // 2000 binds in 2 s.
+  CHECK(view.find("connections 16 (accepted 20)") != std::string::npos);
+  CHECK(view.find("over the last 2.00 s") != std::string::npos);
+  // The pool: depth 3, high-water 99, capacity 4096.
+  CHECK(view.find("pool0             3         99       4096        2") != std::string::npos);
+  // Listener: 200 requests in 2 s, 60 of them run itself; 600 ms of CPU in 2 s = 30%.
+  CHECK(view.find("listener-0          0     16      100.0       30.0   30.0") !=
+        std::string::npos);
+  // Worker 0: 100 requests in 2 s, 400 ms busy = 20%, 200 ms CPU = 10%, 20 parks = 10/s.
+  CHECK(view.find("worker-0            0       50.0   20.0   10.0     10.0") != std::string::npos);
+  // Worker 1: its CPU time is unknown.
+  CHECK(view.find("worker-1            0      100.0   20.0      -     10.0") != std::string::npos);
+}
+
+TEST_CASE("render_stats: counters that went down read as no activity") {
+  const StatsSample before = *parse_stats_sample(monitor_entries(5000, 5), 1.0);
+  const StatsSample after = *parse_stats_sample(monitor_entries(10, 1), 2.0);
+  const std::string view = render_stats(before, after, "ldap://h");
+  CHECK(view.find("auths/s 0.0") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace numadir::server

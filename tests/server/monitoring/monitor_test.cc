@@ -1,0 +1,383 @@
+// cn=Monitor (server/monitoring/monitor.h): the entries built from the counters, the operation
+// counters, and searches of the subtree through the OperationHandler (access, scopes, filters,
+// writes).
+#include "server/monitoring/monitor.h"
+
+#include <doctest/doctest.h>
+
+#include <latch>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/server/operations/operation_handler_test_util.h"
+#include "threadpool/thread_counters.h"
+
+namespace numadir::server::testing {
+namespace {
+
+// A frontend of two listeners, three workers and one pool, with distinct counts.
+listener::FrontendSnapshot fake_frontend() {
+  listener::FrontendSnapshot snapshot;
+  snapshot.dispatcher = "percpu";
+  for (int i = 0; i < 2; ++i) {
+    listener::ListenerSnapshot listener;
+    listener.name = "listener-0-" + std::to_string(i);
+    listener.tid = 100 + i;
+    listener.connections = 3 + i;
+    listener.accepted = 10 + i;
+    listener.refused = i;
+    listener.requests = 1000 + i;
+    listener.helped = 400 + i;
+    listener.bytes_received = 5000;
+    snapshot.listeners.push_back(listener);
+  }
+  for (int i = 0; i < 3; ++i) {
+    listener::WorkerSnapshot worker;
+    worker.name = "worker-0-" + std::to_string(i);
+    worker.tid = 200 + i;
+    worker.requests = 10 * (i + 1);
+    worker.parks = 7;
+    worker.wakeups = 6;
+    worker.busy_ns = 2'500'000'000;
+    snapshot.workers.push_back(worker);
+  }
+  listener::PoolSnapshot pool;
+  pool.name = "node0";
+  pool.queue_depth = 4;
+  pool.queue_high_water = 40;
+  pool.queue_capacity = 4096;
+  pool.workers = 3;
+  pool.listeners = 2;
+  snapshot.pools.push_back(pool);
+  return snapshot;
+}
+
+const schema::Entry* find_entry(const std::vector<schema::Entry>& entries, std::string_view dn) {
+  for (const schema::Entry& entry : entries) {
+    if (entry.dn == dn) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+std::string value_of(const schema::Entry& entry, std::string_view type) {
+  const schema::EntryAttribute* attribute = entry.find(type);
+  return attribute != nullptr && attribute->values.size() == 1 ? attribute->values[0] : "";
+}
+
+std::vector<std::string> dns_of(const std::vector<std::unique_ptr<Response>>& responses) {
+  std::vector<std::string> out;
+  for (const auto* entry : entries_of(responses)) {
+    out.emplace_back(entry->object_name);
+  }
+  return out;
+}
+
+TEST_CASE("make_monitor_entries: the server and each listener and worker and pool") {
+  MonitorData data;
+  data.version = "numadir 9.9";
+  data.uptime_s = 42;
+  data.frontend = fake_frontend();
+  data.listener_cpu_ms = {std::uint64_t{120}, std::nullopt};
+  data.worker_cpu_ms = {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}};
+  data.operations.operations[static_cast<std::size_t>(OperationKind::kBind)] = 9;
+  data.operations.operations[static_cast<std::size_t>(OperationKind::kSearch)] = 11;
+  data.operations.auths = 8;
+  const std::vector<schema::Entry> entries = make_monitor_entries(data);
+
+  std::vector<std::string> dns;
+  for (const schema::Entry& entry : entries) {
+    dns.push_back(entry.dn);
+    REQUIRE(entry.attributes.size() >= 2);
+    CHECK(entry.attributes[0].description == "objectClass");
+    CHECK(entry.attributes[1].description == "cn");
+  }
+  CHECK(dns == std::vector<std::string>{
+                   "cn=Monitor",
+                   "cn=Connections,cn=Monitor",
+                   "cn=Operations,cn=Monitor",
+                   "cn=Listeners,cn=Monitor",
+                   "cn=Listener 0,cn=Listeners,cn=Monitor",
+                   "cn=Listener 1,cn=Listeners,cn=Monitor",
+                   "cn=Workers,cn=Monitor",
+                   "cn=Worker 0,cn=Workers,cn=Monitor",
+                   "cn=Worker 1,cn=Workers,cn=Monitor",
+                   "cn=Worker 2,cn=Workers,cn=Monitor",
+                   "cn=Pools,cn=Monitor",
+                   "cn=Pool 0,cn=Pools,cn=Monitor",
+               });
+  const schema::Entry& server = *find_entry(entries, "cn=Monitor");
+  CHECK(value_of(server, "numadirVersion") == "numadir 9.9");
+  CHECK(value_of(server, "numadirDispatcher") == "percpu");
+  CHECK(value_of(server, "numadirUptimeSeconds") == "42");
+
+  const schema::Entry& connections = *find_entry(entries, "cn=Connections,cn=Monitor");
+  CHECK(value_of(connections, "numadirConnections") == "7");
+  CHECK(value_of(connections, "numadirConnectionsTotal") == "21");
+  CHECK(value_of(connections, "numadirConnectionsRefused") == "1");
+
+  const schema::Entry& operations = *find_entry(entries, "cn=Operations,cn=Monitor");
+  CHECK(value_of(operations, "numadirOperations") == "20");
+  CHECK(value_of(operations, "numadirBinds") == "9");
+  CHECK(value_of(operations, "numadirAuths") == "8");
+  CHECK(value_of(operations, "numadirSearches") == "11");
+  CHECK(value_of(operations, "numadirAdds") == "0");
+
+  const schema::Entry& listener0 = *find_entry(entries, "cn=Listener 0,cn=Listeners,cn=Monitor");
+  CHECK(value_of(listener0, "numadirThreadName") == "listener-0-0");
+  CHECK(value_of(listener0, "numadirThreadId") == "100");
+  CHECK(value_of(listener0, "numadirConnections") == "3");
+  CHECK(value_of(listener0, "numadirRequests") == "1000");
+  CHECK(value_of(listener0, "numadirHelped") == "400");
+  CHECK(value_of(listener0, "numadirCpuTimeMs") == "120");
+  const schema::Entry& listener1 = *find_entry(entries, "cn=Listener 1,cn=Listeners,cn=Monitor");
+  CHECK(listener1.find("numadirCpuTimeMs") == nullptr);  // /proc could not tell.
+
+  const schema::Entry& worker2 = *find_entry(entries, "cn=Worker 2,cn=Workers,cn=Monitor");
+  CHECK(value_of(worker2, "numadirRequests") == "30");
+  CHECK(value_of(worker2, "numadirParks") == "7");
+  CHECK(value_of(worker2, "numadirWakeups") == "6");
+  CHECK(value_of(worker2, "numadirBusyTimeMs") == "2500");
+  CHECK(value_of(worker2, "numadirCpuTimeMs") == "3");
+  CHECK(value_of(worker2, "numadirPool") == "0");
+  const schema::EntryAttribute* classes = worker2.find("objectClass");
+  REQUIRE(classes != nullptr);
+  CHECK(classes->values ==
+        std::vector<std::string>{"top", "numadirMonitor", "numadirWorkerObject"});
+
+  const schema::Entry& pool = *find_entry(entries, "cn=Pool 0,cn=Pools,cn=Monitor");
+  CHECK(value_of(pool, "description") == "node0");
+  CHECK(value_of(pool, "numadirQueueDepth") == "4");
+  CHECK(value_of(pool, "numadirQueueHighWater") == "40");
+  CHECK(value_of(pool, "numadirQueueCapacity") == "4096");
+}
+
+TEST_CASE("make_monitor_entries: before the listeners run there are no thread entries") {
+  MonitorData data;
+  const std::vector<schema::Entry> entries = make_monitor_entries(data);
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[2].dn == "cn=Operations,cn=Monitor");
+  CHECK(entries[0].find("numadirDispatcher") == nullptr);
+}
+
+TEST_CASE("thread_cpu_ms: this thread's CPU time is readable and a bad tid is not") {
+  CHECK(thread_cpu_ms(threadpool::os_thread_id()).has_value());
+  CHECK_FALSE(thread_cpu_ms(0).has_value());
+  CHECK_FALSE(thread_cpu_ms(-1).has_value());
+}
+
+TEST_CASE("OperationCounters: each thread counts in its own slot and the totals add up") {
+  OperationCounters counters;
+  constexpr int kThreads = 4;
+  constexpr int kEach = 1000;
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kEach; ++i) {
+        counters.count(ProtocolOp::kBindRequest);
+        counters.count(ProtocolOp::kSearchRequest);
+        counters.count(ProtocolOp::kBindResponse);  // Not an operation: not counted.
+        counters.count_auth();
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  const OperationTotals totals = counters.totals();
+  CHECK(totals.of(OperationKind::kBind) == kThreads * kEach);
+  CHECK(totals.of(OperationKind::kSearch) == kThreads * kEach);
+  CHECK(totals.auths == kThreads * kEach);
+  CHECK(totals.total() == 2 * kThreads * kEach);
+}
+
+// A handler with a monitor whose frontend is fake_frontend().
+class MonitorFixture {
+ public:
+  MonitorFixture() : monitor_("numadir test"), fixture_(options(monitor_)) {
+    monitor_.attach([] { return fake_frontend(); });
+    root_ = fixture_.open_session();
+    REQUIRE(code_of(*fixture_.run_one(bind_request(1, kRootDn, kRootPassword), *root_)) ==
+            ResultCode::kSuccess);
+  }
+  ~MonitorFixture() { monitor_.detach(); }
+
+  HandlerFixture& handler() { return fixture_; }
+  listener::Session& root() { return *root_; }
+  std::vector<std::unique_ptr<Response>> search(std::string_view base, SearchScope scope,
+                                                std::string_view filter,
+                                                std::vector<std::string_view> attributes = {}) {
+    return fixture_.run(search_request(2, base, scope, filter, std::move(attributes)), *root_);
+  }
+
+ private:
+  static HandlerOptions options(const Monitor& monitor) {
+    HandlerOptions options = default_handler_options();
+    options.monitor = &monitor;
+    return options;
+  }
+
+  Monitor monitor_;
+  HandlerFixture fixture_;
+  std::unique_ptr<listener::Session> root_;
+};
+
+TEST_CASE("Monitor search: the rootdn reads cn=Monitor and anyone else gets noSuchObject") {
+  MonitorFixture fixture;
+  auto responses = fixture.search("cn=Monitor", SearchScope::kWholeSubtree, "(objectClass=*)");
+  CHECK(done_of(responses).result.code == ResultCode::kSuccess);
+  CHECK(entries_of(responses).size() == 12);
+
+  SUBCASE("anonymous") {
+    auto anonymous = fixture.handler().open_session();
+    for (std::string_view base : {"cn=Monitor", "cn=Workers,cn=Monitor", "CN=monitor"}) {
+      auto refused = fixture.handler().run(
+          search_request(3, base, SearchScope::kWholeSubtree, "(objectClass=*)"), *anonymous);
+      CHECK(entries_of(refused).empty());
+      CHECK(done_of(refused).result.code == ResultCode::kNoSuchObject);
+      CHECK(done_of(refused).result.matched_dn.empty());
+    }
+  }
+  SUBCASE("a user") {
+    auto user = fixture.handler().open_session();
+    REQUIRE(code_of(*fixture.handler().run_one(bind_request(4, user_dn(1), user_password(1)),
+                                               *user)) == ResultCode::kSuccess);
+    auto refused = fixture.handler().run(
+        search_request(5, "cn=Monitor", SearchScope::kBaseObject, "(objectClass=*)"), *user);
+    CHECK(entries_of(refused).empty());
+    CHECK(done_of(refused).result.code == ResultCode::kNoSuchObject);
+  }
+  SUBCASE("a name below cn=Monitor that is not there") {
+    auto missing = fixture.search("cn=Nothing,cn=Workers,cn=Monitor", SearchScope::kBaseObject,
+                                  "(objectClass=*)");
+    CHECK(entries_of(missing).empty());
+    CHECK(done_of(missing).result.code == ResultCode::kNoSuchObject);
+    CHECK(done_of(missing).result.matched_dn == "cn=Workers,cn=Monitor");
+  }
+}
+
+TEST_CASE("Monitor search: scopes and filters and attribute lists") {
+  MonitorFixture fixture;
+  SUBCASE("base") {
+    auto responses =
+        fixture.search("cn=pool 0,cn=pools,cn=monitor", SearchScope::kBaseObject, "(cn=*)");
+    CHECK(dns_of(responses) == std::vector<std::string>{"cn=Pool 0,cn=Pools,cn=Monitor"});
+  }
+  SUBCASE("one level") {
+    auto responses =
+        fixture.search("cn=Monitor", SearchScope::kSingleLevel, "(objectClass=numadirMonitor)");
+    CHECK(dns_of(responses) ==
+          std::vector<std::string>{"cn=Connections,cn=Monitor", "cn=Operations,cn=Monitor",
+                                   "cn=Listeners,cn=Monitor", "cn=Workers,cn=Monitor",
+                                   "cn=Pools,cn=Monitor"});
+  }
+  SUBCASE("subordinates") {
+    auto responses = fixture.search("cn=Workers,cn=Monitor", SearchScope::kSubordinateSubtree,
+                                    "(objectClass=*)");
+    CHECK(entries_of(responses).size() == 3);
+  }
+  SUBCASE("an ordering filter on a counter") {
+    auto responses = fixture.search("cn=Monitor", SearchScope::kWholeSubtree,
+                                    "(&(objectClass=numadirWorkerObject)(numadirRequests>=20))",
+                                    {"numadirRequests"});
+    CHECK(dns_of(responses) == std::vector<std::string>{"cn=Worker 1,cn=Workers,cn=Monitor",
+                                                        "cn=Worker 2,cn=Workers,cn=Monitor"});
+    for (const auto* entry : entries_of(responses)) {
+      CHECK(types_of(*entry) == std::vector<std::string>{"numadirRequests"});
+    }
+  }
+  SUBCASE("a substring filter on a thread name") {
+    auto responses =
+        fixture.search("cn=Monitor", SearchScope::kWholeSubtree, "(numadirThreadName=listener-*)");
+    CHECK(entries_of(responses).size() == 2);
+  }
+  SUBCASE("equality on an integer and a filter nothing matches") {
+    CHECK(entries_of(
+              fixture.search("cn=Monitor", SearchScope::kWholeSubtree, "(numadirThreadId=201)"))
+              .size() == 1);
+    CHECK(entries_of(fixture.search("cn=Monitor", SearchScope::kWholeSubtree, "(uid=user1)"))
+              .empty());
+  }
+  SUBCASE("1.1 returns names only") {
+    auto responses =
+        fixture.search("cn=Monitor", SearchScope::kBaseObject, "(objectClass=*)", {"1.1"});
+    REQUIRE(entries_of(responses).size() == 1);
+    CHECK(types_of(*entries_of(responses)[0]).empty());
+  }
+  SUBCASE("a size limit") {
+    LdapMessage request =
+        search_request(6, "cn=Monitor", SearchScope::kWholeSubtree, "(objectClass=*)");
+    request.search_request.size_limit = 2;
+    auto responses = fixture.handler().run(request, fixture.root());
+    CHECK(entries_of(responses).size() == 2);
+    CHECK(done_of(responses).result.code == ResultCode::kSizeLimitExceeded);
+  }
+}
+
+TEST_CASE("Monitor search: binds and operations are counted") {
+  MonitorFixture fixture;  // Its rootdn bind is the first auth.
+  auto session = fixture.handler().open_session();
+  for (int i = 1; i <= 3; ++i) {
+    CHECK(code_of(*fixture.handler().run_one(bind_request(10 + i, user_dn(i), user_password(i)),
+                                             *session)) == ResultCode::kSuccess);
+  }
+  CHECK(code_of(*fixture.handler().run_one(bind_request(20, user_dn(1), "wrong"), *session)) ==
+        ResultCode::kInvalidCredentials);
+  CHECK(code_of(*fixture.handler().run_one(bind_request(21, "", ""), *session)) ==
+        ResultCode::kSuccess);  // Anonymous: a bind, not an auth.
+  auto responses =
+      fixture.search("cn=Operations,cn=Monitor", SearchScope::kBaseObject, "(objectClass=*)");
+  REQUIRE(entries_of(responses).size() == 1);
+  const auto& operations = *entries_of(responses)[0];
+  CHECK(values_of(operations, "numadirBinds") == std::vector<std::string>{"6"});
+  CHECK(values_of(operations, "numadirAuths") == std::vector<std::string>{"4"});
+  CHECK(values_of(operations, "numadirSearches") == std::vector<std::string>{"1"});
+  const OperationTotals totals = fixture.handler().handler().operation_totals();
+  CHECK(totals.of(OperationKind::kSearch) == 1);
+  CHECK(totals.auths == 4);
+}
+
+TEST_CASE("Monitor search: writes below cn=Monitor are unwillingToPerform") {
+  MonitorFixture fixture;
+  LdapMessage modify;
+  modify.message_id = 7;
+  modify.op = ProtocolOp::kModifyRequest;
+  modify.modify_request.object = "cn=Monitor";
+  modify.modify_request.operations.push_back(listener::wire::ModifyOperation::kReplace);
+  modify.modify_request.modifications.add("description");
+  modify.modify_request.modifications.add_value("x");
+  CHECK(code_of(*fixture.handler().run_one(modify, fixture.root())) ==
+        ResultCode::kUnwillingToPerform);
+  CHECK(code_of(*fixture.handler().run_one(delete_request(8, "cn=Worker 0,cn=Workers,cn=Monitor"),
+                                           fixture.root())) == ResultCode::kUnwillingToPerform);
+  LdapMessage add;
+  add.message_id = 9;
+  add.op = ProtocolOp::kAddRequest;
+  add.add_request.entry = "cn=Extra,cn=Monitor";
+  add.add_request.attributes.add("objectClass");
+  add.add_request.attributes.add_value("numadirMonitor");
+  CHECK(code_of(*fixture.handler().run_one(add, fixture.root())) ==
+        ResultCode::kUnwillingToPerform);
+}
+
+TEST_CASE("Root DSE: monitorContext names cn=Monitor when the server has a monitor") {
+  MonitorFixture fixture;
+  auto responses = fixture.search("", SearchScope::kBaseObject, "(objectClass=*)", {"+"});
+  REQUIRE(entries_of(responses).size() == 1);
+  CHECK(values_of(*entries_of(responses)[0], "monitorContext") ==
+        std::vector<std::string>{"cn=Monitor"});
+
+  HandlerFixture plain;  // No monitor: no monitorContext and no cn=Monitor.
+  auto session = plain.open_session();
+  auto dse = plain.run(search_request(1, "", SearchScope::kBaseObject, "(objectClass=*)", {"+"}),
+                       *session);
+  REQUIRE(entries_of(dse).size() == 1);
+  CHECK_FALSE(has_type(*entries_of(dse)[0], "monitorContext"));
+}
+
+}  // namespace
+}  // namespace numadir::server::testing

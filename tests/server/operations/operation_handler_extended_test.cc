@@ -1,0 +1,305 @@
+// OperationHandler (server/operations/operation_handler.h): extended operations (Password Modify,
+// StartTLS, unknown ones), controls (paged results, critical ones) and concurrent workers.
+#include <doctest/doctest.h>
+
+#include <latch>
+#include <string>
+#include <thread>
+
+#include "listener/wire/ber_reader.h"
+#include "listener/wire/ber_writer.h"
+#include "server/operations/root_dse.h"
+#include "tests/server/operations/operation_handler_test_util.h"
+
+namespace numadir::server::testing {
+namespace {
+
+namespace ber = listener::wire::ber;
+
+// Returns: an encoded PasswdModifyRequestValue with the fields given.
+std::string passwd_value(std::optional<std::string_view> user,
+                         std::optional<std::string_view> old_password,
+                         std::optional<std::string_view> new_password) {
+  listener::wire::BerWriter writer;
+  writer.begin(ber::kSequence);
+  if (user.has_value()) {
+    writer.write_octets(ber::context(0), *user);
+  }
+  if (old_password.has_value()) {
+    writer.write_octets(ber::context(1), *old_password);
+  }
+  if (new_password.has_value()) {
+    writer.write_octets(ber::context(2), *new_password);
+  }
+  writer.end();
+  return std::string(writer.view());
+}
+
+// Returns: genPasswd from a PasswdModifyResponseValue.
+std::string gen_passwd(std::string_view value) {
+  listener::wire::BerError error;
+  listener::wire::BerReader outer(value, error, 2);
+  listener::wire::BerReader sequence = outer.enter(ber::kSequence);
+  std::string_view generated;
+  REQUIRE(sequence.read_octets(ber::context(0), generated));
+  REQUIRE(sequence.at_end());
+  return std::string(generated);
+}
+
+ResultCode bind_code(HandlerFixture& fixture, listener::Session& session, std::string_view dn,
+                     std::string_view password) {
+  return code_of(*fixture.run_one(bind_request(1, dn, password), session));
+}
+
+TEST_CASE("OperationHandler: password modify of one's own password") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  REQUIRE(bind_code(fixture, *session, user_dn(1), user_password(1)) == ResultCode::kSuccess);
+
+  SUBCASE("with a new password given") {
+    const std::string value = passwd_value(std::nullopt, user_password(1), "brand new");
+    std::unique_ptr<Response> response =
+        fixture.run_one(extended_request(2, kPasswordModifyOid, value), *session);
+    CHECK(response->message.op == ProtocolOp::kExtendedResponse);
+    CHECK(code_of(*response) == ResultCode::kSuccess);
+    CHECK_FALSE(response->message.extended.value.has_value());
+    CHECK(bind_code(fixture, *session, user_dn(1), "brand new") == ResultCode::kSuccess);
+    CHECK(bind_code(fixture, *session, user_dn(1), user_password(1)) ==
+          ResultCode::kInvalidCredentials);
+    auto txn = fixture.directory().begin_read();
+    Result<schema::Entry> entry = fixture.directory().get(*txn, user_dn(1));
+    REQUIRE(entry.ok());
+    CHECK(backend::testing::values_of(*entry, "userPassword").at(0).starts_with("{SSHA256}"));
+  }
+  SUBCASE("without one the server generates it") {
+    std::unique_ptr<Response> response =
+        fixture.run_one(extended_request(2, kPasswordModifyOid), *session);
+    REQUIRE(code_of(*response) == ResultCode::kSuccess);
+    REQUIRE(response->message.extended.value.has_value());
+    const std::string generated = gen_passwd(*response->message.extended.value);
+    CHECK(generated.size() == 12);
+    CHECK(bind_code(fixture, *session, user_dn(1), generated) == ResultCode::kSuccess);
+  }
+  SUBCASE("a wrong old password is refused") {
+    const std::string value = passwd_value(std::nullopt, "not it", "brand new");
+    std::unique_ptr<Response> response =
+        fixture.run_one(extended_request(2, kPasswordModifyOid, value), *session);
+    CHECK(code_of(*response) == ResultCode::kUnwillingToPerform);
+    CHECK(bind_code(fixture, *session, user_dn(1), user_password(1)) == ResultCode::kSuccess);
+  }
+  SUBCASE("another user's password is refused") {
+    const std::string value = passwd_value(user_dn(2), std::nullopt, "brand new");
+    CHECK(code_of(*fixture.run_one(extended_request(2, kPasswordModifyOid, value), *session)) ==
+          ResultCode::kInsufficientAccessRights);
+  }
+  SUBCASE("malformed values are protocol errors") {
+    CHECK(code_of(*fixture.run_one(extended_request(2, kPasswordModifyOid, "\x04\x01x"),
+                                   *session)) == ResultCode::kProtocolError);
+    CHECK(code_of(*fixture.run_one(extended_request(3, kPasswordModifyOid, ""), *session)) ==
+          ResultCode::kProtocolError);
+  }
+}
+
+TEST_CASE("OperationHandler: password modify needs an authenticated user") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  std::unique_ptr<Response> response =
+      fixture.run_one(extended_request(2, kPasswordModifyOid), *session);
+  CHECK(code_of(*response) == ResultCode::kStrongerAuthRequired);
+  CHECK(response->message.result.diagnostic_message ==
+        "only authenticated users may change passwords");
+}
+
+TEST_CASE("OperationHandler: the rootdn sets any user's password") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  REQUIRE(bind_code(fixture, *session, kRootDn, kRootPassword) == ResultCode::kSuccess);
+  const std::string value = passwd_value(user_dn(3), std::nullopt, "set by admin");
+  CHECK(code_of(*fixture.run_one(extended_request(2, kPasswordModifyOid, value), *session)) ==
+        ResultCode::kSuccess);
+  CHECK(bind_code(fixture, *session, user_dn(3), "set by admin") == ResultCode::kSuccess);
+}
+
+TEST_CASE("OperationHandler: StartTLS and unknown extended operations") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  std::unique_ptr<Response> tls = fixture.run_one(extended_request(2, kStartTlsOid), *session);
+  CHECK(code_of(*tls) == ResultCode::kUnavailable);
+  std::unique_ptr<Response> unknown = fixture.run_one(extended_request(3, "1.2.3.4.5.6"), *session);
+  CHECK(unknown->message.op == ProtocolOp::kExtendedResponse);
+  CHECK(code_of(*unknown) == ResultCode::kProtocolError);
+  CHECK(unknown->message.message_id == 3);
+}
+
+TEST_CASE("OperationHandler: controls") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  SUBCASE("an unknown critical control is unavailableCriticalExtension") {
+    LdapMessage request = search_request(2, kPeople, SearchScope::kSingleLevel, "(uid=*)");
+    request.controls.push_back({"1.2.3.4", true, std::nullopt});
+    auto responses = fixture.run(request, *session);
+    REQUIRE(responses.size() == 1);
+    CHECK(done_of(responses).result.code == ResultCode::kUnavailableCriticalExtension);
+
+    const std::string dn = user_dn(1);
+    LdapMessage compare = compare_request(3, dn, "cn", "User 1");
+    compare.controls.push_back({"1.2.3.4", true, std::nullopt});
+    std::unique_ptr<Response> response = fixture.run_one(compare, *session);
+    CHECK(response->message.op == ProtocolOp::kCompareResponse);
+    CHECK(code_of(*response) == ResultCode::kUnavailableCriticalExtension);
+  }
+  SUBCASE("unknown non-critical controls and ManageDsaIT are accepted") {
+    LdapMessage request = search_request(2, kPeople, SearchScope::kSingleLevel, "(uid=*)", {"1.1"});
+    request.controls.push_back({"1.2.3.4", false, std::nullopt});
+    request.controls.push_back({kManageDsaItOid, true, std::nullopt});
+    auto responses = fixture.run(request, *session);
+    CHECK(entries_of(responses).size() == 5);
+    CHECK(done_of(responses).result.code == ResultCode::kSuccess);
+  }
+}
+
+std::string paged_value(std::int64_t size, std::string_view cookie) {
+  listener::wire::BerWriter writer;
+  writer.begin(ber::kSequence);
+  writer.write_integer(ber::kInteger, size);
+  writer.write_octets(ber::kOctetString, cookie);
+  writer.end();
+  return std::string(writer.view());
+}
+
+// Returns: the cookie of the paged results control of a SearchResultDone.
+std::string response_cookie(const LdapMessage& done) {
+  REQUIRE(done.controls.size() == 1);
+  REQUIRE(done.controls[0].type == kPagedResultsOid);
+  REQUIRE(done.controls[0].value.has_value());
+  listener::wire::BerError error;
+  listener::wire::BerReader outer(*done.controls[0].value, error, 2);
+  listener::wire::BerReader sequence = outer.enter(ber::kSequence);
+  std::int64_t size = -1;
+  std::string_view cookie;
+  REQUIRE(sequence.read_integer(ber::kInteger, 0, INT32_MAX, size));
+  REQUIRE(sequence.read_octets(ber::kOctetString, cookie));
+  return std::string(cookie);
+}
+
+TEST_CASE("OperationHandler: paged results over three pages") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  auto page = [&](std::int32_t id, std::string_view cookie, std::int64_t size = 2) {
+    LdapMessage request =
+        search_request(id, kPeople, SearchScope::kSingleLevel, "(objectClass=person)", {"uid"});
+    const std::string value = paged_value(size, cookie);
+    request.controls.push_back({kPagedResultsOid, true, value});
+    return fixture.run(request, *session);
+  };
+  std::vector<std::string> uids;
+  auto collect = [&](const std::vector<std::unique_ptr<Response>>& responses) {
+    for (const auto* entry : entries_of(responses)) {
+      uids.push_back(values_of(*entry, "uid")->at(0));
+    }
+  };
+
+  auto first = page(1, "");
+  CHECK(entries_of(first).size() == 2);
+  CHECK(done_of(first).result.code == ResultCode::kSuccess);
+  const std::string cookie1 = response_cookie(done_of(first));
+  REQUIRE_FALSE(cookie1.empty());
+  collect(first);
+
+  auto second = page(2, cookie1);
+  CHECK(entries_of(second).size() == 2);
+  const std::string cookie2 = response_cookie(done_of(second));
+  REQUIRE_FALSE(cookie2.empty());
+  CHECK(cookie2 != cookie1);
+  collect(second);
+
+  auto third = page(3, cookie2);
+  CHECK(entries_of(third).size() == 1);
+  CHECK(done_of(third).result.code == ResultCode::kSuccess);
+  CHECK(response_cookie(done_of(third)).empty());
+  collect(third);
+
+  std::sort(uids.begin(), uids.end());
+  CHECK(uids == std::vector<std::string>{"user1", "user2", "user3", "user4", "user5"});
+
+  SUBCASE("a used cookie is no longer valid") {
+    auto again = page(4, cookie1);
+    CHECK(done_of(again).result.code == ResultCode::kProtocolError);
+  }
+  SUBCASE("a cookie from another connection is not valid") {
+    auto other = fixture.open_session();
+    auto first_other = page(5, "");
+    LdapMessage request =
+        search_request(6, kPeople, SearchScope::kSingleLevel, "(objectClass=person)", {"uid"});
+    const std::string value = paged_value(2, response_cookie(done_of(first_other)));
+    request.controls.push_back({kPagedResultsOid, true, value});
+    CHECK(done_of(fixture.run(request, *other)).result.code == ResultCode::kProtocolError);
+  }
+}
+
+TEST_CASE("OperationHandler: paged results size zero abandons the paged search") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  auto page = [&](std::int32_t id, std::string_view cookie, std::int64_t size,
+                  std::string_view filter = "(objectClass=person)") {
+    LdapMessage request = search_request(id, kPeople, SearchScope::kSingleLevel, filter, {"1.1"});
+    const std::string value = paged_value(size, cookie);
+    request.controls.push_back({kPagedResultsOid, false, value});
+    return fixture.run(request, *session);
+  };
+  auto first = page(1, "", 2);
+  const std::string cookie = response_cookie(done_of(first));
+  SUBCASE("size zero") {
+    auto stop = page(2, cookie, 0);
+    CHECK(entries_of(stop).empty());
+    CHECK(done_of(stop).result.code == ResultCode::kSuccess);
+    CHECK(response_cookie(done_of(stop)).empty());
+    CHECK(done_of(page(3, cookie, 2)).result.code == ResultCode::kProtocolError);
+  }
+  SUBCASE("a cookie used with another search is refused") {
+    CHECK(done_of(page(2, cookie, 2, "(uid=*)")).result.code == ResultCode::kProtocolError);
+  }
+}
+
+TEST_CASE("OperationHandler: concurrent workers each use their own read transaction") {
+  HandlerFixture fixture;
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 50;
+  std::latch start(kThreads);
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::unique_ptr<listener::Session>> sessions;
+  for (int t = 0; t < kThreads; ++t) {
+    sessions.push_back(fixture.open_session());
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      listener::Session* session = sessions[t].get();
+      start.arrive_and_wait();
+      for (int round = 0; round < kRounds; ++round) {
+        const int user = 1 + (t + round) % 5;
+        RecordingSink search_sink;
+        const std::string filter = "(uid=user" + std::to_string(user) + ")";
+        fixture.handler().handle(
+            search_request(1, kPeople, SearchScope::kWholeSubtree, filter, {"1.1"}), *session,
+            search_sink);
+        RecordingSink bind_sink;
+        fixture.handler().handle(bind_request(2, user_dn(user), user_password(user)), *session,
+                                 bind_sink);
+        if (search_sink.responses.size() != 2 || bind_sink.responses.size() != 1 ||
+            code_of(*bind_sink.responses[0]) != ResultCode::kSuccess) {
+          ++failures[t];
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK(failures[t] == 0);
+  }
+}
+
+}  // namespace
+}  // namespace numadir::server::testing

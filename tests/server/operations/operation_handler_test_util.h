@@ -1,0 +1,240 @@
+// tests/server/operation_handler_test_util.h: a real Directory in a temp dir with a small tree
+// (dc=example,dc=com, ou=people with five users, ou=groups), an OperationHandler over it, a
+// ResponseSink that re-encodes and decodes every response as the wire would carry it, and
+// builders for request messages.
+//
+// Thread contract: test-thread only, except RecordingSink, which may be used by one thread at a
+// time (each threaded test gives each thread its own).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backend/password_scheme.h"
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/message_decoder.h"
+#include "listener/wire/message_encoder.h"
+#include "server/operations/operation_handler.h"
+#include "tests/backend/backend_test_util.h"
+
+namespace numadir::server::testing {
+
+using listener::wire::LdapMessage;
+using listener::wire::ProtocolOp;
+using listener::wire::ResultCode;
+using listener::wire::SearchScope;
+
+inline constexpr std::string_view kPeople = "ou=people,dc=example,dc=com";
+inline constexpr std::string_view kRootDn = "cn=admin,dc=example,dc=com";
+inline constexpr std::string_view kRootPassword = "admin secret";
+
+inline std::string user_dn(int i) {
+  return "uid=user" + std::to_string(i) + "," + std::string(kPeople);
+}
+inline std::string user_password(int i) { return "password" + std::to_string(i); }
+
+// One response as a client would decode it: the PDU and the message viewing it.
+struct Response {
+  std::string pdu;
+  LdapMessage message;
+};
+
+class RecordingSink final : public listener::ResponseSink {
+ public:
+  void send(const LdapMessage& response) override {
+    listener::wire::BerWriter writer;
+    listener::wire::encode_message(response, writer);
+    auto decoded = std::make_unique<Response>();
+    decoded->pdu = std::string(writer.view());
+    const Status status = listener::wire::decode_message(decoded->pdu, decoded->message);
+    REQUIRE_MESSAGE(status.ok(), status.to_string());
+    responses.push_back(std::move(decoded));
+    if (abandon_after.has_value() && responses.size() >= *abandon_after) {
+      abandoned_flag = true;
+    }
+  }
+  bool abandoned() const override { return abandoned_flag.load(); }
+
+  std::vector<std::unique_ptr<Response>> responses;
+  std::optional<std::size_t> abandon_after;  // Abandoned once this many responses were sent.
+  std::atomic<bool> abandoned_flag{false};
+};
+
+inline HandlerOptions default_handler_options() {
+  HandlerOptions options;
+  options.root_dn = std::string(kRootDn);
+  Result<std::string> hashed =
+      backend::hash_password(kRootPassword, backend::PasswordScheme::kSsha512);
+  REQUIRE(hashed.ok());
+  options.root_password = std::move(*hashed);
+  options.default_password_scheme = backend::PasswordScheme::kSsha256;
+  options.vendor_version = "numadir test";
+  return options;
+}
+
+// A directory with the base tree and users 1..5 (user1 also has cn;lang-de and mail), and a
+// handler over it.
+class HandlerFixture {
+ public:
+  explicit HandlerFixture(HandlerOptions options = default_handler_options()) {
+    directory_ = backend::testing::open_directory(backend::testing::test_options(dir_.path()));
+    backend::testing::add_base_tree(*directory_);
+    for (int i = 1; i <= 5; ++i) {
+      schema::Entry entry = backend::testing::person_entry(user_dn(i), "user" + std::to_string(i),
+                                                           "User " + std::to_string(i), "Smith");
+      Result<std::string> hashed =
+          backend::hash_password(user_password(i), backend::PasswordScheme::kSsha1);
+      REQUIRE(hashed.ok());
+      entry.attributes.push_back({"userPassword", {std::move(*hashed)}});
+      if (i == 1) {
+        entry.attributes.push_back({"cn;lang-de", {"Benutzer Eins"}});
+        entry.attributes.push_back({"mail", {"user1@example.com"}});
+      }
+      backend::testing::require_ok(directory_->add(entry, {}));
+    }
+    handler_ = std::make_unique<OperationHandler>(*directory_, std::move(options));
+  }
+
+  OperationHandler& handler() { return *handler_; }
+  backend::Directory& directory() { return *directory_; }
+
+  std::unique_ptr<listener::Session> open_session() {
+    listener::ConnectionInfo info;
+    info.id = ++connections_;
+    info.peer = "127.0.0.1:40000";
+    info.local_port = 389;
+    return handler_->open_session(info);
+  }
+
+  // Runs `request` on `session` and returns its responses.
+  std::vector<std::unique_ptr<Response>> run(const LdapMessage& request,
+                                             listener::Session& session) {
+    RecordingSink sink;
+    handler_->handle(request, session, sink);
+    return std::move(sink.responses);
+  }
+  // Runs `request` and returns its single response. Requires: exactly one was sent.
+  std::unique_ptr<Response> run_one(const LdapMessage& request, listener::Session& session) {
+    std::vector<std::unique_ptr<Response>> responses = run(request, session);
+    REQUIRE(responses.size() == 1);
+    CHECK(responses[0]->message.message_id == request.message_id);
+    return std::move(responses[0]);
+  }
+
+ private:
+  backend::testing::TempDir dir_;
+  std::unique_ptr<backend::Directory> directory_;  // Outlives handler_ (declared first).
+  std::unique_ptr<OperationHandler> handler_;
+  std::uint64_t connections_ = 0;
+};
+
+// ---- Request builders ----
+
+inline LdapMessage bind_request(std::int32_t id, std::string_view dn, std::string_view password) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kBindRequest;
+  message.bind_request.name = dn;
+  message.bind_request.simple_password = password;
+  return message;
+}
+
+inline LdapMessage search_request(std::int32_t id, std::string_view base, SearchScope scope,
+                                  std::string_view filter,
+                                  std::vector<std::string_view> attributes = {}) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kSearchRequest;
+  message.search_request.base_object = base;
+  message.search_request.scope = scope;
+  message.search_request.filter = backend::testing::parse_filter(filter);
+  message.search_request.attributes = std::move(attributes);
+  return message;
+}
+
+inline LdapMessage compare_request(std::int32_t id, std::string_view dn, std::string_view attribute,
+                                   std::string_view value) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kCompareRequest;
+  message.compare_request = {dn, attribute, value};
+  return message;
+}
+
+inline LdapMessage extended_request(std::int32_t id, std::string_view oid,
+                                    std::optional<std::string_view> value = std::nullopt) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kExtendedRequest;
+  message.extended.name = oid;
+  message.extended.value = value;
+  return message;
+}
+
+inline LdapMessage delete_request(std::int32_t id, std::string_view dn) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kDelRequest;
+  message.dn = dn;
+  return message;
+}
+
+// ---- Response readers ----
+
+inline ResultCode code_of(const Response& response) { return response.message.result.code; }
+
+// Returns: the SearchResultEntry messages of `responses`, in order.
+inline std::vector<const listener::wire::SearchResultEntry*> entries_of(
+    const std::vector<std::unique_ptr<Response>>& responses) {
+  std::vector<const listener::wire::SearchResultEntry*> out;
+  for (const auto& response : responses) {
+    if (response->message.op == ProtocolOp::kSearchResultEntry) {
+      out.push_back(&response->message.search_entry);
+    }
+  }
+  return out;
+}
+
+// Returns: the last response, which must be a SearchResultDone.
+inline const LdapMessage& done_of(const std::vector<std::unique_ptr<Response>>& responses) {
+  REQUIRE(!responses.empty());
+  REQUIRE(responses.back()->message.op == ProtocolOp::kSearchResultDone);
+  return responses.back()->message;
+}
+
+// Returns: the attribute descriptions of `entry`, in order.
+inline std::vector<std::string> types_of(const listener::wire::SearchResultEntry& entry) {
+  std::vector<std::string> out;
+  for (const auto& attribute : entry.attributes.attributes()) {
+    out.emplace_back(attribute.type);
+  }
+  return out;
+}
+
+// Returns: the values of attribute `type` (exact description) in `entry`; nullopt if absent.
+inline std::optional<std::vector<std::string>> values_of(
+    const listener::wire::SearchResultEntry& entry, std::string_view type) {
+  for (const auto& attribute : entry.attributes.attributes()) {
+    if (attribute.type == type) {
+      std::vector<std::string> out;
+      for (std::string_view value : entry.attributes.values(attribute)) {
+        out.emplace_back(value);
+      }
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+inline bool has_type(const listener::wire::SearchResultEntry& entry, std::string_view type) {
+  return values_of(entry, type).has_value();
+}
+
+}  // namespace numadir::server::testing
