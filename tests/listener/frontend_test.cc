@@ -31,12 +31,14 @@
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
+#include "tests/wait_until.h"
 #include "threadpool/placement.h"
 #include "threadpool/topology.h"
 
 namespace numadir::listener {
 namespace {
 
+using numadir::testing::wait_until;
 using wire::LdapMessage;
 using wire::ProtocolOp;
 
@@ -530,6 +532,8 @@ TEST_CASE("Frontend: a listener with nothing to read runs queued reads itself an
   client.search(3, "quick");
   client.flush();
   client.expect_search(3, "quick");
+  // The listener counts the request it ran once run() returns, just after the answer was sent.
+  REQUIRE(wait_until([&] { return server.frontend->snapshot().listeners.at(0).helped >= 1; }));
   const FrontendSnapshot snapshot = server.frontend->snapshot();
   REQUIRE(snapshot.listeners.size() == 1);
   CHECK(server.handler.ran_on(3) == snapshot.listeners[0].tid);
@@ -573,18 +577,6 @@ TEST_CASE("Frontend: the single dispatcher's listener never runs a request") {
   for (int i = 1; i <= 20; ++i) {
     CHECK(server.handler.ran_on(i) != snapshot.listeners[0].tid);
   }
-}
-
-// Waits (bounded) until `done` holds; returns whether it did.
-bool eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 TEST_CASE("Frontend: the snapshot counts connections and requests per listener and per worker") {
@@ -643,8 +635,8 @@ TEST_CASE("Frontend: the snapshot counts connections and requests per listener a
       }
       return sum;
     };
-    CHECK(eventually([&] { return worker_requests() == kSearches; }));
-    REQUIRE(eventually([&] {
+    CHECK(wait_until([&] { return worker_requests() == kSearches; }));
+    REQUIRE(wait_until([&] {
       for (const WorkerSnapshot& worker : server.frontend->snapshot().workers) {
         if (worker.tid == 0) {
           return false;
@@ -663,7 +655,7 @@ TEST_CASE("Frontend: the snapshot counts connections and requests per listener a
     CHECK(snapshot.pools[0].queue_high_water <= kSearches);
   }
   // The client is gone: its listener closes the connection.
-  CHECK(eventually([&] {
+  CHECK(wait_until([&] {
     std::uint64_t open = 0;
     for (const ListenerSnapshot& listener : server.frontend->snapshot().listeners) {
       open += listener.connections;
