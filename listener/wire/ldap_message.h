@@ -116,7 +116,11 @@ enum class ModifyOperation : std::uint8_t {
   kIncrement = 3,  // RFC 4525.
 };
 
-enum class BindMethod : std::uint8_t { kSimple, kSasl };
+// kUnsupported: an authentication choice numadir does not implement. RFC 4511 §4.2 makes the
+// choice extensible: [1] and [2] (the retired Kerberos choices) and any other context-specific
+// tag but simple [0] and sasl [3] decode as kUnsupported, and the bind answers
+// authMethodNotSupported instead of the connection being dropped.
+enum class BindMethod : std::uint8_t { kSimple, kSasl, kUnsupported };
 
 // The LDAP message ID of an unsolicited notification (RFC 4511 §4.4).
 inline constexpr std::int32_t kUnsolicitedMessageId = 0;
@@ -190,6 +194,8 @@ struct BindRequest {
   std::string_view simple_password;                  // kSimple.
   std::string_view sasl_mechanism;                   // kSasl.
   std::optional<std::string_view> sasl_credentials;  // kSasl.
+  std::uint8_t unsupported_tag = 0;                  // kUnsupported: the choice's identifier.
+  std::string_view unsupported_credentials;          // kUnsupported: its content, unread.
 
   friend bool operator==(const BindRequest&, const BindRequest&) = default;
 };

@@ -119,6 +119,16 @@ bool read_bind_request(BerReader& op, BindRequest& bind) {
     return sasl.read_octets(ber::kOctetString, bind.sasl_mechanism) &&
            read_optional(sasl, ber::kOctetString, bind.sasl_credentials) && sasl.expect_end();
   }
+  // The choice is extensible (RFC 4511 §4.2): another context-specific tag number is a method
+  // we do not implement, which the bind answers. Tag numbers 0 and 3 in the other form (a
+  // constructed simple, a primitive sasl) are malformed, as are other classes.
+  const std::uint8_t number = tag & 0x1f;
+  const bool context_class = (tag & 0xc0) == 0x80;
+  if (context_class && number != 0 && number != 3 && number != 0x1f) {
+    bind.method = BindMethod::kUnsupported;
+    bind.unsupported_tag = tag;
+    return op.read_any(bind.unsupported_tag, bind.unsupported_credentials);
+  }
   return op.fail("unknown bind authentication choice");
 }
 

@@ -74,6 +74,10 @@ void write_bind_request(BerWriter& writer, const BindRequest& bind) {
     writer.write_octets(kSimpleAuthTag, bind.simple_password);
     return;
   }
+  if (bind.method == BindMethod::kUnsupported) {
+    writer.write_octets(bind.unsupported_tag, bind.unsupported_credentials);
+    return;
+  }
   writer.begin(kSaslAuthTag);
   writer.write_octets(ber::kOctetString, bind.sasl_mechanism);
   write_optional(writer, ber::kOctetString, bind.sasl_credentials);

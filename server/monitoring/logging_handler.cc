@@ -93,6 +93,8 @@ std::string describe_request(const LdapMessage& request) {
       append_quoted(out, request.bind_request.name);
       if (request.bind_request.method == listener::wire::BindMethod::kSimple) {
         out += " method=128";
+      } else if (request.bind_request.method == listener::wire::BindMethod::kUnsupported) {
+        out += " method=" + std::to_string(request.bind_request.unsupported_tag);
       } else {
         out += " mech=";
         out += request.bind_request.sasl_mechanism;

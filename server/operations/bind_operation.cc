@@ -2,9 +2,10 @@
 // simple with the rootdn's password or an entry's userPassword; SASL EXTERNAL over TLS with a
 // client certificate (RFC 4513 §5.2.3) when TLS is configured.
 //
-// Privacy: a simple bind that fails for any reason tied to the name or the password (bad DN
-// syntax, no such entry, no userPassword, a wrong password, a stored value we cannot read)
-// gets invalidCredentials with the same empty diagnostic, so a client cannot tell which.
+// Privacy: a simple bind that fails for any reason tied to an entry or the password (no such
+// entry, no userPassword, a wrong password, a stored value we cannot read) gets
+// invalidCredentials with the same empty diagnostic, so a client cannot tell which. A name that
+// is not a DN says nothing about the directory: it gets invalidDNSyntax, as from slapd.
 #include <functional>
 #include <string>
 
@@ -51,6 +52,14 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
                 sink);
     return;
   }
+  if (bind.method == BindMethod::kUnsupported) {
+    // RFC 4511 §4.2: an authentication choice we do not implement (slapd's answer and text).
+    send_result(
+        request,
+        OwnedResult::error(ResultCode::kAuthMethodNotSupported, "unknown authentication method"),
+        sink);
+    return;
+  }
   if (bind.method == BindMethod::kSasl) {
     if (bind.sasl_mechanism == "EXTERNAL" && options_.tls) {
       bind_external(request, session, sink);
@@ -90,7 +99,11 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
   }
 
   thread_local std::string ndn;  // Per-thread: keeps its capacity across binds.
-  if (!normalize_dn_into(bind.name, ndn).ok() || ndn.empty()) {
+  if (!normalize_dn_into(bind.name, ndn).ok()) {
+    send_result(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid DN"), sink);
+    return;
+  }
+  if (ndn.empty()) {
     send_result(request, invalid, sink);
     return;
   }

@@ -4,9 +4,11 @@
 // responses go out through a ResponseSink.
 //
 // What it does, in slapd's manner where the RFCs leave room: simple bind (rootdn, or an entry's
-// userPassword; every failure the same invalidCredentials), search (root DSE, cn=Subschema,
-// the directory; attribute selection, size and time limits, paged results), compare, add,
-// modify, delete, modify DN, and the WhoAmI, Password Modify and StartTLS extended operations.
+// userPassword; every failure on an entry or a password the same invalidCredentials, a name
+// that is not a DN invalidDNSyntax, another method authMethodNotSupported), search (root DSE,
+// cn=Subschema, the directory; attribute selection, size and time limits, paged results),
+// compare, add, modify, delete, modify DN, and the WhoAmI, Password Modify and StartTLS
+// extended operations.
 // Access is decided by AccessControl (server/operations/access_control.h); Status codes become LDAP
 // results in server/operations/result_codes.h only.
 //

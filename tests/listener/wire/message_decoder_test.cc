@@ -70,6 +70,43 @@ TEST_CASE("decode_message: SASL BindRequest") {
   CHECK(m.bind_request.sasl_mechanism == "PLAIN");
 }
 
+TEST_CASE("decode_message: BindRequest with a method numadir does not implement") {
+  // RFC 4511 §4.2: the authentication choice is extensible; [1] and [2] were Kerberos v4's.
+  LdapMessage m;
+  std::string pdu;
+  std::uint8_t tag = 0;
+  SUBCASE("[1] (krbv42LDAP)") {
+    pdu = with_byte(kSimpleBind, 16, 0x81);
+    tag = 0x81;
+  }
+  SUBCASE("[2] (krbv42DSA)") {
+    pdu = with_byte(kSimpleBind, 16, 0x82);
+    tag = 0x82;
+  }
+  SUBCASE("[9] constructed") {
+    pdu = with_byte(kSimpleBind, 16, 0xa9);
+    tag = 0xa9;
+  }
+  SUBCASE("[30] primitive") {
+    pdu = with_byte(kSimpleBind, 16, 0x9e);
+    tag = 0x9e;
+  }
+  REQUIRE(decode(pdu, m) == "ok");
+  CHECK(m.op == ProtocolOp::kBindRequest);
+  CHECK(m.bind_request.version == 3);
+  CHECK(m.bind_request.name == "cn=a");
+  CHECK(m.bind_request.method == BindMethod::kUnsupported);
+  CHECK(m.bind_request.unsupported_tag == tag);
+  CHECK(m.bind_request.unsupported_credentials == "pw");  // Carried, never read.
+  CHECK(points_into(m.bind_request.unsupported_credentials, pdu));
+  CHECK(m.bind_request.simple_password.empty());
+  // Reused for a simple bind, the message forgets the unsupported choice.
+  REQUIRE(decode(kSimpleBind, m) == "ok");
+  CHECK(m.bind_request.method == BindMethod::kSimple);
+  CHECK(m.bind_request.unsupported_tag == 0);
+  CHECK(m.bind_request.unsupported_credentials.empty());
+}
+
 TEST_CASE("decode_message: BindResponse with serverSaslCreds") {
   const std::string pdu = hex("30 10 02 01 01 61 0b 0a 01 0e 04 00 04 00 87 02 78 79");
   LdapMessage m;
@@ -478,9 +515,16 @@ TEST_CASE("decode_message: rejects a BindRequest with a bad authentication choic
   check_rejected(
       1,
       {
-          {"[1] (unused by LDAPv3)", with_byte(kSimpleBind, 16, 0x81), 16, unknown},
           {"[0] constructed", with_byte(kSimpleBind, 16, 0xa0), 16, unknown},
           {"[3] primitive", with_byte(kSimpleBind, 16, 0x83), 16, unknown},
+          {"a universal OCTET STRING", with_byte(kSimpleBind, 16, 0x04), 16, unknown},
+          {"an application tag", with_byte(kSimpleBind, 16, 0x41), 16, unknown},
+          {"a private tag", with_byte(kSimpleBind, 16, 0xc1), 16, unknown},
+          {"a multi-octet context tag",
+           hex("30 11 02 01 01 60 0c 02 01 03 04 04 63 6e 3d 61 9f 21 00"), 16, unknown},
+          {"[1] with a length past its end",
+           hex("30 12 02 01 01 60 0d 02 01 03 04 04 63 6e 3d 61 81 05 70 77"), 16,
+           "length past the end of the enclosing element"},
           {"missing", hex("30 0e 02 01 01 60 09 02 01 03 04 04 63 6e 3d 61"), 16,
            "bind authentication choice expected"},
           {"an element after the password",

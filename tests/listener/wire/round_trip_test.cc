@@ -50,14 +50,27 @@ class MessageGenerator {
       case ProtocolOp::kBindRequest:
         m.bind_request.version = static_cast<std::int32_t>(uniform(1, 127));
         m.bind_request.name = text();
-        if (coin()) {
-          m.bind_request.method = BindMethod::kSimple;
-          m.bind_request.simple_password = bytes();
-        } else {
-          m.bind_request.method = BindMethod::kSasl;
-          m.bind_request.sasl_mechanism = text();
-          if (coin()) {
-            m.bind_request.sasl_credentials = bytes();
+        switch (uniform(0, 2)) {
+          case 0:
+            m.bind_request.method = BindMethod::kSimple;
+            m.bind_request.simple_password = bytes();
+            break;
+          case 1:
+            m.bind_request.method = BindMethod::kSasl;
+            m.bind_request.sasl_mechanism = text();
+            if (coin()) {
+              m.bind_request.sasl_credentials = bytes();
+            }
+            break;
+          default: {
+            // Any context tag number but simple's 0 and sasl's 3, either form, raw content.
+            std::uint8_t number = static_cast<std::uint8_t>(uniform(1, 29));
+            number = number >= 3 ? number + 1 : number;
+            m.bind_request.method = BindMethod::kUnsupported;
+            m.bind_request.unsupported_tag =
+                static_cast<std::uint8_t>(0x80 | (coin() ? 0x20 : 0) | number);
+            m.bind_request.unsupported_credentials = bytes();
+            break;
           }
         }
         break;
