@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Configured access rules, differentially: numadir with [[access]] tables and OpenLDAP slapd
 with the same rules written as `access to ... by ...` lines, the same data, the same scripted
-requests (differential_test.py's machinery), the answers compared.
+requests (differential_harness.py's machinery), the answers compared.
 
   access_rules_test.py --numadir build/release/server/numadir --gen perf/gen_users.py [-v]
 
@@ -18,7 +18,7 @@ import sys
 import ldap  # python3-ldap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import differential_test as dt  # noqa: E402
+import differential_harness as dt  # noqa: E402
 from numadir_harness import GROUPS, PEOPLE, SUFFIX, user_dn, user_pw  # noqa: E402
 
 HELPDESK = f"cn=helpdesk,{GROUPS}"
