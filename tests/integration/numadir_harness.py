@@ -73,6 +73,18 @@ def check_equal(observed, expected, what: str):
     check(observed == expected, what, f"observed {observed!r}, expected {expected!r}")
 
 
+def wait_for(condition, timeout: float = 30, interval: float = 0.05):
+    """Calls `condition()` until it returns something true or `timeout` seconds have passed (a
+    bounded wait for what nothing signals: a file written by another process, a counter).
+    Returns: the last value `condition()` returned (falsy if the deadline passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)  # The poll interval; the wait is for `condition`.
+
+
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--numadir", required=True, help="the numadir executable")
