@@ -143,7 +143,8 @@ def check_user(numadir, folder):
 
 def check_access_log(numadir, folder):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from numadir_harness import ber, ber_int, read_ldap_message, search_request, wait_for_close
+    from numadir_harness import (ber, ber_int, read_ldap_message, search_request, wait_for,
+                                 wait_for_close)
     config = write_config(folder)
     with open(config, "a") as stream:
         stream.write('\n[log]\nlevel = "stats"\nfile = "access.log"\n')
@@ -160,9 +161,7 @@ def check_access_log(numadir, folder):
     sock.close()
     os.rename(os.path.join(folder, "access.log"), os.path.join(folder, "access.log.1"))
     process.send_signal(signal.SIGHUP)  # Reopen: later lines go to a new access.log.
-    deadline = time.time() + 30
-    while not os.path.exists(os.path.join(folder, "access.log")) and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: os.path.exists(os.path.join(folder, "access.log")), timeout=30)
     if stop(process) != 0:
         fail("serve with an access log did not stop cleanly")
     text = ""

@@ -24,9 +24,8 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 
-from numadir_harness import ROOT_DN, SUFFIX, CheckFailed, fail
+from numadir_harness import ROOT_DN, SUFFIX, CheckFailed, fail, wait_for
 
 SLAPD = "/usr/sbin/slapd"
 SLAPADD = "/usr/sbin/slapadd"
@@ -167,15 +166,17 @@ directory {self.db_dir}
         fail(f"slapd did not start; stderr: {self.stderr_text()}")
 
     def _wait_listening(self, port: int) -> bool:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
+        def state():
             if self.process.poll() is not None:
-                return False
+                return "exited"
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return True
+                return "listening"
             except OSError:
-                time.sleep(0.05)
+                return None
+        reached = wait_for(state, timeout=STARTUP_TIMEOUT_S)
+        if reached is not None:
+            return reached == "listening"
         self._kill()
         fail(f"slapd did not listen on port {port} within {STARTUP_TIMEOUT_S}s; "
              f"stderr: {self.stderr_text()}")
