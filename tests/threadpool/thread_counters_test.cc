@@ -12,11 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/wait_until.h"
 #include "threadpool/locked_queue_pool.h"
 #include "threadpool/worker_pool.h"
 
 namespace numadir::threadpool {
 namespace {
+
+using numadir::testing::wait_until;
 
 class FunctionTask : public Task {
  public:
@@ -29,18 +32,6 @@ class FunctionTask : public Task {
 
 std::unique_ptr<Task> task(std::function<void()> body) {
   return std::make_unique<FunctionTask>(std::move(body));
-}
-
-// Waits (bounded) until `done` holds; returns whether it did.
-bool eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 TEST_CASE("owner_add: a counter written by one thread counts up and down") {
@@ -80,7 +71,7 @@ TEST_CASE("TaskPool counters: tasks and parks and wake-ups and busy time per wor
   pool->start();
   CHECK(pool->options().queue_capacity == 64);
   // Both workers record their thread ids and, with nothing to do, park.
-  REQUIRE(eventually(
+  REQUIRE(wait_until(
       [&] { return pool->counters(0).parks.load() >= 1 && pool->counters(1).parks.load() >= 1; }));
   const std::set<std::int32_t> worker_tids = {pool->counters(0).tid.load(),
                                               pool->counters(1).tid.load()};

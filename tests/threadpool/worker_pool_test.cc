@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <latch>
 #include <mutex>
@@ -13,8 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/wait_until.h"
+
 namespace numadir::threadpool {
 namespace {
+
+using numadir::testing::wait_until;
 
 // Runs `body` on whichever worker takes it.
 class FunctionTask : public Task {
@@ -130,12 +135,8 @@ TEST_CASE("WorkerPool: idle workers park and wake for new work") {
   WorkerPool pool(options);
   pool.start();
   // Parking is asynchronous: wait (bounded) until both workers counted a park.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   auto parks = [&] { return pool.counters(0).parks.load() + pool.counters(1).parks.load(); };
-  while (parks() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
-  }
-  CHECK(parks() >= 2);
+  CHECK(wait_until([&] { return parks() >= 2; }));
   std::promise<std::thread::id> where;
   auto t = task([&] { where.set_value(std::this_thread::get_id()); });
   REQUIRE(pool.try_submit(t));
@@ -151,7 +152,6 @@ TEST_CASE("WorkerPool: each task queued to a parked pool wakes another worker") 
   options.threads = kWorkers;
   WorkerPool pool(options);
   pool.start();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   const auto all_parked = [&] {
     for (std::size_t i = 0; i < kWorkers; ++i) {
       if (pool.counters(i).parks.load() == 0) {
@@ -160,33 +160,33 @@ TEST_CASE("WorkerPool: each task queued to a parked pool wakes another worker") 
     }
     return true;
   };
-  while (!all_parked() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  REQUIRE(all_parked());
-  std::atomic<std::size_t> started{0};
-  std::atomic<std::size_t> finished{0};
+  REQUIRE(wait_until(all_parked, std::chrono::seconds(60)));
+  // Each task counts itself started, then waits (bounded) until all have; the test waits until
+  // all have finished.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::mutex mu;
+  std::condition_variable changed;
+  std::size_t started = 0;
+  std::size_t finished = 0;
   std::set<std::thread::id> ran_on;
   for (std::size_t i = 0; i < kWorkers; ++i) {
     auto t = task([&] {
-      {
-        std::lock_guard lock(mu);
-        ran_on.insert(std::this_thread::get_id());
-      }
-      started.fetch_add(1);
-      while (started.load() < kWorkers && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-      finished.fetch_add(1);
+      std::unique_lock lock(mu);
+      ran_on.insert(std::this_thread::get_id());
+      ++started;
+      changed.notify_all();
+      changed.wait_until(lock, deadline, [&] { return started == kWorkers; });
+      ++finished;
+      changed.notify_all();
     });
     REQUIRE(pool.try_submit(t));
   }
-  while (finished.load() < kWorkers && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::unique_lock lock(mu);
+    changed.wait_until(lock, deadline, [&] { return finished == kWorkers; });
+    CHECK(started == kWorkers);
+    CHECK(finished == kWorkers);
   }
-  CHECK(started.load() == kWorkers);
-  CHECK(finished.load() == kWorkers);
   pool.stop();
   CHECK(ran_on.size() == kWorkers);
   for (std::size_t i = 0; i < kWorkers; ++i) {
@@ -217,10 +217,7 @@ TEST_CASE("WorkerPool: bursts from several submitters with parks between lose no
           }
         }
         // Let the workers drain and park before the next burst (bounded).
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (runs.load() < target && std::chrono::steady_clock::now() < until) {
-          std::this_thread::yield();
-        }
+        (void)wait_until([&] { return runs.load() >= target; });
       }
     });
   }
@@ -228,12 +225,7 @@ TEST_CASE("WorkerPool: bursts from several submitters with parks between lose no
     submitter.join();
   }
   // Every task must run without stop()'s help: a lost wake-up would strand one in the queue.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (runs.load() < kSubmitters * kBursts * kBurst &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  CHECK(runs.load() == kSubmitters * kBursts * kBurst);
+  CHECK(wait_until([&] { return runs.load() == kSubmitters * kBursts * kBurst; }));
   pool.stop();
 }
 
