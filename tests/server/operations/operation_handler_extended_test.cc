@@ -1,10 +1,22 @@
 // OperationHandler (server/operations/operation_handler.h): extended operations (Password Modify,
-// StartTLS, unknown ones), controls (paged results, critical ones) and concurrent workers.
+// StartTLS, unknown ones), controls (paged results, critical ones) and concurrent workers (each
+// with its own read transaction, seen in LMDB's reader table).
 #include <doctest/doctest.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <latch>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
@@ -261,12 +273,69 @@ TEST_CASE("OperationHandler: paged results size zero abandons the paged search")
   }
 }
 
+// Returns: the LMDB reader table of the environment at `path` as (process id, thread) pairs,
+// the thread being the pthread_self() of the thread that took the slot (LMDB records it when a
+// read transaction first begins). A child process reads it: LMDB forbids opening one
+// environment twice in a process. Requires: no other thread of this process runs (fork).
+std::vector<std::pair<long, std::uintptr_t>> reader_slots(const std::filesystem::path& path) {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    MDB_env* env = nullptr;
+    int rc = mdb_env_create(&env);
+    if (rc == MDB_SUCCESS) {
+      rc = mdb_env_open(env, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0600);
+    }
+    if (rc == MDB_SUCCESS) {
+      rc = mdb_reader_list(
+          env,
+          [](const char* line, void* fd) {
+            const std::size_t length = std::strlen(line);
+            return ::write(*static_cast<int*>(fd), line, length) == static_cast<ssize_t>(length)
+                       ? 0
+                       : -1;
+          },
+          &pipe_fds[1]);
+    }
+    ::_exit(rc == MDB_SUCCESS ? 0 : 1);
+  }
+  ::close(pipe_fds[1]);
+  std::string table;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof(chunk))) > 0;) {
+    table.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE_MESSAGE(WIFEXITED(status), table);
+  REQUIRE_MESSAGE(WEXITSTATUS(status) == 0, table);
+  // "    pid     thread     txnid" then one "%10d %zx <txnid or ->" line per slot.
+  std::vector<std::pair<long, std::uintptr_t>> slots;
+  std::istringstream lines(table);
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    long pid = 0;
+    std::uintptr_t thread = 0;
+    if (fields >> pid >> std::hex >> thread) {
+      slots.emplace_back(pid, thread);
+    }
+  }
+  return slots;
+}
+
 TEST_CASE("OperationHandler: concurrent workers each use their own read transaction") {
   HandlerFixture fixture;
   constexpr int kThreads = 4;
   constexpr int kRounds = 50;
   std::latch start(kThreads);
   std::vector<int> failures(kThreads, 0);
+  std::vector<std::uintptr_t> thread_of(kThreads, 0);  // pthread_self(), as LMDB records it.
   std::vector<std::unique_ptr<listener::Session>> sessions;
   for (int t = 0; t < kThreads; ++t) {
     sessions.push_back(fixture.open_session());
@@ -274,8 +343,9 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
+      thread_of[t] = static_cast<std::uintptr_t>(::pthread_self());
       listener::Session* session = sessions[t].get();
-      start.arrive_and_wait();
+      start.arrive_and_wait();  // All four alive at once: their pthread_self() values differ.
       for (int round = 0; round < kRounds; ++round) {
         const int user = 1 + (t + round) % 5;
         RecordingSink search_sink;
@@ -298,6 +368,15 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
   }
   for (int t = 0; t < kThreads; ++t) {
     CHECK(failures[t] == 0);
+  }
+  // The handler keeps each thread's transaction, and its reader slot, until it is destroyed:
+  // each of the four threads holds exactly one slot (its one read transaction, reused for all
+  // 100 operations; group lookups, which would add a second, are not configured here).
+  const auto slots = reader_slots(fixture.directory().options().path);
+  for (int t = 0; t < kThreads; ++t) {
+    CAPTURE(t);
+    CHECK(std::count(slots.begin(), slots.end(), std::make_pair(long{::getpid()}, thread_of[t])) ==
+          1);
   }
 }
 
