@@ -1,25 +1,24 @@
-// Tests for backend/directory.h: open, add / remove / modify / rename with every error code,
-// operational attributes, get, import / export, index rebuild and verification.
+// Tests for backend/directory.h: open, add / remove / modify with every error code, operational
+// attributes, get, and what a DN too long for its key does. Renames: directory_rename_test.cc;
+// import, export and index verification: directory_import_test.cc; threads:
+// directory_threads_test.cc.
 #include "backend/directory.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstring>
-#include <functional>
-#include <latch>
 #include <set>
-#include <thread>
-
-#include "backend/lmdb_env.h"
-#include "schema/dn.h"
+#include <string>
+#include <vector>
 
 #include "tests/backend/backend_test_util.h"
+#include "tests/backend/directory_test_util.h"
 
 namespace numadir::backend {
 namespace {
+
+using namespace testing;
 
 // Returns: true if `value` has `shape`, where 'x' stands for a lower-case hex digit, '9' for a
 // decimal digit, 'v' for an RFC 4122 variant digit (8, 9, a, b) and anything else for itself.
@@ -42,17 +41,7 @@ bool has_shape(std::string_view value, std::string_view shape) {
   return true;
 }
 
-using namespace testing;
 using namespace std::string_literals;
-
-const std::string kPeople = "ou=people," + std::string(kSuffix);
-
-std::string user_dn(int n) { return "uid=user" + std::to_string(n) + "," + kPeople; }
-
-schema::Entry user(int n) {
-  return person_entry(user_dn(n), "user" + std::to_string(n), "User " + std::to_string(n),
-                      "Surname" + std::to_string(n));
-}
 
 TEST_CASE("Directory: add then get returns the entry with operational attributes") {
   TempDir dir;
@@ -90,54 +79,6 @@ TEST_CASE("Directory: add then get returns the entry with operational attributes
   CHECK(values_of(*people, "hasSubordinates") == std::vector<std::string>{"TRUE"});
   CHECK(values_of(*people, "numSubordinates") == std::vector<std::string>{"1"});
   CHECK(directory->verify_indexes().ok());
-}
-
-}  // namespace
-}  // namespace numadir::backend
-
-namespace numadir::backend {
-namespace {
-
-using namespace testing;
-
-schema::Entry posix_user(int n, std::string uid_number) {
-  schema::Entry entry = user(n);
-  entry.attributes[0].values.push_back("posixAccount");
-  entry.attributes.push_back({"uidNumber", {std::move(uid_number)}});
-  entry.attributes.push_back({"gidNumber", {"100"}});
-  entry.attributes.push_back({"homeDirectory", {"/home/user" + std::to_string(n)}});
-  return entry;
-}
-
-struct Fixture {
-  Fixture() : directory(open_directory(test_options(dir.path()))) {
-    add_base_tree(*directory);
-    require_ok(directory->add(user(1), {}));
-    require_ok(directory->add(user(2), {}));
-    txn = directory->begin_read();
-  }
-  ~Fixture() {
-    CHECK_MESSAGE(directory->verify_indexes().ok(), directory->verify_indexes().to_string());
-  }
-
-  StatusCode add_code(const schema::Entry& entry) { return directory->add(entry, {}).code(); }
-  StatusCode modify_code(std::string_view dn, std::vector<Modification> mods) {
-    return directory->modify(dn, mods, {}).code();
-  }
-  schema::Entry get(std::string_view dn) {
-    Result<schema::Entry> entry = directory->get(*txn, dn);
-    REQUIRE_MESSAGE(entry.ok(), entry.status().to_string());
-    return std::move(*entry);
-  }
-  bool exists(std::string_view dn) { return directory->get(*txn, dn).ok(); }
-
-  TempDir dir;
-  std::unique_ptr<Directory> directory;
-  std::unique_ptr<ReadTxn> txn;
-};
-
-Modification mod(ModificationKind kind, std::string description, std::vector<std::string> values) {
-  return Modification{kind, std::move(description), std::move(values)};
 }
 
 TEST_CASE("Directory: add reports each error code") {
@@ -355,192 +296,6 @@ TEST_CASE("Directory: entryCSN values strictly increase within the process") {
   }
 }
 
-TEST_CASE("Directory: rename changes the RDN values") {
-  Fixture f;
-  SUBCASE("deleting the old RDN value") {
-    require_ok(f.directory->rename(user_dn(1), "uid=first", true, std::nullopt, {}));
-    CHECK_FALSE(f.exists(user_dn(1)));
-    const schema::Entry entry = f.get("uid=first," + kPeople);
-    CHECK(entry.dn == "uid=first," + kPeople);
-    CHECK(values_of(entry, "uid") == std::vector<std::string>{"first"});
-  }
-  SUBCASE("keeping the old RDN value") {
-    require_ok(f.directory->rename(user_dn(1), "uid=first", false, std::nullopt, {}));
-    CHECK(values_of(f.get("uid=first," + kPeople), "uid") ==
-          std::vector<std::string>{"user1", "first"});
-  }
-  SUBCASE("to a multi-valued RDN") {
-    require_ok(f.directory->rename(user_dn(1), "cn=Someone+uid=user1", true, std::nullopt, {}));
-    const schema::Entry entry = f.get("uid=user1+cn=someone," + kPeople);
-    CHECK(values_of(entry, "cn") == std::vector<std::string>{"User 1", "Someone"});
-    CHECK(values_of(entry, "uid") == std::vector<std::string>{"user1"});
-  }
-  SUBCASE("only the spelling") {
-    require_ok(f.directory->rename(user_dn(1), "UID=User1", false, std::nullopt, {}));
-    CHECK(f.get(user_dn(1)).dn == "UID=User1," + kPeople);
-  }
-  auto txn = f.directory->begin_read();
-  CHECK(search(*f.directory, *txn, kSuffix, Scope::kSubtree, "(uid=user1)").dns.size() <= 1);
-}
-
-TEST_CASE("Directory: rename reports each error code") {
-  Fixture f;
-  CHECK(f.directory->rename("uid=none," + kPeople, "uid=x", true, std::nullopt, {}).code() ==
-        StatusCode::kNoSuchObject);
-  CHECK(f.directory->rename(user_dn(1), "uid=user2", true, std::nullopt, {}).code() ==
-        StatusCode::kEntryAlreadyExists);
-  CHECK(f.directory->rename(user_dn(1), "uid=x", true, "ou=none," + std::string(kSuffix), {})
-            .code() == StatusCode::kNoSuchObject);
-  CHECK(f.directory->rename(kPeople, "ou=staff", true, user_dn(1), {}).code() ==
-        StatusCode::kUnwillingToPerform);
-  CHECK(f.directory->rename(kPeople, "ou=staff", true, kPeople, {}).code() ==
-        StatusCode::kUnwillingToPerform);
-  CHECK(f.directory->rename(std::string(kSuffix), "dc=other", true, std::nullopt, {}).code() ==
-        StatusCode::kUnwillingToPerform);
-  CHECK(f.directory->rename(user_dn(1), "uid=a,ou=b", true, std::nullopt, {}).code() ==
-        StatusCode::kInvalidDnSyntax);
-  CHECK(f.directory->rename(user_dn(1), "bogusAttr=x", true, std::nullopt, {}).code() ==
-        StatusCode::kUndefinedAttributeType);
-  CHECK(f.directory
-            ->rename(user_dn(1), "entryUUID=3f2504e0-4f89-41d3-9a0c-0305e82c3301", true,
-                     std::nullopt, {})
-            .code() == StatusCode::kConstraintViolation);
-  CHECK(f.exists(user_dn(1)));
-}
-
-TEST_CASE("Directory: a subtree move renames every descendant") {
-  Fixture f;
-  require_ok(f.directory->add(ou_entry("ou=staff," + kPeople, "staff"), {}));
-  require_ok(f.directory->add(
-      person_entry("uid=deep,ou=staff," + kPeople, "deep", "Deep One", "One"), {}));
-  const std::string groups = "ou=groups," + std::string(kSuffix);
-  require_ok(f.directory->rename(kPeople, "ou=humans", true, groups, {}));
-  const std::string humans = "ou=humans," + groups;
-  CHECK_FALSE(f.exists(kPeople));
-  CHECK_FALSE(f.exists(user_dn(1)));
-  CHECK(f.get("uid=user1," + humans).dn == "uid=user1," + humans);
-  CHECK(f.get("uid=deep,ou=staff," + humans).dn == "uid=deep,ou=staff," + humans);
-  CHECK(values_of(f.get(humans), "ou") == std::vector<std::string>{"humans"});
-  auto txn = f.directory->begin_read();
-  SearchResult found = search(*f.directory, *txn, groups, Scope::kSubtree, "(objectClass=*)");
-  std::sort(found.dns.begin(), found.dns.end());
-  CHECK(found.dns == std::vector<std::string>{groups, humans, "ou=staff," + humans,
-                                              "uid=deep,ou=staff," + humans, "uid=user1," + humans,
-                                              "uid=user2," + humans});
-  CHECK(search(*f.directory, *txn, humans, Scope::kOneLevel, "(uid=*)").dns.size() == 2);
-  CHECK(search(*f.directory, *txn, groups, Scope::kOneLevel, "(ou=*)").dns ==
-        std::vector<std::string>{humans});
-  const SearchResult deep = search(*f.directory, *txn, kSuffix, Scope::kSubtree, "(uid=deep)");
-  INFO(deep.status.to_string(), " ", deep.dns.size());
-  CHECK(deep.dns == std::vector<std::string>{"uid=deep,ou=staff," + humans});
-}
-
-TEST_CASE("Directory: export lists parents before children even after moves") {
-  Fixture f;
-  // ou=later gets a larger id than ou=people; moving people under it breaks id order.
-  require_ok(f.directory->add(ou_entry("ou=later," + std::string(kSuffix), "later"), {}));
-  require_ok(
-      f.directory->rename(kPeople, "ou=people", true, "ou=later," + std::string(kSuffix), {}));
-  std::vector<std::string> seen_keys;
-  std::set<std::string> seen;
-  Status status = f.directory->export_entries([&](const schema::Entry& entry) {
-    Result<std::string> ndn = schema::normalize_dn(entry.dn);
-    REQUIRE(ndn.ok());
-    Result<schema::Dn> dn = schema::Dn::parse(*ndn);
-    REQUIRE(dn.ok());
-    if (dn->rdn_count() > 2) {
-      CHECK_MESSAGE(seen.count(dn->parent().normalized()) == 1, entry.dn);
-    }
-    seen.insert(*ndn);
-    CHECK(entry.find("entryUUID") != nullptr);
-    CHECK(entry.find("hasSubordinates") == nullptr);  // Computed attributes are not exported.
-    return true;
-  });
-  require_ok(status);
-  CHECK(seen.size() == 6);
-  int count = 0;
-  require_ok(f.directory->export_entries([&](const schema::Entry&) { return ++count < 2; }));
-  CHECK(count == 2);
-}
-
-TEST_CASE("Directory: import keeps provided operational values and commits only on finish") {
-  TempDir dir;
-  const DirectoryOptions options = test_options(dir.path());
-  std::vector<schema::Entry> exported;
-  {
-    auto source = open_directory(options);
-    add_base_tree(*source);
-    for (int i = 0; i < 20; ++i) {
-      require_ok(source->add(user(i), {}));
-    }
-    require_ok(source->export_entries([&](const schema::Entry& e) {
-      exported.push_back(e);
-      return true;
-    }));
-  }
-  TempDir dir2;
-  auto target = open_directory(test_options(dir2.path()));
-  {
-    Result<std::unique_ptr<Directory::Importer>> importer = target->begin_import({});
-    REQUIRE(importer.ok());
-    for (const schema::Entry& entry : exported) {
-      require_ok((*importer)->add(entry));
-    }
-    // Dropped without finish(): nothing is committed.
-  }
-  CHECK(target->entry_count().value() == 0);
-  {
-    Result<std::unique_ptr<Directory::Importer>> importer = target->begin_import({});
-    REQUIRE(importer.ok());
-    for (const schema::Entry& entry : exported) {
-      require_ok((*importer)->add(entry));
-    }
-    require_ok((*importer)->finish());
-  }
-  CHECK(target->entry_count().value() == exported.size());
-  require_ok(target->verify_indexes());
-  std::vector<schema::Entry> again;
-  require_ok(target->export_entries([&](const schema::Entry& e) {
-    again.push_back(e);
-    return true;
-  }));
-  CHECK(again == exported);
-  CHECK(target->begin_import({}).status().code() == StatusCode::kInvalidArgument);
-  // Updates work after the import, with ids after the imported ones.
-  require_ok(target->add(user(100), {}));
-  require_ok(target->verify_indexes());
-}
-
-TEST_CASE("Directory: import generates missing operational values and stops at an error") {
-  TempDir dir;
-  auto directory = open_directory(test_options(dir.path()));
-  Result<std::unique_ptr<Directory::Importer>> importer =
-      directory->begin_import({"cn=importer", {}});
-  REQUIRE(importer.ok());
-  require_ok((*importer)->add(domain_entry(std::string(kSuffix), "example")));
-  require_ok((*importer)->add(ou_entry(kPeople, "people")));
-  CHECK((*importer)->add(user(1)).ok());
-  CHECK((*importer)->add(user(1)).code() == StatusCode::kEntryAlreadyExists);
-  CHECK((*importer)->add(user(2)).code() == StatusCode::kInvalidArgument);
-  CHECK((*importer)->finish().code() == StatusCode::kInvalidArgument);
-  importer =
-      Result<std::unique_ptr<Directory::Importer>>(Status(StatusCode::kInternal, "released"));
-  CHECK(directory->entry_count().value() == 0);
-
-  importer = directory->begin_import({"cn=importer", {}});
-  REQUIRE(importer.ok());
-  require_ok((*importer)->add(domain_entry(std::string(kSuffix), "example")));
-  require_ok((*importer)->finish());
-  importer =
-      Result<std::unique_ptr<Directory::Importer>>(Status(StatusCode::kInternal, "released"));
-  auto txn = directory->begin_read();
-  Result<schema::Entry> suffix = directory->get(*txn, kSuffix);
-  REQUIRE(suffix.ok());
-  CHECK(values_of(*suffix, "creatorsName") == std::vector<std::string>{"cn=importer"});
-  CHECK(values_of(*suffix, "entryUUID").size() == 1);
-  CHECK(values_of(*suffix, "structuralObjectClass") == std::vector<std::string>{"domain"});
-}
-
 TEST_CASE("Directory: open rejects bad options") {
   TempDir dir;
   SUBCASE("a bad suffix") {
@@ -585,214 +340,6 @@ TEST_CASE("Directory: data survives close and reopen") {
   CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user*)").dns.size() == 2);
   require_ok(directory->verify_indexes());
 }
-
-}  // namespace
-}  // namespace numadir::backend
-
-namespace numadir::backend {
-namespace {
-
-using namespace testing;
-
-TEST_CASE("Directory: readers on several threads see every acknowledged add") {
-  TempDir dir;
-  DirectoryOptions options = test_options(dir.path());
-  options.durability = Durability::kNoSync;
-  auto directory = open_directory(options);
-  add_base_tree(*directory);
-  constexpr int kAdds = 300;
-  constexpr int kReaders = 3;
-  std::atomic<int> acknowledged{0};  // Written by the writer after each add returns (release).
-  std::atomic<bool> failed{false};
-  std::latch start(kReaders + 1);
-  std::vector<std::thread> readers;
-  for (int r = 0; r < kReaders; ++r) {
-    readers.emplace_back([&] {
-      auto txn = directory->begin_read();
-      const schema::Filter all = parse_filter("(objectClass=inetOrgPerson)");
-      start.arrive_and_wait();
-      int last = 0;
-      while (true) {
-        const int floor = acknowledged.load(std::memory_order_acquire);
-        int seen = 0;
-        const SearchSpec spec{kPeople, Scope::kOneLevel, &all, 0, std::nullopt};
-        const Status status = directory->search(*txn, spec, [&](const EntryRef&) {
-          ++seen;
-          return true;
-        });
-        // Each search sees at least what was acknowledged before it began, never less than
-        // the previous one, and a single user lookup agrees.
-        if (!status.ok() || seen < floor || seen < last ||
-            (floor > 0 && !directory->get(*txn, user_dn(floor - 1)).ok())) {
-          failed = true;
-        }
-        last = seen;
-        if (floor == kAdds) {
-          break;
-        }
-      }
-    });
-  }
-  start.arrive_and_wait();
-  for (int n = 0; n < kAdds; ++n) {
-    require_ok(directory->add(user(n), {}));
-    acknowledged.store(n + 1, std::memory_order_release);
-  }
-  for (std::thread& reader : readers) {
-    reader.join();
-  }
-  CHECK_FALSE(failed.load());
-  require_ok(directory->verify_indexes());
-}
-
-TEST_CASE("Directory: updates from several threads are serialized") {
-  TempDir dir;
-  DirectoryOptions options = test_options(dir.path());
-  options.durability = Durability::kNoSync;
-  auto directory = open_directory(options);
-  add_base_tree(*directory);
-  constexpr int kThreads = 4;
-  constexpr int kEach = 40;
-  std::latch start(kThreads);
-  std::vector<std::thread> writers;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < kThreads; ++t) {
-    writers.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int i = 0; i < kEach; ++i) {
-        const int n = t * 1000 + i;
-        if (!directory->add(user(n), {}).ok()) {
-          ++failures;
-        }
-        const std::vector<Modification> mods{{ModificationKind::kAdd, "mail", {"m@x.org"}}};
-        if (!directory->modify(user_dn(n), mods, {}).ok()) {
-          ++failures;
-        }
-        if (i % 3 == 0 && !directory->remove(user_dn(n), {}).ok()) {
-          ++failures;
-        }
-      }
-    });
-  }
-  for (std::thread& writer : writers) {
-    writer.join();
-  }
-  CHECK(failures.load() == 0);
-  CHECK(directory->entry_count().value() == 3 + kThreads * (kEach - (kEach + 2) / 3));
-  require_ok(directory->verify_indexes());
-}
-
-}  // namespace
-}  // namespace numadir::backend
-
-namespace numadir::backend {
-namespace {
-
-using namespace testing;
-
-// Edits one database of a closed directory with raw LMDB calls.
-void edit_database(const std::filesystem::path& path, const char* name,
-                   const std::function<void(MDB_txn*, MDB_dbi)>& edit) {
-  MDB_env* env = nullptr;
-  REQUIRE(mdb_env_create(&env) == 0);
-  REQUIRE(mdb_env_set_maxdbs(env, 64) == 0);
-  REQUIRE(mdb_env_set_mapsize(env, std::size_t{1} << 30) == 0);
-  REQUIRE(mdb_env_open(env, path.c_str(), 0, 0600) == 0);
-  MDB_txn* txn = nullptr;
-  REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
-  MDB_dbi dbi = 0;
-  REQUIRE(mdb_dbi_open(txn, name, 0, &dbi) == 0);
-  edit(txn, dbi);
-  REQUIRE(mdb_txn_commit(txn) == 0);
-  mdb_env_close(env);
-}
-
-MDB_val val(std::string_view bytes) {
-  return MDB_val{bytes.size(), const_cast<char*>(bytes.data())};
-}
-
-TEST_CASE("Directory: verify_indexes finds missing and extra pairs and rebuild repairs them") {
-  TempDir dir;
-  EntryId id1 = 0;
-  {
-    auto directory = open_directory(test_options(dir.path()));
-    add_base_tree(*directory);
-    require_ok(directory->add(user(1), {}));
-    require_ok(directory->add(user(2), {}));
-    require_ok(directory->verify_indexes());
-  }
-  edit_database(dir.path(), "dn2id", [&](MDB_txn* txn, MDB_dbi dbi) {
-    const std::string key = "dc=com\0dc=example\0ou=people\0uid=user1"s;
-    MDB_val k = val(key);
-    MDB_val v;
-    REQUIRE(mdb_get(txn, dbi, &k, &v) == 0);
-    std::memcpy(&id1, v.mv_data, sizeof id1);
-  });
-  SUBCASE("a missing pair") {
-    edit_database(dir.path(), "ix.uid.eq", [&](MDB_txn* txn, MDB_dbi dbi) {
-      MDB_val k = val("user1");
-      MDB_val v = val(id_bytes(id1));
-      REQUIRE(mdb_del(txn, dbi, &k, &v) == 0);
-    });
-    auto directory = open_directory(test_options(dir.path()));
-    const Status status = directory->verify_indexes();
-    CHECK(status.code() == StatusCode::kInternal);
-    CHECK(status.message().find("ix.uid.eq: missing key 'user1'") != std::string::npos);
-    require_ok(directory->rebuild_indexes());
-    require_ok(directory->verify_indexes());
-  }
-  SUBCASE("an extra pair") {
-    edit_database(dir.path(), "ix.cn.eq", [&](MDB_txn* txn, MDB_dbi dbi) {
-      MDB_val k = val("nobody");
-      MDB_val v = val(id_bytes(id1));
-      REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
-    });
-    auto directory = open_directory(test_options(dir.path()));
-    const Status status = directory->verify_indexes();
-    CHECK(status.code() == StatusCode::kInternal);
-    CHECK(status.message().find("ix.cn.eq: extra key 'nobody'") != std::string::npos);
-    // A search may see the stale key, but full evaluation keeps the results right.
-    auto txn = directory->begin_read();
-    CHECK(search(*directory, *txn, kSuffix, Scope::kSubtree, "(cn=nobody)").dns.empty());
-    require_ok(directory->rebuild_indexes());
-    require_ok(directory->verify_indexes());
-  }
-  SUBCASE("a dn2id key pointing elsewhere") {
-    edit_database(dir.path(), "dn2id", [&](MDB_txn* txn, MDB_dbi dbi) {
-      const std::string key = "dc=com\0dc=example\0ou=people\0uid=user1"s;
-      MDB_val k = val(key);
-      const EntryId other = id1 + 1;
-      MDB_val v = val(id_bytes(other));
-      REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
-    });
-    auto directory = open_directory(test_options(dir.path()));
-    const Status status = directory->verify_indexes();
-    CHECK(status.code() == StatusCode::kInternal);
-    CHECK(status.message().find("dn2id maps its key") != std::string::npos);
-  }
-  SUBCASE("a corrupt entry record") {
-    edit_database(dir.path(), "id2entry", [&](MDB_txn* txn, MDB_dbi dbi) {
-      MDB_val k = val(id_bytes(id1));
-      MDB_val v = val("\x07garbage");
-      REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
-    });
-    auto directory = open_directory(test_options(dir.path()));
-    CHECK(directory->verify_indexes().code() == StatusCode::kStorage);
-    auto txn = directory->begin_read();
-    CHECK(directory->get(*txn, user_dn(1)).status().code() == StatusCode::kStorage);
-    const SearchResult result = search(*directory, *txn, kSuffix, Scope::kSubtree, "(uid=user1)");
-    CHECK(result.status.code() == StatusCode::kStorage);
-    CHECK(directory->remove(user_dn(1), {}).code() == StatusCode::kStorage);
-  }
-}
-
-}  // namespace
-}  // namespace numadir::backend
-
-namespace numadir::backend {
-namespace {
-
-using namespace testing;
 
 TEST_CASE("Directory: a DN too long for the dn2id key is refused cleanly") {
   TempDir dir;
