@@ -104,9 +104,9 @@ ipHostNumber: 10.0.0.5
 serialNumber: SN-0001
 """
 
-# numadir's default policy (server/operations/access_control.h) in slapd's terms. slapd's rootdn bypasses
-# access control, as numadir's rootdn does. `children` is write for the rootdn only: slapd
-# would otherwise let `by self write` add entries below one's own entry.
+# numadir's default policy (server/operations/access_control.h) in slapd's terms. slapd's
+# rootdn bypasses access control, as numadir's rootdn does. `children` is write for the rootdn
+# only: slapd would otherwise let `by self write` add entries below one's own entry.
 SLAPD_ACCESS = """access to attrs=userPassword
   by self =wx
   by * auth

@@ -90,8 +90,10 @@ def check_subject_map():
 
 # -- third server: verify_client = "demand", a TLS 1.2 cipher list --------------------------------
 def check_demand():
-    for name, crt, key in (("no", None, None), ("an expired", T.PKI.expired_crt, T.PKI.expired_key),
-                           ("an untrusted (self-signed)", T.PKI.untrusted_crt, T.PKI.untrusted_key)):
+    for name, crt, key in (("no", None, None),
+                           ("an expired", T.PKI.expired_crt, T.PKI.expired_key),
+                           ("an untrusted (self-signed)", T.PKI.untrusted_crt,
+                            T.PKI.untrusted_key)):
         for starttls in (False, True):
             how = "StartTLS" if starttls else "ldaps://"
             reason = tls_refused(client_context(crt, key), starttls=starttls)
@@ -199,8 +201,8 @@ def check_without_tls():
         check_equal(code, UNAVAILABLE, f"StartTLS without [tls]: unavailable (52) ({diagnostic!r})")
         check_equal(search_uid_raw(sock, buffer, 2, 1), [user_dn(1)],
                     "and the connection goes on in plaintext")
-    rc, out, err = T.S.ldap("ldapsearch", "-x", "-LLL", "-b", "", "-s", "base", "supportedExtension",
-                          "supportedSASLMechanisms")
+    rc, out, err = T.S.ldap("ldapsearch", "-x", "-LLL", "-b", "", "-s", "base",
+                            "supportedExtension", "supportedSASLMechanisms")
     entries = parse_ldif(out)
     check(rc == 0 and len(entries) == 1, "RootDSE", output(rc, out, err))
     check(STARTTLS_OID not in entries[0][1].get("supportedextension", []) and

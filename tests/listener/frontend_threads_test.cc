@@ -328,7 +328,7 @@ TEST_CASE("Frontend: the snapshot counts connections and requests per listener a
   const auto worker_requests = [&] {
     std::uint64_t sum = 0;
     for (const WorkerSnapshot& worker : server.frontend->snapshot().workers) {
-      sum += worker.tid != 0 ? worker.requests : 0;
+      sum += worker.requests;
     }
     return sum;
   };
