@@ -107,7 +107,7 @@ std::string make_uuid_v4() {
   return out;
 }
 
-std::string next_csn(std::chrono::system_clock::time_point now) {
+std::string next_csn(std::chrono::system_clock::time_point now, std::uint32_t server_id) {
   std::int64_t micros_part = 0;
   const std::int64_t micros =
       std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
@@ -131,9 +131,9 @@ std::string next_csn(std::chrono::system_clock::time_point now) {
   const std::tm tm = utc(
       std::chrono::system_clock::time_point(std::chrono::microseconds(use_micros)), &micros_part);
   char buf[128];  // Room for any int the compiler assumes tm fields may hold.
-  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d.%06lldZ#%06x#000#000000",
+  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d.%06lldZ#%06x#%03x#000000",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros_part), count);
+                static_cast<long long>(micros_part), count, server_id & kMaxServerId);
   return buf;
 }
 

@@ -311,6 +311,11 @@ Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::
   return entry;
 }
 
+void deliver_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
+                   const EntryView& view, const std::function<void(const EntryRef&)>& on_entry) {
+  on_entry(StoredEntryRef(core, cursors, id, view));
+}
+
 Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
                   const std::function<void(const EntryRef&)>& on_entry) {
   ReadScope scope(core, state);
