@@ -128,9 +128,27 @@ const toml::table* get_table(const toml::table& root, std::string_view key, Prob
   return nullptr;
 }
 
+// Reads an optional non-negative integer key no larger than `max`.
+bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
+               std::uint64_t max, std::uint64_t& out, Problems& problems) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) {
+    return false;
+  }
+  const auto* value = node->as_integer();
+  if (value == nullptr || value->get() < 0 || static_cast<std::uint64_t>(value->get()) > max) {
+    problems.add(std::string(prefix) + "." + std::string(key),
+                 "must be an integer from 0 to " + std::to_string(max));
+    return false;
+  }
+  out = static_cast<std::uint64_t>(value->get());
+  return true;
+}
+
 void parse_database(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
                     Problems& problems) {
-  check_keys(table, "database", {"path", "suffix", "map_size", "durability", "indexes"}, problems);
+  check_keys(table, "database",
+             {"path", "suffix", "map_size", "durability", "indexes", "server_id"}, problems);
   backend::DirectoryOptions& db = config.database;
   std::string text;
   if (get_string(table, "database", "path", text, problems)) {
@@ -175,6 +193,9 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
     } else {
       problems.add("database.durability", "must be \"sync\" or \"nosync\"");
     }
+  }
+  if (std::uint64_t id = 0; get_count(table, "database", "server_id", 4095, id, problems)) {
+    db.server_id = static_cast<std::uint32_t>(id);  // 4095: backend::kMaxServerId.
   }
   std::vector<std::string> indexes;
   if (get_strings(table, "database", "indexes", indexes, problems)) {
@@ -353,23 +374,6 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text) {
 }
 
 namespace {
-
-// Reads an optional non-negative integer key no larger than `max`.
-bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
-               std::uint64_t max, std::uint64_t& out, Problems& problems) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) {
-    return false;
-  }
-  const auto* value = node->as_integer();
-  if (value == nullptr || value->get() < 0 || static_cast<std::uint64_t>(value->get()) > max) {
-    problems.add(std::string(prefix) + "." + std::string(key),
-                 "must be an integer from 0 to " + std::to_string(max));
-    return false;
-  }
-  out = static_cast<std::uint64_t>(value->get());
-  return true;
-}
 
 void parse_server(const toml::table& table, Config& config, Problems& problems) {
   check_keys(table, "server",
