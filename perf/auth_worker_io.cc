@@ -35,6 +35,7 @@ void AuthWorker::open_connection(Connection& conn) {
   setsockopt(conn.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   conn.next_id = 1;
   conn.pending_id = 0;
+  conn.bound = false;
   conn.input_begin = conn.input_end = 0;
   conn.output.clear();
   conn.output_sent = 0;

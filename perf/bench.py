@@ -154,8 +154,10 @@ def make_certificate(work, key_type):
             "key": os.path.join(folder, "server.key")}
 
 
-def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None):
-    """`tls`: make_certificate()'s files: numadir also listens on ldaps://."""
+def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None,
+                  database_extra=""):
+    """`tls`: make_certificate()'s files: numadir also listens on ldaps://. `database_extra`:
+    more lines of the [database] table (e.g. 'durability = "sync"')."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
     root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
@@ -166,7 +168,7 @@ path = "db"
 suffix = "{SUFFIX}"
 map_size = "8GiB"
 indexes = ["objectClass eq", "uid eq"]
-
+{database_extra}
 [server]
 listen = ["ldap://127.0.0.1:0"{', "ldaps://127.0.0.1:0"' if tls else ""}]
 rootdn = "{ROOT_DN}"
