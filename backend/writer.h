@@ -19,12 +19,12 @@
 // Thread contract: any thread may call try_submit, submit, run and stats; the Directory's
 // synchronous updates call run. Checks, completions and change subscribers run on the writer
 // thread: each must be cheap, must not block, and must not call submit(), run() or the
-// Directory's synchronous updates (they would wait for the thread they run on; run() aborts
-// with a message when called there). A completion may send a response: the design is for a
-// server worker to hand the writer a job whose completion answers the client, and return at
-// once. The Writer is created and destroyed by its Directory; its destructor runs every job
-// still queued (so every completion is called) and joins the thread. No thread may submit once
-// the Directory's destruction has begun.
+// Directory's synchronous updates (they would wait for the thread they run on, and abort with
+// a message instead; try_submit, which never waits, is allowed). A completion may send a
+// response: the design is for a server worker to hand the writer a job whose completion
+// answers the client, and return at once. The Writer is created and destroyed by its Directory; its
+// destructor runs every job still queued (so every completion is called) and joins the thread. No
+// thread may submit once the Directory's destruction has begun.
 #pragma once
 
 #include <condition_variable>
