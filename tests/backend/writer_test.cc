@@ -118,11 +118,17 @@ TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction 
   const WriterStats before = directory->writer().stats();
   constexpr std::size_t kJobs = 100;
   Outcomes outcomes(kJobs);
+  // Used by the completions only (on the writer thread): each sees its add committed.
+  auto reader = directory->begin_read();
+  std::vector<bool> visible(kJobs, false);
   {
     WriterGate gate(*directory);
     for (std::size_t i = 0; i < kJobs; ++i) {
       std::unique_ptr<UpdateJob> job = add_job(user("batch" + std::to_string(i)));
-      job->done = outcomes.done(i);
+      job->done = [&, i, done = outcomes.done(i)](Status status) {
+        visible[i] = directory->get(*reader, user_dn("batch" + std::to_string(i))).ok();
+        done(std::move(status));
+      };
       REQUIRE(directory->writer().try_submit(job));
       CHECK(job == nullptr);
     }
@@ -131,6 +137,7 @@ TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction 
   for (const Status& status : outcomes.wait()) {
     CHECK_MESSAGE(status.ok(), status.to_string());
   }
+  CHECK(static_cast<std::size_t>(std::count(visible.begin(), visible.end(), true)) == kJobs);
   const WriterStats after = directory->writer().stats();
   CHECK(after.jobs - before.jobs == kJobs + 1);
   CHECK(after.failed == before.failed);
