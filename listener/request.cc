@@ -24,7 +24,7 @@ void Request::run() {
   out_.clear();
 }
 
-bool Request::listener_may_run() const {
+bool Request::may_run_inline() const {
   switch (message_.op) {
     case wire::ProtocolOp::kSearchRequest:
     case wire::ProtocolOp::kCompareRequest:

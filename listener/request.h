@@ -50,7 +50,7 @@ class Request final : public threadpool::Task, private ResponseSink {
   // Worker (or helping listener): runs the handler and writes its responses.
   void run() override;
   // Searches, compares and binds: reads that never wait for the writer or the disk.
-  bool listener_may_run() const override;
+  bool may_run_inline() const override;
 
  private:
   // Responses bigger than this go to the socket while the handler is still producing them.

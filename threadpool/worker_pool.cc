@@ -69,7 +69,7 @@ void WorkerPool::stop() {
 bool WorkerPool::try_submit(std::unique_ptr<Task>& task) {
   // queue_capacity bounds the pool, both queues together (each could hold it all). The check
   // and the push are not one step: submitters racing here may pass it by one task each.
-  BoundedQueue<Task>& queue = task->listener_may_run() ? reads_ : updates_;
+  BoundedQueue<Task>& queue = task->may_run_inline() ? reads_ : updates_;
   if (stopping_.load(std::memory_order_relaxed) ||
       queued_.load(std::memory_order_relaxed) >=
           static_cast<std::int64_t>(options_.queue_capacity) ||

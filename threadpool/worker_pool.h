@@ -29,9 +29,10 @@ class Task {
  public:
   virtual ~Task() = default;
   virtual void run() = 0;
-  // Returns: whether a listener helping its pool (TaskPool::try_help) may run this task itself:
-  //   only tasks that never wait for a lock held across I/O (the single writer) or the disk.
-  virtual bool listener_may_run() const { return false; }
+  // Returns: whether a thread helping the pool (TaskPool::try_help) may run this task inline,
+  //   on its own stack: only tasks that are short and never wait for a lock held across I/O or
+  //   for the disk.
+  virtual bool may_run_inline() const { return false; }
 };
 
 struct WorkerPoolOptions {
@@ -72,7 +73,7 @@ class TaskPool {
   // Returns: the most tasks ever queued at once (approximate).
   virtual std::size_t queue_high_water() const = 0;
   // A listener with nothing left to read helps the pool: takes the oldest queued task for which
-  // listener_may_run() holds and runs it on the calling thread; the others are left to the
+  // may_run_inline() holds and runs it on the calling thread; the others are left to the
   // workers. Any thread; never blocks except inside the task it runs.
   // Returns: true if a task ran on the calling thread.
   [[nodiscard]] virtual bool try_help() = 0;
@@ -120,7 +121,7 @@ class WorkerPool final : public TaskPool {
   void signal(std::size_t index);
 
   const WorkerPoolOptions options_;
-  // The tasks a helping listener may run (Task::listener_may_run) and the others, which only
+  // The tasks a helping listener may run (Task::may_run_inline) and the others, which only
   // workers take. Each can hold options.queue_capacity; try_submit bounds the two together.
   BoundedQueue<Task> reads_;
   BoundedQueue<Task> updates_;

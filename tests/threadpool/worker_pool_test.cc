@@ -54,7 +54,7 @@ class ReadTask : public Task {
  public:
   explicit ReadTask(std::atomic<std::thread::id>& ran_on) : ran_on_(ran_on) {}
   void run() override { ran_on_.store(std::this_thread::get_id()); }
-  bool listener_may_run() const override { return true; }
+  bool may_run_inline() const override { return true; }
 
  private:
   std::atomic<std::thread::id>& ran_on_;
