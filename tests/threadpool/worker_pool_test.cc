@@ -60,6 +60,111 @@ class ReadTask : public Task {
   std::atomic<std::thread::id>& ran_on_;
 };
 
+// Counts the pool's calls and records the thread of the last one.
+class CountingWaiter final : public RoomWaiter {
+ public:
+  void on_room() override {
+    thread.store(std::this_thread::get_id());
+    calls.fetch_add(1);
+    calls.notify_all();
+  }
+  std::atomic<int> calls{0};
+  std::atomic<std::thread::id> thread{};
+};
+
+// Both pools, for the behaviour TaskPool promises.
+std::unique_ptr<TaskPool> make_pool(bool lock_free, WorkerPoolOptions options) {
+  if (lock_free) {
+    return std::make_unique<WorkerPool>(std::move(options));
+  }
+  return std::make_unique<LockedQueuePool>(std::move(options));
+}
+
+TEST_CASE("TaskPool: a refused submitter is told once when the queue drains to the room mark") {
+  bool lock_free = true;
+  SUBCASE("WorkerPool") { lock_free = true; }
+  SUBCASE("LockedQueuePool") { lock_free = false; }
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 4;
+  std::unique_ptr<TaskPool> pool = make_pool(lock_free, options);
+  REQUIRE(pool->room_mark() == 2);
+  pool->start();
+  auto held = std::make_unique<HeldWorker>(*pool);
+  // The three tasks after the first wait until the test saw the waiter's call: the mark is
+  // crossed by the second task taken, and the queue still holds two then.
+  std::promise<void> told;
+  std::shared_future<void> told_future = told.get_future().share();
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 4; ++i) {
+    auto t = task([&, i] {
+      if (i > 0) {
+        told_future.wait();
+      }
+      runs.fetch_add(1);
+    });
+    REQUIRE(pool->try_submit(t));
+  }
+  auto refused = task([] {});
+  REQUIRE_FALSE(pool->try_submit(refused));
+  CountingWaiter waiter;
+  pool->notify_when_room(waiter);
+  pool->notify_when_room(waiter);   // Registered twice: still called once.
+  CHECK(waiter.calls.load() == 0);  // Four queued: above the mark, and the worker is held.
+  held->release();
+  waiter.calls.wait(0);
+  CHECK(waiter.thread.load() != std::this_thread::get_id());  // The worker that took a task.
+  CHECK(pool->queue_depth() <= 2);
+  told.set_value();
+  pool->stop();
+  CHECK(runs.load() == 4);
+  CHECK(waiter.calls.load() == 1);
+}
+
+TEST_CASE("TaskPool: a waiter registered while there is room is told at once on its thread") {
+  bool lock_free = true;
+  SUBCASE("WorkerPool") { lock_free = true; }
+  SUBCASE("LockedQueuePool") { lock_free = false; }
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 4;
+  std::unique_ptr<TaskPool> pool = make_pool(lock_free, options);
+  pool->start();
+  CountingWaiter waiter;
+  pool->notify_when_room(waiter);
+  CHECK(waiter.calls.load() == 1);
+  CHECK(waiter.thread.load() == std::this_thread::get_id());
+  pool->stop();
+  CountingWaiter late;
+  pool->notify_when_room(late);  // A stopped pool calls nobody.
+  CHECK(late.calls.load() == 0);
+  pool->cancel_room_wait(late);
+}
+
+TEST_CASE("TaskPool: a cancelled waiter is never told") {
+  bool lock_free = true;
+  SUBCASE("WorkerPool") { lock_free = true; }
+  SUBCASE("LockedQueuePool") { lock_free = false; }
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 2;
+  std::unique_ptr<TaskPool> pool = make_pool(lock_free, options);
+  pool->start();
+  auto held = std::make_unique<HeldWorker>(*pool);
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 2; ++i) {
+    auto t = task([&] { runs.fetch_add(1); });
+    REQUIRE(pool->try_submit(t));
+  }
+  CountingWaiter waiter;
+  pool->notify_when_room(waiter);
+  pool->cancel_room_wait(waiter);
+  held->release();
+  pool->stop();  // Drains the queue past the mark.
+  CHECK(runs.load() == 2);
+  CHECK(waiter.calls.load() == 0);
+}
+
 TEST_CASE("WorkerPool: tasks run on the pool's threads and each exactly once") {
   WorkerPoolOptions options;
   options.threads = 3;
