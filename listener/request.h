@@ -5,7 +5,8 @@
 // Thread contract: created and decoded by the connection's listener thread; run() and the
 // destructor on the thread that took it from the pool: a worker, or a listener helping the pool
 // (any node listener, not only the connection's own), or the listener for a request dropped
-// unrun. A Request holds a reference to its Connection from construction to destruction.
+// unrun. A started Request holds a reference to its Connection until it is destroyed. An
+// operation the handler keeps open (detach()) holds a reference of its own.
 #pragma once
 
 #include <cstdint>
@@ -58,10 +59,12 @@ class Request final : public threadpool::Task, private ResponseSink {
 
   void send(const wire::LdapMessage& response) override;
   bool abandoned() const override;
+  std::unique_ptr<OpenOperation> detach() override;
 
   Connection& connection_;
   RequestHandler& handler_;
   bool started_ = false;
+  bool detached_ = false;  // The handler keeps the operation open (detach()).
   std::string pdu_;
   wire::LdapMessage message_;
   wire::BerWriter out_;
