@@ -1,0 +1,431 @@
+// tests/listener/frontend_test_util.h: what the listener's tests over real loopback sockets
+// share: a fake RequestHandler whose behaviour each request picks by its base DN,
+//   "gate"      waits for the test to open the gate, then answers (or sends nothing if
+//               abandoned);
+//   "open"      sends an entry "before", then keeps the operation open (ResponseSink::detach)
+//               in its Feeder, which the test feeds from threads of its own;
+//   "gate-open" waits at the gate, then does what "open" does;
+//   other       answers one entry named after the base, then SearchResultDone;
+// a blocking Client and a Server (a Frontend on 127.0.0.1, port 0, around a FakeHandler).
+// A bind checks that nothing else of its connection runs beside it and that no operation is
+// open. A delete (an update: never run by a helping listener) of "gate" waits at the same gate;
+// any delete answers DelResponse. The handler records the OS thread that ran each message ID.
+#pragma once
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "listener/frontend.h"
+#include "listener/request_handler.h"
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/framing.h"
+#include "listener/wire/message_decoder.h"
+#include "listener/wire/message_encoder.h"
+#include "schema/filter.h"
+
+namespace numadir::listener::testing {
+
+using wire::LdapMessage;
+using wire::ProtocolOp;
+
+class FakeSession : public Session {
+ public:
+  explicit FakeSession(std::atomic<int>& closed) : closed_(closed) {}
+  ~FakeSession() override { closed_.fetch_add(1); }  // When the listener destroys its connection.
+  std::atomic<int> running{0};
+
+ private:
+  std::atomic<int>& closed_;
+};
+
+// The operations the fake handler keeps open (search base "open"), fed later by the test from
+// threads of its own, as the writer feeds a persistent search. Any thread; each operation is
+// called under mu_, so one call at a time. on_end records the thread it ran on and, with
+// drop_on_end (the default, what a real feeder does), destroys the operation at once;
+// otherwise the test releases it.
+class Feeder {
+ public:
+  // An entry control (Entry Change Notification, RFC-less but common) and a done control
+  // (Simple Paged Results, RFC 2696), to check that responses carry their controls.
+  static constexpr std::string_view kEntryControl = "2.16.840.1.113730.3.4.7";
+  static constexpr std::string_view kEntryControlValue =
+      std::string_view("\x30\x03\x0a\x01\x01", 5);
+  static constexpr std::string_view kDoneControl = "1.2.840.113556.1.4.319";
+  static constexpr std::string_view kDoneControlValue =
+      std::string_view("\x30\x05\x02\x01\x00\x04\x00", 7);
+  static constexpr std::string_view kIntermediateName = "1.3.6.1.4.1.4203.1.9.1.4";
+  static constexpr std::string_view kIntermediateValue = std::string_view("\xa3\x00", 2);
+
+  std::atomic<bool> drop_on_end{true};
+
+  // The handler keeps `operation` of request `id` open.
+  void keep(std::int32_t id, std::unique_ptr<OpenOperation> operation) {
+    std::lock_guard lock(mu_);
+    OpenOperation& kept = *operation;
+    ops_[id] = std::move(operation);
+    open_.insert(id);
+    kept_.insert(id);
+    kept.set_on_end([this, id] { on_end(id); });
+    changed_.notify_all();
+  }
+  // Sends an entry named `name` (with kEntryControl) through operation `id`, unless it was
+  // dropped or abandoned. Returns: whether it was sent.
+  bool send_entry(std::int32_t id, std::string_view name) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr || operation->abandoned()) {
+      return false;
+    }
+    operation->send(entry(id, name));
+    return true;
+  }
+  // Sends an entry through operation `id` even when it was abandoned, as a feeder that has not
+  // learnt it yet would. Returns: whether the feeder still held it.
+  bool send_entry_anyway(std::int32_t id, std::string_view name) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr) {
+      return false;
+    }
+    operation->send(entry(id, name));
+    return true;
+  }
+  // Sends an IntermediateResponse (kIntermediateName, kIntermediateValue) through `id`.
+  bool send_intermediate(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr || operation->abandoned()) {
+      return false;
+    }
+    wire::LdapMessage message;
+    message.reset(id, wire::ProtocolOp::kIntermediateResponse);
+    message.extended.name = kIntermediateName;
+    message.extended.value = kIntermediateValue;
+    operation->send(message);
+    return true;
+  }
+  // Finishes `id` with a SearchResultDone (with kDoneControl) and drops it.
+  bool finish(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr) {
+      return false;
+    }
+    open_.erase(id);  // Before the response: a bind may start as soon as it is queued.
+    wire::LdapMessage done;
+    done.reset(id, wire::ProtocolOp::kSearchResultDone);
+    done.controls.push_back(wire::Control{kDoneControl, false, kDoneControlValue});
+    operation->finish(done);
+    ops_.erase(id);
+    return true;
+  }
+  // Drops `id` unfinished: it ends without a response, if the listener had not ended it.
+  void release(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    open_.erase(id);
+    ops_.erase(id);
+  }
+  // Returns: whether operation `id` is held and the listener ended it.
+  bool abandoned(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    return operation != nullptr && operation->abandoned();
+  }
+  // Returns: how many operations are open: kept, and neither finished, released nor ended.
+  std::size_t open_count() {
+    std::lock_guard lock(mu_);
+    return open_.size();
+  }
+  // Blocks (30 s at most) until operation `id` is kept. Returns: whether it was.
+  bool wait_kept(std::int32_t id) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(30), [&] { return kept_.count(id) > 0; });
+  }
+  // Blocks (30 s at most) until on_end of `id` ran. Returns: the OS thread it ran on, 0 if not.
+  std::int32_t wait_ended(std::int32_t id) {
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(30), [&] { return ended_on_.count(id) > 0; });
+    const auto found = ended_on_.find(id);
+    return found != ended_on_.end() ? found->second : 0;
+  }
+  // Returns: how many times on_end ran.
+  std::size_t ends() {
+    std::lock_guard lock(mu_);
+    return end_calls_;
+  }
+
+ private:
+  OpenOperation* find(std::int32_t id) {
+    const auto found = ops_.find(id);
+    return found != ops_.end() ? found->second.get() : nullptr;
+  }
+  wire::LdapMessage entry(std::int32_t id, std::string_view name) {
+    wire::LdapMessage message;
+    message.reset(id, wire::ProtocolOp::kSearchResultEntry);
+    message.search_entry.object_name = name;
+    message.controls.push_back(wire::Control{kEntryControl, false, kEntryControlValue});
+    return message;
+  }
+  void on_end(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    ++end_calls_;
+    ended_on_[id] = static_cast<std::int32_t>(::syscall(SYS_gettid));
+    open_.erase(id);
+    if (drop_on_end.load()) {
+      ops_.erase(id);  // Destroyed here, on the listener thread, under the feeder's lock.
+    }
+    changed_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::int32_t, std::unique_ptr<OpenOperation>> ops_;
+  std::set<std::int32_t> open_;
+  std::set<std::int32_t> kept_;
+  std::map<std::int32_t, std::int32_t> ended_on_;  // Message ID -> OS thread of its on_end.
+  std::size_t end_calls_ = 0;
+};
+
+class FakeHandler : public RequestHandler {
+ public:
+  std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
+    sessions_opened.fetch_add(1);
+    return std::make_unique<FakeSession>(sessions_closed);
+  }
+
+  void handle(const LdapMessage& request, Session& session, ResponseSink& sink) override {
+    {
+      std::lock_guard lock(mu_);
+      ran_on_[request.message_id] = static_cast<std::int32_t>(::syscall(SYS_gettid));
+    }
+    auto& fake = static_cast<FakeSession&>(session);
+    const int beside = fake.running.fetch_add(1);
+    if (request.op == ProtocolOp::kBindRequest && (beside != 0 || feeder.open_count() != 0)) {
+      bind_violations.fetch_add(1);
+    }
+    LdapMessage response;
+    if (request.op == ProtocolOp::kBindRequest) {
+      response.reset(request.message_id, ProtocolOp::kBindResponse);
+      sink.send(response);
+    } else if (request.op == ProtocolOp::kDelRequest) {
+      if (request.dn == "gate") {
+        wait_for_gate();
+      }
+      response.reset(request.message_id, ProtocolOp::kDelResponse);
+      sink.send(response);
+    } else if (request.op == ProtocolOp::kSearchRequest) {
+      const std::string_view base = request.search_request.base_object;
+      if (base == "gate" || base == "gate-open") {
+        wait_for_gate();
+      }
+      if (base == "open" || base == "gate-open") {
+        // One entry through the sink (unless abandoned already), then the rest through the
+        // open operation.
+        if (!sink.abandoned()) {
+          response.reset(request.message_id, ProtocolOp::kSearchResultEntry);
+          response.search_entry.object_name = "before";
+          sink.send(response);
+        }
+        std::unique_ptr<OpenOperation> operation = sink.detach();
+        CHECK(operation != nullptr);  // On a worker: CHECK, as a REQUIRE would throw there.
+        if (operation != nullptr) {
+          feeder.keep(request.message_id, std::move(operation));
+        }
+      } else if (!sink.abandoned()) {
+        response.reset(request.message_id, ProtocolOp::kSearchResultEntry);
+        response.search_entry.object_name = base;
+        sink.send(response);
+        response.reset(request.message_id, ProtocolOp::kSearchResultDone);
+        sink.send(response);
+      } else {
+        abandoned_seen.fetch_add(1);
+      }
+    }
+    fake.running.fetch_sub(1);
+  }
+
+  void wait_for_gate() {
+    std::unique_lock lock(mu_);
+    gate_waiters_++;
+    arrived_.notify_all();
+    opened_.wait(lock, [this] { return gate_open_; });
+  }
+  // Returns: the OS thread id that ran message `id` (of any connection), 0 if none did yet.
+  std::int32_t ran_on(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    const auto found = ran_on_.find(id);
+    return found != ran_on_.end() ? found->second : 0;
+  }
+
+  // Blocks until `count` requests wait at the gate.
+  void wait_at_gate(int count) {
+    std::unique_lock lock(mu_);
+    arrived_.wait(lock, [&] { return gate_waiters_ >= count; });
+  }
+  void open_gate() {
+    std::lock_guard lock(mu_);
+    gate_open_ = true;
+    opened_.notify_all();
+  }
+
+  Feeder feeder;
+  std::atomic<int> sessions_opened{0};
+  std::atomic<int> sessions_closed{0};  // Connections destroyed.
+  std::atomic<int> bind_violations{0};
+  std::atomic<int> abandoned_seen{0};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable arrived_;
+  std::condition_variable opened_;
+  int gate_waiters_ = 0;
+  bool gate_open_ = false;
+  std::map<std::int32_t, std::int32_t> ran_on_;  // Message ID -> OS thread id.
+};
+
+// A blocking test client over one socket.
+class Client {
+ public:
+  explicit Client(std::uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  }
+  ~Client() { close(); }
+  void close() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+
+  void send_raw(std::string_view bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(bytes.size()));
+  }
+  // Appends a request to `pending_` (sent by flush(), so several go in one write).
+  void search(std::int32_t id, std::string_view base) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kSearchRequest);
+    message.search_request.base_object = base;
+    message.search_request.filter = *schema::Filter::parse("(objectClass=*)");
+    wire::encode_message(message, writer_);
+  }
+  void bind(std::int32_t id) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kBindRequest);
+    wire::encode_message(message, writer_);
+  }
+  void del(std::int32_t id, std::string_view dn) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kDelRequest);
+    message.dn = dn;
+    wire::encode_message(message, writer_);
+  }
+  // Makes a receive() that waits longer than `seconds` fail instead of hanging the test.
+  void set_receive_timeout(int seconds) {
+    const timeval timeout{seconds, 0};
+    REQUIRE(setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) == 0);
+  }
+  void abandon(std::int32_t id, std::int32_t target) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kAbandonRequest);
+    message.abandon_id = target;
+    wire::encode_message(message, writer_);
+  }
+  void unbind(std::int32_t id) {
+    LdapMessage message;
+    message.reset(id, ProtocolOp::kUnbindRequest);
+    wire::encode_message(message, writer_);
+  }
+  void flush() {
+    send_raw(writer_.view());
+    writer_.clear();
+  }
+
+  // Returns: the next response, or false at EOF.
+  bool receive(LdapMessage& message) {
+    for (;;) {
+      const wire::Frame frame = wire::frame_pdu(buffer_);
+      if (frame.state == wire::FrameState::kComplete) {
+        pdu_ = buffer_.substr(0, frame.pdu_bytes);
+        buffer_.erase(0, frame.pdu_bytes);
+        REQUIRE(wire::decode_message(pdu_, message).ok());
+        return true;
+      }
+      REQUIRE(frame.state == wire::FrameState::kNeedMore);
+      char chunk[4096];
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) {
+        return false;
+      }
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  // Receives an entry and a done for `id`, checking the entry's name.
+  void expect_search(std::int32_t id, std::string_view base) {
+    LdapMessage message;
+    REQUIRE(receive(message));
+    CHECK(message.message_id == id);
+    REQUIRE(message.op == ProtocolOp::kSearchResultEntry);
+    CHECK(message.search_entry.object_name == base);
+    REQUIRE(receive(message));
+    CHECK(message.message_id == id);
+    CHECK(message.op == ProtocolOp::kSearchResultDone);
+  }
+
+ private:
+  int fd_ = -1;
+  wire::BerWriter writer_;
+  std::string buffer_;
+  std::string pdu_;
+};
+
+struct Server {
+  explicit Server(FrontendOptions options = {}) {
+    if (options.urls.empty()) {
+      options.urls.push_back(ListenUrl{"ldap", "127.0.0.1", 0});
+    }
+    auto started = Frontend::start(options, handler);
+    REQUIRE_MESSAGE(started.ok(), started.status().to_string());
+    frontend = std::move(*started);
+    port = frontend->bound_urls()[0].port;
+  }
+  FakeHandler handler;
+  std::unique_ptr<Frontend> frontend;
+  std::uint16_t port = 0;
+};
+
+// Waits (bounded) until `done` holds; returns whether it did.
+inline bool eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace numadir::listener::testing
