@@ -243,6 +243,10 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
     options.dispatcher = Dispatcher::kPerCpu;
     options.listeners_help = true;  // A listener also runs other listeners' requests.
   }
+  SUBCASE("percpu dispatcher with a queue of two") {
+    options.dispatcher = Dispatcher::kPerCpu;
+    options.queue_capacity = 2;  // Refusals: listeners wait for the pool's room signal.
+  }
   SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
   Server server(options);
   constexpr int kClients = 6;
@@ -356,6 +360,40 @@ TEST_CASE("Frontend: the single dispatcher's listener never runs a request") {
   CHECK(snapshot.listeners[0].helped == 0);
   for (int i = 1; i <= 20; ++i) {
     CHECK(server.handler.ran_on(i) != snapshot.listeners[0].tid);
+  }
+}
+
+TEST_CASE("Frontend: requests a full pool refused start once it has room") {
+  FrontendOptions options;
+  options.workers = 1;
+  options.queue_capacity = 1;
+  SUBCASE("percpu dispatcher") { options.dispatcher = Dispatcher::kPerCpu; }
+  SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
+  Server server(options);
+  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
+    FakeHandler& handler;
+    ~GateOpener() { handler.open_gate(); }
+  } opener{server.handler};
+  Client client(server.port);
+  // The listener sleeps without a timeout: only the pool's room signal gets the refused
+  // requests going. Without it this fails instead of hanging.
+  client.set_receive_timeout(20);
+  client.del(1, "gate");
+  client.flush();
+  server.handler.wait_at_gate(1);  // The only worker is held; search 2 fills the queue.
+  for (int i = 2; i <= 6; ++i) {
+    client.search(i, "s" + std::to_string(i));
+  }
+  client.flush();
+  // All read: search 3 was refused and the rest are held behind it.
+  REQUIRE(eventually([&] { return server.frontend->snapshot().listeners[0].requests == 6; }));
+  server.handler.open_gate();
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.message_id == 1);
+  CHECK(message.op == ProtocolOp::kDelResponse);
+  for (int i = 2; i <= 6; ++i) {  // One worker: in order.
+    client.expect_search(i, "s" + std::to_string(i));
   }
 }
 
