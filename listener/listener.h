@@ -130,14 +130,17 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   void wake_if_sleeping();
   void wake();
 
+  // Immutable after construction, read by any thread: name_, pin_, the fds (listen_fds_ are
+  // closed by the listener thread when it drains, by the destructor if it never ran; event_fd_
+  // is written by any thread, wake(), and read by the listener thread), and the shared parts
+  // (ListenerShared is immutable but for its atomics; the pool is thread-safe).
   const std::string name_;
-  // Closed by the listener thread when it drains (by the destructor if it never ran).
   const std::vector<int> listen_fds_;
   ListenerShared& shared_;
   threadpool::TaskPool& pool_;
   const std::optional<unsigned> pin_;
   const int epoll_fd_;
-  const int event_fd_;  // Written by any thread (wake()), read by the listener thread.
+  const int event_fd_;
   int spare_fd_ = -1;   // Owner: listener thread. Closed to accept-and-drop when fds run out.
   std::thread thread_;  // Owner: the controlling thread.
   ListenerCounters counters_;  // Written by the listener thread only, read by any.
@@ -163,7 +166,7 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // True while the thread is (about to be) in epoll_wait: notify() and on_room() then write
   // event_fd_.
   alignas(kCacheLineSize) std::atomic<bool> sleeping_{false};
-  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stop_requested_{false};  // Shared: set by stop(), read by the loop.
 };
 
 }  // namespace numadir::listener
