@@ -172,8 +172,10 @@ class Connection {
   bool bind_running_ = false;                  // Owner: listener.
   bool closing_ = false;                       // Owner: listener.
   bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
-  bool reading_paused_ = false;                // Owner: listener. Backpressure.
-  std::int64_t last_read_ms_ = 0;              // Owner: listener. Steady clock, for idle_timeout.
+  // Owner: listener. Backpressure: requests are held. (The output bound of the next step will
+  // pause reading too: "Output backpressure" in request_handler.h.)
+  bool reading_paused_ = false;
+  std::int64_t last_read_ms_ = 0;  // Owner: listener. Steady clock, for idle_timeout.
   // Owner: listener. Steady clock: the TLS handshake must be done by then (0: none pending).
   std::int64_t handshake_deadline_ms_ = 0;
 
