@@ -1,6 +1,11 @@
 // listener/detached_operation.h: DetachedOperation, the listener's OpenOperation: what
 // Request::detach() hands a handler that keeps its operation open past handle().
 //
+// Today send() queues whatever it is given. The output bound of the next step ("Output
+// backpressure" in request_handler.h) adds writable() and set_on_writable() here: the first
+// compares the connection's queued bytes with the bound, the second is kept in the OpenSlot
+// beside on_end and run by the owner when EPOLLOUT drains the socket, as on_end is.
+//
 // Thread contract: as OpenOperation (listener/request_handler.h): its holder calls it from any
 // thread, one call at a time, and destroys it on any thread. It holds a reference to its
 // Connection from construction to destruction, so the connection outlives it.
