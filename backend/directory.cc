@@ -180,6 +180,7 @@ Directory::~Directory() = default;
 
 const schema::Schema& Directory::schema() const { return impl_->schema; }
 const DirectoryOptions& Directory::options() const { return impl_->options; }
+const SchemaDnNormalizer& Directory::dn_normalizer() const { return impl_->normalizer; }
 
 std::unique_ptr<ReadTxn> Directory::begin_read() const {
   std::unique_ptr<ReadTxn> txn(new ReadTxn());
@@ -194,6 +195,11 @@ Result<schema::Entry> Directory::get(ReadTxn& txn, std::string_view dn) const {
 Status Directory::lookup(ReadTxn& txn, std::string_view dn,
                          const std::function<void(const EntryRef&)>& on_entry) const {
   return detail::run_lookup(*impl_, *txn.state_, dn, on_entry);
+}
+
+Status Directory::lookup_normalized(ReadTxn& txn, std::string_view ndn,
+                                    const std::function<void(const EntryRef&)>& on_entry) const {
+  return detail::run_lookup_normalized(*impl_, *txn.state_, ndn, on_entry);
 }
 
 Status Directory::search(ReadTxn& txn, const SearchSpec& spec,

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/change_feed.h"
+#include "backend/dn_normalizer.h"
 #include "base/status.h"
 #include "schema/entry.h"
 #include "schema/filter.h"
@@ -123,7 +124,8 @@ class EntryRef {
 class Directory;
 class Writer;
 
-// A read transaction owned by one thread, reused across operations.
+// A read transaction owned by one thread (a worker keeps one in its worker state), reused
+// across operations. It also holds the scratch buffers the reads made with it reuse.
 class ReadTxn {
  public:
   ReadTxn(const ReadTxn&) = delete;
@@ -149,6 +151,9 @@ class Directory {
 
   const schema::Schema& schema() const;
   const DirectoryOptions& options() const;
+  // Returns: the normalizer the directory keys DNs with (valid for the directory's life). A DN
+  //   it normalized (schema::Dn::normalized) may be looked up with lookup_normalized.
+  const SchemaDnNormalizer& dn_normalizer() const;
 
   // Returns: a read transaction for the calling thread (begin once, reuse for every operation:
   // each get/search renews it and resets it after).
@@ -161,6 +166,12 @@ class Directory {
   // Errors: as get().
   Status lookup(ReadTxn& txn, std::string_view dn,
                 const std::function<void(const EntryRef&)>& on_entry) const;
+  // As lookup, for the entry whose normalized DN is `ndn` (a caller that has normalized the DN
+  // already, as a bind has for its identity, saves the second normalization).
+  // Requires: `ndn` is schema::Dn::normalized with dn_normalizer() ("" names the root DN).
+  // Errors: kNoSuchObject (message = the matched DN); kStorage.
+  Status lookup_normalized(ReadTxn& txn, std::string_view ndn,
+                           const std::function<void(const EntryRef&)>& on_entry) const;
   // Streams the entries in scope that match the filter to `on_entry`, which returns false to
   // stop. Errors: kNoSuchObject (message = the matched DN, the longest existing ancestor) when
   //   the base does not exist; kSizeLimitExceeded / kTimeLimitExceeded after streaming what the

@@ -51,7 +51,7 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
 }
 
 Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scratch) {
-  NUMADIR_RETURN_IF_ERROR(dn_key_into(item.entry.dn, core.normalizer, item.key));
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(item.entry.dn, core.normalizer, item.key, scratch.dn));
   if (!key_in_subtree(item.key, core.suffix_key)) {
     return Status(StatusCode::kNoSuchObject, "");
   }
@@ -389,7 +389,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
   }
 
   void worker_main() {
-    PrepareScratch scratch{stamp_};
+    PrepareScratch scratch{stamp_, {}};
     while (true) {
       Batch* batch = nullptr;
       {

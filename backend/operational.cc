@@ -74,7 +74,9 @@ ComputedAttribute OperationalTypes::computed(const AttributeInfo* info) const {
 
 std::string make_uuid_v4() {
   // UUIDs need uniqueness, not secrecy: a per-thread 64-bit generator seeded with 256 kernel
-  // random bits. (OpenSSL's RAND_bytes per entry was 5% of an import.)
+  // random bits. (OpenSSL's RAND_bytes per entry was 5% of an import.) Only writers (adds,
+  // imports) draw from it, never a read; and no result depends on which thread's generator
+  // made a UUID, so it is not worker state.
   thread_local std::mt19937_64 engine = [] {
     std::uint32_t seed[8];
     std::size_t got = 0;

@@ -69,7 +69,8 @@ struct DirectoryCore {
 };
 
 // The state of one ReadTxn: an MDB_NOTLS read transaction renewed per operation, its cursors,
-// and scratch space reused across searches.
+// and scratch space reused across operations (a worker's ReadTxn is its backend scratch: no
+// read path keeps anything in a thread_local).
 struct ReadState {
   ReadState() = default;
   ReadState(const ReadState&) = delete;
@@ -83,6 +84,9 @@ struct ReadState {
 
   MDB_txn* txn = nullptr;  // Reset between operations.
   CursorCache cursors;
+  // Scratch of the lookups by name: the dn key and what keying a DN goes through.
+  std::string key;
+  DnKeyScratch dn_scratch;
   CompiledFilter filter;
   FilterEvaluator evaluator;
   IdList candidates;
@@ -149,6 +153,8 @@ Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec&
 Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::string_view dn);
 Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
                   const std::function<void(const EntryRef&)>& on_entry);
+Status run_lookup_normalized(const DirectoryCore& core, ReadState& state, std::string_view ndn,
+                             const std::function<void(const EntryRef&)>& on_entry);
 
 // Passes entry `id`, read as `view` in the transaction `cursors` is bound to, to `on_entry` as
 // an EntryRef (search results' kind: values() in place, materialize() in full).

@@ -122,8 +122,9 @@ void OperationHandler::bind(const LdapMessage& request, ServerSession& session,
     }
     matched = any_value_matches(bind.simple_password, entry.values("userPassword"), verify_policy_);
   };
-  // std::ref: the std::function holds a pointer to the lambda instead of a heap copy of it.
-  const Status status = directory_.lookup(read_txn(), bind.name, std::ref(on_entry));
+  // By the normalized name: the directory keys it without normalizing it again. std::ref: the
+  // std::function holds a pointer to the lambda instead of a heap copy of it.
+  const Status status = directory_.lookup_normalized(read_txn(), ndn, std::ref(on_entry));
   if (!status.ok() && status.code() != StatusCode::kNoSuchObject &&
       status.code() != StatusCode::kInvalidDnSyntax) {
     send_status(request, status, sink);  // A storage failure is not the client's doing.

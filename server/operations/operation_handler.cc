@@ -349,8 +349,6 @@ Status OperationHandler::normalize_dn_into(std::string_view dn, std::string& out
     parent.normalized.assign(out, parent_start);
     parent.handler_key = txn_key_;
   }
-  // A bind looks the same DN up next: the backend's normalizer finds it in this thread's memo.
-  dn_normalizer_.remember(dn, out);
   return Status();
 }
 
