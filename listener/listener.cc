@@ -151,6 +151,11 @@ void Listener::wake() {
 // round only looks for events, without sleeping).
 void Listener::run() {
   owner_thread_.claim();
+  // What the requests this thread runs for its pool get (made by the pool's own factory, as its
+  // workers' are, on this thread); none when it never helps.
+  if (shared_.help_pool) {
+    help_state_ = threadpool::make_worker_state(pool_.options());
+  }
   epoll_event events[kMaxEvents];
   bool helped = false;
   while (!stopped()) {
@@ -166,6 +171,7 @@ void Listener::run() {
     helped = help_pool();
   }
   pool_.cancel_room_wait(*this);
+  help_state_.reset();  // On this thread, as it was made.
 }
 
 bool Listener::stopped() {
@@ -284,7 +290,7 @@ void Listener::run_timers() {
 bool Listener::help_pool() {
   // Everything readable so far is read: rather than sleep while a request waits in the queue,
   // run one.
-  if (!shared_.help_pool || draining_ || !pool_.try_help()) {
+  if (help_state_ == nullptr || draining_ || !pool_.try_help(*help_state_)) {
     return false;
   }
   threadpool::owner_add(counters_.helped);

@@ -16,11 +16,11 @@ Request::~Request() {
   }
 }
 
-void Request::run() {
+void Request::run(threadpool::WorkerState& state) {
   // The listener registered the operation (begin_operation) before handing it over, so an
   // Abandon read meanwhile finds it. One abandoned before it starts never runs.
   if (!connection_.is_abandoned(message_.message_id)) {
-    handler_.handle(message_, *connection_.session_, *this);
+    handler_.handle(message_, *connection_.session_, *this, state);
   }
   // Detached, the request still ends here (its handle() is over) and the open operation it left
   // counts on until it ends; out_ went to the socket when it detached.

@@ -48,8 +48,9 @@ class Request final : public threadpool::Task, private ResponseSink {
   }
   const wire::LdapMessage& message() const { return message_; }
 
-  // Worker (or helping listener): runs the handler and writes its responses.
-  void run() override;
+  // Worker (or helping listener): runs the handler with the thread's `state` and writes its
+  // responses.
+  void run(threadpool::WorkerState& state) override;
   // Searches, compares and binds: reads that never wait for the writer or the disk.
   bool may_run_inline() const override;
 

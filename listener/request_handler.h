@@ -15,6 +15,10 @@
 // Most operations end when handle() returns. One that must stay open (a persistent search fed as
 // changes come, an update the single writer completes later) calls ResponseSink::detach() during
 // handle() and keeps the OpenOperation it returns: see OpenOperation.
+//
+// make_worker_state() runs on each thread that will call handle() (every pool worker, and each
+// listener that helps its pool) as that thread starts; the thread then passes its state to every
+// handle() it runs, and destroys it when it ends, before the Frontend's stop() returns.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@
 
 #include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
+#include "threadpool/task.h"
 
 namespace numadir::listener {
 
@@ -124,11 +129,18 @@ class RequestHandler {
   virtual ~RequestHandler() = default;
   // Returns: the state for a new connection. Called on the accepting listener thread.
   virtual std::unique_ptr<Session> open_session(const ConnectionInfo& info) = 0;
+  // Returns: the per-worker state handle() gets on the calling thread (never nullptr). Called
+  //   concurrently by threads starting. The default holds nothing.
+  virtual std::unique_ptr<threadpool::WorkerState> make_worker_state() {
+    return std::make_unique<threadpool::WorkerState>();
+  }
   // Runs one request on a worker thread and sends its response(s) (none for operations that
   // have none). `request` is any operation but UnbindRequest and AbandonRequest, which the
-  // listener carries out itself; its views stay valid during the call. Never throws, never
-  // blocks on the network: a failure becomes an LDAP result code in a response.
-  virtual void handle(const wire::LdapMessage& request, Session& session, ResponseSink& sink) = 0;
+  // listener carries out itself; its views stay valid during the call. `state` is the calling
+  // thread's, made by this handler's make_worker_state(). Never throws, never blocks on the
+  // network: a failure becomes an LDAP result code in a response.
+  virtual void handle(const wire::LdapMessage& request, Session& session, ResponseSink& sink,
+                      threadpool::WorkerState& state) = 0;
   // Called on the listener thread with each UnbindRequest and AbandonRequest, which have no
   // response and which the listener carries out itself, just before it does (for the access
   // log). Must not block. The default does nothing.

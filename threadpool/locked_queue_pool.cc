@@ -55,6 +55,7 @@ std::size_t LockedQueuePool::queue_high_water() const {
 
 void LockedQueuePool::run_worker(std::size_t index) {
   pin_worker(options_, index);
+  const std::unique_ptr<WorkerState> state = make_worker_state(options_);
   WorkerCounters& counters = counters_[index];
   counters.on_start();
   for (;;) {
@@ -76,7 +77,7 @@ void LockedQueuePool::run_worker(std::size_t index) {
       left = stopping_ ? room_mark() + 1 : queue_.size();
     }
     took_task(left);
-    task->run();
+    task->run(*state);
     task.reset();
     owner_add(counters.tasks);
   }

@@ -27,7 +27,7 @@ class LockedQueuePool final : public TaskPool {
   void stop() override;
   [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task) override;
   // The classic design runs every task on its workers. Returns: false.
-  [[nodiscard]] bool try_help() override { return false; }
+  [[nodiscard]] bool try_help(WorkerState& /*state*/) override { return false; }
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;
 

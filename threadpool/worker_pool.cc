@@ -154,13 +154,13 @@ void WorkerPool::signal(std::size_t index) {
   }
 }
 
-bool WorkerPool::try_help() {
+bool WorkerPool::try_help(WorkerState& state) {
   std::unique_ptr<Task> task = low_priority_.try_pop();
   if (task == nullptr) {
     return false;
   }
   count_taken();
-  task->run();
+  task->run(state);
   return true;
 }
 
@@ -178,6 +178,13 @@ std::size_t WorkerPool::queue_high_water() const {
   return static_cast<std::size_t>(high_water_.load(std::memory_order_relaxed));
 }
 
+std::unique_ptr<WorkerState> make_worker_state(const WorkerPoolOptions& options) {
+  std::unique_ptr<WorkerState> state =
+      options.make_worker_state ? options.make_worker_state() : std::make_unique<WorkerState>();
+  NUMADIR_CHECK(state != nullptr, "the worker state factory made no state");
+  return state;
+}
+
 void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
   if (index < options.pins.size() && options.pins[index].has_value()) {
     if (const Status pinned = pin_current_thread(*options.pins[index]); !pinned.ok()) {
@@ -189,6 +196,8 @@ void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
 
 void WorkerPool::run_worker(std::size_t index) {
   pin_worker(options_, index);
+  // Made after pinning: its memory comes from the worker's node.
+  const std::unique_ptr<WorkerState> state = make_worker_state(options_);
   WorkerCounters& counters = counters_[index];
   counters.on_start();
   std::uint32_t idle_rounds = 0;
@@ -201,7 +210,7 @@ void WorkerPool::run_worker(std::size_t index) {
     if (task != nullptr) {
       count_taken();
       idle_rounds = 0;
-      task->run();
+      task->run(*state);
       owner_add(counters.tasks);
       continue;
     }

@@ -7,7 +7,9 @@
 // Thread contract: create/start/stop/destroy on one controlling thread. try_submit, try_help,
 // notify_when_room and cancel_room_wait may be called from any thread, concurrently. Tasks run
 // on the pool's threads, or inline on a thread that helps (try_help); a task's run() must not
-// block for long (it holds a worker).
+// block for long (it holds a worker). Each worker thread makes its WorkerState
+// (threadpool/task.h) with options.make_worker_state when it starts and destroys it when it
+// exits (stop() or the destructor); a thread that helps lends its own.
 #pragma once
 
 #include <atomic>
@@ -22,21 +24,10 @@
 #include "base/cache_line.h"
 #include "base/thread_annotations.h"
 #include "threadpool/bounded_queue.h"
+#include "threadpool/task.h"
 #include "threadpool/thread_counters.h"
 
 namespace numadir::threadpool {
-
-// A unit of work. The pool owns a task from a successful try_submit until run() returns, then
-// destroys it.
-class Task {
- public:
-  virtual ~Task() = default;
-  virtual void run() = 0;
-  // Returns: whether a thread helping the pool (TaskPool::try_help) may run this task inline,
-  //   on its own stack: only tasks that are short and never wait for a lock held across I/O or
-  //   for the disk.
-  virtual bool may_run_inline() const { return false; }
-};
 
 struct WorkerPoolOptions {
   std::string name = "worker";  // Thread names: "<name>-<i>".
@@ -53,6 +44,10 @@ struct WorkerPoolOptions {
   // pins[i]: the PU (OS index) worker i pins itself to when it starts; absent or nullopt: it
   // floats. A pin the kernel refuses is reported once on standard error and the worker floats.
   std::vector<std::optional<unsigned>> pins;
+  // Makes each worker's WorkerState, on the worker's thread as it starts (concurrently for
+  // several workers); a listener that helps the pool makes its own with it too. The default
+  // makes empty ones.
+  WorkerStateFactory make_worker_state = empty_worker_state();
 };
 
 // Told when a pool that refused a task has room again (TaskPool::notify_when_room).
@@ -87,10 +82,11 @@ class TaskPool {
   // left empty.
   [[nodiscard]] virtual bool try_submit(std::unique_ptr<Task>& task) = 0;
   // A thread with nothing else to do helps the pool: takes the oldest queued task for which
-  // may_run_inline() holds and runs it on the calling thread; the others are left to the
-  // workers. Any thread; never blocks except inside the task it runs.
+  // may_run_inline() holds and runs it on the calling thread with `state`, the caller's own
+  // (made by options().make_worker_state); the others are left to the workers. Any thread;
+  // never blocks except inside the task it runs.
   // Returns: true if a task ran on the calling thread.
-  [[nodiscard]] virtual bool try_help() = 0;
+  [[nodiscard]] virtual bool try_help(WorkerState& state) = 0;
   // Returns: tasks queued and not yet taken (approximate while threads run).
   virtual std::size_t queue_depth() const = 0;
   // Returns: the most tasks ever queued at once (approximate).
@@ -151,6 +147,9 @@ class TaskPool {
 
 // Pins the calling worker thread as options.pins[index] says (used by both pools).
 void pin_worker(const WorkerPoolOptions& options, std::size_t index);
+// Returns: a new state from options.make_worker_state (an empty one when it is not set). Aborts
+//   if the factory returns nullptr (a bug of the caller's factory). Used by both pools' workers.
+std::unique_ptr<WorkerState> make_worker_state(const WorkerPoolOptions& options);
 
 // Tasks come in two priority classes. High: the tasks that must not run inline (they may wait
 // for a lock held across I/O or for the disk); workers take them first, so a flood of the
@@ -165,7 +164,7 @@ class WorkerPool final : public TaskPool {
 
   void stop() override;
   [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task) override;
-  [[nodiscard]] bool try_help() override;
+  [[nodiscard]] bool try_help(WorkerState& state) override;
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;
 

@@ -213,7 +213,7 @@ std::unique_ptr<listener::Session> OperationHandler::open_session(
 }
 
 void OperationHandler::handle(const LdapMessage& request, listener::Session& session,
-                              listener::ResponseSink& sink) {
+                              listener::ResponseSink& sink, threadpool::WorkerState& /*state*/) {
   if (!response_op(request.op).has_value()) {
     return;  // Not a request we answer (the listener handles unbind and abandon).
   }

@@ -96,7 +96,7 @@ class OperationHandler final : public listener::RequestHandler {
   // is an LDAP result. Requests that have no response (responses sent by a confused client)
   // are dropped.
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
-              listener::ResponseSink& sink) override;
+              listener::ResponseSink& sink, threadpool::WorkerState& state) override;
   // Records the connection's TLS (and client certificate) in its ServerSession.
   void tls_established(listener::Session& session, const listener::TlsPeer& peer) override;
   // Returns: the operations handle() ran so far, by kind, and the successful binds.

@@ -336,6 +336,39 @@ TEST_CASE("Frontend: a listener with nothing to read runs queued reads itself an
   CHECK(server.handler.ran_on(2) != snapshot.listeners[0].tid);
 }
 
+TEST_CASE("Frontend: a helping listener runs a request with its own worker state") {
+  FrontendOptions options;
+  options.listeners = 1;
+  options.workers = 1;
+  options.listeners_help = true;
+  Server server(options);
+  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
+    FakeHandler& handler;
+    ~GateOpener() { handler.open_gate(); }
+  } opener{server.handler};
+  Client client(server.port);
+  client.set_receive_timeout(20);  // Unhelped, search 2 would wait for the gate: fail, not hang.
+  client.del(1, "gate");           // An update: only the worker takes it.
+  client.flush();
+  server.handler.wait_at_gate(1);  // The only worker is held at the gate.
+  client.search(2, "quick");
+  client.flush();
+  client.expect_search(2, "quick");
+  const FrontendSnapshot snapshot = server.frontend->snapshot();
+  REQUIRE(snapshot.listeners.size() == 1);
+  REQUIRE(snapshot.workers.size() == 1);
+  const std::int32_t listener_tid = snapshot.listeners[0].tid;
+  CHECK(server.handler.ran_on(2) == listener_tid);
+  CHECK(server.handler.state_made_on(2) == listener_tid);  // The listener's, made on it.
+  server.handler.open_gate();
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.op == ProtocolOp::kDelResponse);
+  CHECK(server.handler.ran_on(1) == snapshot.workers[0].tid);
+  CHECK(server.handler.state_made_on(1) == snapshot.workers[0].tid);  // The worker's own.
+  CHECK(server.handler.state_made_on(1) != listener_tid);
+}
+
 TEST_CASE("Frontend: the single dispatcher's listener never runs a request") {
   FrontendOptions options;
   options.dispatcher = Dispatcher::kSingle;

@@ -203,6 +203,12 @@ class Feeder {
   std::size_t end_calls_ = 0;
 };
 
+// The worker state FakeHandler makes: the OS thread that made it.
+class FakeState : public threadpool::WorkerState {
+ public:
+  const std::int32_t made_on = static_cast<std::int32_t>(::syscall(SYS_gettid));
+};
+
 class FakeHandler : public RequestHandler {
  public:
   std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
@@ -210,10 +216,16 @@ class FakeHandler : public RequestHandler {
     return std::make_unique<FakeSession>(sessions_closed);
   }
 
-  void handle(const LdapMessage& request, Session& session, ResponseSink& sink) override {
+  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+    return std::make_unique<FakeState>();
+  }
+
+  void handle(const LdapMessage& request, Session& session, ResponseSink& sink,
+              threadpool::WorkerState& state) override {
     {
       std::lock_guard lock(mu_);
       ran_on_[request.message_id] = static_cast<std::int32_t>(::syscall(SYS_gettid));
+      state_made_on_[request.message_id] = dynamic_cast<FakeState&>(state).made_on;
     }
     auto& fake = static_cast<FakeSession&>(session);
     const int beside = fake.running.fetch_add(1);
@@ -274,6 +286,13 @@ class FakeHandler : public RequestHandler {
     return found != ran_on_.end() ? found->second : 0;
   }
 
+  // Returns: the OS thread id that made the worker state message `id` ran with, 0 if none yet.
+  std::int32_t state_made_on(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    const auto found = state_made_on_.find(id);
+    return found != state_made_on_.end() ? found->second : 0;
+  }
+
   // Blocks until `count` requests wait at the gate.
   void wait_at_gate(int count) {
     std::unique_lock lock(mu_);
@@ -297,7 +316,8 @@ class FakeHandler : public RequestHandler {
   std::condition_variable opened_;
   int gate_waiters_ = 0;
   bool gate_open_ = false;
-  std::map<std::int32_t, std::int32_t> ran_on_;  // Message ID -> OS thread id.
+  std::map<std::int32_t, std::int32_t> ran_on_;         // Message ID -> OS thread id.
+  std::map<std::int32_t, std::int32_t> state_made_on_;  // Message ID -> its state's maker.
 };
 
 // A blocking test client over one socket.

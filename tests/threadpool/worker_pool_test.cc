@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <latch>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 namespace numadir::threadpool {
@@ -20,7 +23,7 @@ namespace {
 class FunctionTask : public Task {
  public:
   explicit FunctionTask(std::function<void()> body) : body_(std::move(body)) {}
-  void run() override { body_(); }
+  void run(WorkerState&) override { body_(); }
 
  private:
   std::function<void()> body_;
@@ -49,15 +52,24 @@ class HeldWorker {
   std::latch started_{1};
 };
 
-// A task a helping listener may run (as a search is), recording the thread that ran it.
+// A task a helping listener may run (as a search is), recording the thread that ran it and the
+// state it got.
 class ReadTask : public Task {
  public:
-  explicit ReadTask(std::atomic<std::thread::id>& ran_on) : ran_on_(ran_on) {}
-  void run() override { ran_on_.store(std::this_thread::get_id()); }
+  explicit ReadTask(std::atomic<std::thread::id>& ran_on,
+                    std::atomic<WorkerState*>* state_seen = nullptr)
+      : ran_on_(ran_on), state_seen_(state_seen) {}
+  void run(WorkerState& state) override {
+    if (state_seen_ != nullptr) {
+      state_seen_->store(&state);
+    }
+    ran_on_.store(std::this_thread::get_id());
+  }
   bool may_run_inline() const override { return true; }
 
  private:
   std::atomic<std::thread::id>& ran_on_;
+  std::atomic<WorkerState*>* state_seen_;
 };
 
 // Counts the pool's calls and records the thread of the last one.
@@ -163,6 +175,103 @@ TEST_CASE("TaskPool: a cancelled waiter is never told") {
   pool->stop();  // Drains the queue past the mark.
   CHECK(runs.load() == 2);
   CHECK(waiter.calls.load() == 0);
+}
+
+// A worker state that knows the thread that made it, and tells `destroyed_on` which thread
+// destroyed it.
+class ThreadState : public WorkerState {
+ public:
+  explicit ThreadState(std::vector<std::thread::id>& destroyed_on, std::mutex& mu)
+      : destroyed_on_(destroyed_on), mu_(mu) {}
+  ~ThreadState() override {
+    std::lock_guard lock(mu_);
+    destroyed_on_.push_back(std::this_thread::get_id());
+  }
+  const std::thread::id made_on = std::this_thread::get_id();
+
+ private:
+  std::vector<std::thread::id>& destroyed_on_;
+  std::mutex& mu_;
+};
+
+// Runs `body` with the state it is given.
+class StateTask : public Task {
+ public:
+  explicit StateTask(std::function<void(WorkerState&)> body) : body_(std::move(body)) {}
+  void run(WorkerState& state) override { body_(state); }
+
+ private:
+  std::function<void(WorkerState&)> body_;
+};
+
+// What one task saw: the thread that ran it, the state it got and the thread that made it.
+struct Seen {
+  std::thread::id thread;
+  const WorkerState* state;
+  std::thread::id state_made_on;
+};
+
+// Checks, for a pool of two workers, that each worker makes its own state on its own thread,
+// runs every task with it, and destroys it on that thread when the pool stops.
+template <typename Pool>
+void check_worker_states() {
+  std::mutex mu;
+  std::vector<std::thread::id> destroyed_on;
+  std::atomic<int> made{0};
+  WorkerPoolOptions options;
+  options.threads = 2;
+  options.queue_capacity = 256;
+  options.make_worker_state = [&] {
+    made.fetch_add(1);
+    return std::make_unique<ThreadState>(destroyed_on, mu);
+  };
+  std::vector<Seen> seen;
+  const auto record = [&](WorkerState& state) {
+    std::lock_guard lock(mu);
+    seen.push_back(
+        Seen{std::this_thread::get_id(), &state, dynamic_cast<ThreadState&>(state).made_on});
+  };
+  {
+    Pool pool(options);
+    pool.start();
+    // Two tasks that each wait for the other: they run at once, so on both workers.
+    std::latch both(2);
+    for (int i = 0; i < 2; ++i) {
+      std::unique_ptr<Task> t = std::make_unique<StateTask>([&](WorkerState& state) {
+        record(state);
+        both.arrive_and_wait();
+      });
+      REQUIRE(pool.try_submit(t));
+    }
+    constexpr int kMore = 200;
+    std::latch done(kMore);
+    for (int i = 0; i < kMore; ++i) {
+      std::unique_ptr<Task> t = std::make_unique<StateTask>([&](WorkerState& state) {
+        record(state);
+        done.count_down();
+      });
+      REQUIRE(pool.try_submit(t));
+    }
+    done.wait();
+    pool.stop();
+  }
+  CHECK(made.load() == 2);
+  REQUIRE(seen.size() == 202);
+  CHECK(seen[0].thread != seen[1].thread);
+  CHECK(seen[0].state != seen[1].state);
+  std::set<std::thread::id> threads;
+  std::map<std::thread::id, const WorkerState*> state_of;
+  for (const Seen& one : seen) {
+    CHECK(one.state_made_on == one.thread);  // Each task got its own worker's state...
+    const auto [at, first] = state_of.emplace(one.thread, one.state);
+    CHECK(at->second == one.state);  // ... the same one every time.
+    threads.insert(one.thread);
+  }
+  CHECK(threads.size() == 2);
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+  std::lock_guard lock(mu);
+  CHECK(std::set<std::thread::id>(destroyed_on.begin(), destroyed_on.end()) == threads);
+  CHECK(destroyed_on.size() == 2);
 }
 
 TEST_CASE("WorkerPool: tasks run on the pool's threads and each exactly once") {
@@ -351,25 +460,48 @@ TEST_CASE("WorkerPool: stop refuses new tasks") {
   CHECK(t != nullptr);
 }
 
+TEST_CASE("WorkerPool: each worker runs every task with its own state made on its thread") {
+  check_worker_states<WorkerPool>();
+}
+
+TEST_CASE("LockedQueuePool: each worker runs every task with its own state made on its thread") {
+  check_worker_states<LockedQueuePool>();
+}
+
+TEST_CASE("WorkerPool: the default factory makes an empty state per worker") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  WorkerPool pool(options);
+  pool.start();
+  std::promise<bool> empty;
+  std::unique_ptr<Task> t = std::make_unique<StateTask>(
+      [&](WorkerState& state) { empty.set_value(typeid(state) == typeid(WorkerState)); });
+  REQUIRE(pool.try_submit(t));
+  CHECK(empty.get_future().get());
+}
+
 TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the rest to workers") {
   WorkerPoolOptions options;
   options.threads = 1;
   options.queue_capacity = 8;
   WorkerPool pool(options);
   pool.start();
-  CHECK_FALSE(pool.try_help());  // Nothing queued.
-  HeldWorker held(pool);         // What follows stays queued until helped.
+  WorkerState mine;                  // The helping thread's own, as a listener keeps one.
+  CHECK_FALSE(pool.try_help(mine));  // Nothing queued.
+  HeldWorker held(pool);             // What follows stays queued until helped.
   std::atomic<std::thread::id> write_ran_on{};
   std::atomic<std::thread::id> read_ran_on{};
+  std::atomic<WorkerState*> read_state{nullptr};
   auto write = task([&] { write_ran_on.store(std::this_thread::get_id()); });
-  std::unique_ptr<Task> read = std::make_unique<ReadTask>(read_ran_on);
+  std::unique_ptr<Task> read = std::make_unique<ReadTask>(read_ran_on, &read_state);
   REQUIRE(pool.try_submit(write));
   REQUIRE(pool.try_submit(read));
   CHECK(pool.queue_depth() == 2);
-  CHECK(pool.try_help());  // The read, queued after the write: run on this thread.
+  CHECK(pool.try_help(mine));  // The read, queued after the write: run on this thread.
   CHECK(read_ran_on.load() == std::this_thread::get_id());
+  CHECK(read_state.load() == &mine);  // With the helper's state, not a worker's.
   CHECK(pool.queue_depth() == 1);
-  CHECK_FALSE(pool.try_help());  // The write: it stays for the worker.
+  CHECK_FALSE(pool.try_help(mine));  // The write: it stays for the worker.
   CHECK(pool.queue_depth() == 1);
   CHECK(write_ran_on.load() == std::thread::id{});
   held.release();
@@ -403,7 +535,8 @@ TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full
   CHECK_FALSE(pool.try_submit(b));
   CHECK(b != nullptr);
   CHECK(pool.queue_depth() == 1);
-  CHECK_FALSE(pool.try_help());  // The classic design's listener never runs a task.
+  WorkerState mine;
+  CHECK_FALSE(pool.try_help(mine));  // The classic design's listener never runs a task.
   CHECK(pool.queue_depth() == 1);
   release.set_value();
   pool.stop();

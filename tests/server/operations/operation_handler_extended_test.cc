@@ -275,6 +275,8 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       listener::Session* session = sessions[t].get();
+      // Each thread its own, as each worker has.
+      const std::unique_ptr<threadpool::WorkerState> state = fixture.handler().make_worker_state();
       start.arrive_and_wait();
       for (int round = 0; round < kRounds; ++round) {
         const int user = 1 + (t + round) % 5;
@@ -282,10 +284,10 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
         const std::string filter = "(uid=user" + std::to_string(user) + ")";
         fixture.handler().handle(
             search_request(1, kPeople, SearchScope::kWholeSubtree, filter, {"1.1"}), *session,
-            search_sink);
+            search_sink, *state);
         RecordingSink bind_sink;
         fixture.handler().handle(bind_request(2, user_dn(user), user_password(user)), *session,
-                                 bind_sink);
+                                 bind_sink, *state);
         if (search_sink.responses.size() != 2 || bind_sink.responses.size() != 1 ||
             code_of(*bind_sink.responses[0]) != ResultCode::kSuccess) {
           ++failures[t];

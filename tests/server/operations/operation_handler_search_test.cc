@@ -296,7 +296,7 @@ TEST_CASE("OperationHandler: an abandoned search stops without a done") {
   auto session = fixture.open_session();
   RecordingSink sink;
   sink.abandon_after = 2;
-  fixture.handler().handle(
+  fixture.handle(
       search_request(6, kPeople, SearchScope::kSingleLevel, "(objectClass=*)", {"1.1"}), *session,
       sink);
   REQUIRE(sink.responses.size() == 2);
