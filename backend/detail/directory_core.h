@@ -70,7 +70,7 @@ struct DirectoryCore {
 
 // The state of one ReadTxn: an MDB_NOTLS read transaction renewed per operation, its cursors,
 // and scratch space reused across operations (a worker's ReadTxn is its backend scratch: no
-// read path keeps anything in a thread_local).
+// read path keeps anything in per-thread globals).
 struct ReadState {
   ReadState() = default;
   ReadState(const ReadState&) = delete;
