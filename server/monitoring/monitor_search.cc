@@ -5,9 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/entry_codec.h"
-#include "backend/filter_eval.h"
-#include "backend/operational.h"
+#include "backend/entry_filter.h"
 #include "server/monitoring/monitor.h"
 #include "server/operations/attribute_selection.h"
 #include "server/operations/root_dse.h"
@@ -92,7 +90,7 @@ void append_selected(const schema::Entry& entry, const AttributeSelection& selec
 }  // namespace
 
 bool MonitorSearch::run(const LdapMessage& request, const Identity& who, std::string_view base_ndn,
-                        ServerWorkerState& /*state*/, ResultSender& sender) const {
+                        ServerWorkerState& state, ResultSender& sender) const {
   const Monitor* monitor = context_.options().monitor;
   if (monitor == nullptr || context_.monitor_ndn().empty() || base_ndn.empty() ||
       !ndn_at_or_below(base_ndn, context_.monitor_ndn())) {
@@ -111,11 +109,7 @@ bool MonitorSearch::run(const LdapMessage& request, const Identity& who, std::st
     sender.send_result(missing_base(scoped, base_ndn));
     return true;
   }
-  const backend::OperationalTypes types(context_.catalog());
-  backend::CompiledFilter filter;
-  filter.compile(search.filter, context_.catalog(), types);
-  backend::FilterEvaluator evaluator;
-  std::string encoded;
+  const backend::EntryFilter filter(search.filter, context_.catalog());
   const AttributeSelection selection(search.attributes, context_.catalog());
   const std::uint64_t size_limit = search.size_limit > 0 ? search.size_limit : 0;
   std::uint64_t returned = 0;
@@ -126,14 +120,7 @@ bool MonitorSearch::run(const LdapMessage& request, const Identity& who, std::st
     if (sender.abandoned()) {
       return true;  // RFC 4511 §4.11: no response.
     }
-    if (!in_scope(item, base_ndn, search.scope)) {
-      continue;
-    }
-    backend::encode_entry(backend::EntryHeader{0, item.entry->dn, ""}, item.entry->attributes,
-                          encoded);
-    Result<backend::EntryView> view = backend::EntryView::parse(encoded);
-    Status error;
-    if (!view.ok() || evaluator.evaluate(filter, *view, nullptr, &error) != backend::Tri::kTrue) {
+    if (!in_scope(item, base_ndn, search.scope) || !filter.matches(*item.entry, state.filter)) {
       continue;
     }
     if (size_limit != 0 && returned >= size_limit) {

@@ -1,8 +1,7 @@
 // server/monitoring/monitor_search.h: MonitorSearch, the Search operation below cn=Monitor
 // (server/monitoring/monitor.h). The entries are built from the counters when a search comes,
-// then scoped and filtered here: each one is encoded as the backend stores entries so the
-// backend's filter evaluation (every filter item, ordering and substrings included) applies to
-// it unchanged.
+// then scoped here and filtered by the backend's evaluator for decoded entries
+// (backend/entry_filter.h: every filter item, ordering and substrings included).
 //
 // Access: the subtree exists for the rootdn only. Anyone else gets noSuchObject, exactly as for
 // a name nothing holds, so the monitor does not even disclose that it exists.

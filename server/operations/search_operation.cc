@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "backend/entry_filter.h"
 #include "server/operations/attribute_selection.h"
-#include "server/operations/entry_match.h"
 #include "server/operations/search_entries.h"
 
 namespace numadir::server {
@@ -115,7 +115,7 @@ SearchOperation::Limits SearchOperation::limits_for(const Identity& who,
 }
 
 bool SearchOperation::search_special(const LdapMessage& request, const OperationAccess& access,
-                                     std::string_view base_ndn, ServerWorkerState& /*state*/,
+                                     std::string_view base_ndn, ServerWorkerState& state,
                                      ResultSender& sender) const {
   const SearchRequest& search = request.search_request;
   const schema::Entry* entry = nullptr;
@@ -135,7 +135,8 @@ bool SearchOperation::search_special(const LdapMessage& request, const Operation
   } else {
     return false;
   }
-  if (entry_matches(search.filter, *entry, context_.catalog())) {
+  if (!search.filter.empty() &&
+      backend::EntryFilter(search.filter, context_.catalog()).matches(*entry, state.filter)) {
     const AttributeSelection selection(search.attributes, context_.catalog());
     LdapMessage response;
     response.op = ProtocolOp::kSearchResultEntry;

@@ -1,7 +1,9 @@
 // server/operations/search_operation.h: the Search operation (RFC 4511 §4.5): cn=Monitor (its own
 // unit, server/monitoring/monitor_search.h), the root DSE and cn=Subschema, then the directory,
 // streaming each entry as it is found; size and time limits per identity class; the Paged
-// Results control (RFC 2696, server/operations/search_paging.h).
+// Results control (RFC 2696, server/operations/search_paging.h). Filters on the root DSE and
+// cn=Subschema are evaluated by the backend's evaluator (backend/entry_filter.h), as on stored
+// entries.
 //
 // Thread contract: immutable; run() may be called by any number of workers at once, each with
 // its own worker state.
