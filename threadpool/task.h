@@ -2,8 +2,8 @@
 // (WorkerState). Every thread that runs tasks, each pool worker and each thread that helps a pool,
 // owns one WorkerState, made by the pool's factory (WorkerPoolOptions::make_worker_state),
 // and hands it to every task it runs: state a task keeps between tasks (a read transaction,
-// scratch buffers, memos) lives there instead of in thread_locals, so what a task may touch is
-// in its signature.
+// scratch buffers, memos) lives there instead of in thread-local variables, so what a task may
+// touch is in its signature.
 //
 // Thread contract: a WorkerState belongs to the one thread that runs tasks with it: it is made
 // on that thread when the thread starts and destroyed there when it ends; no other thread

@@ -154,7 +154,7 @@ NUMADIR_BUG = "NUMADIR BUG"
 ACCEPTED = "ACCEPTED"
 
 BIND_DN = (ACCEPTED,
-           "numadir's deliberate choice (server/operations/bind_operation.cc): a simple bind that fails for "
+           "numadir's deliberate choice (server/operations/bind_operation.h): a simple bind that fails for "
            'any reason tied to the name or the password, a malformed DN included, gets '
            'invalidCredentials (49) with the same empty message, so a client cannot probe names; '
            'RFC 4511 4.2.2 does not require invalidDNSyntax (34) there')

@@ -88,7 +88,8 @@ def check_binds():
     conn.unbind_s()
     check(True, "unbind")
     # A bind DN that does not parse: slapd answers invalidDNSyntax (34); numadir deliberately
-    # answers the same invalidCredentials (49) as for any other bad name (bind_operation.cc).
+    # answers the same invalidCredentials (49) as for any other bad name
+    # (server/operations/bind_operation.h).
     conn = connect()
     try:
         conn.simple_bind_s("not a dn", "x")
