@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {
@@ -78,72 +79,6 @@ Status limit_at(std::size_t offset, std::string_view problem) {
   message += ": ";
   message += problem;
   return limit_exceeded(std::move(message));
-}
-
-// Checks UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF) one byte at a
-// time, because a value's bytes come from raw text and \XX escapes interleaved.
-class Utf8Checker {
- public:
-  // Returns: false if `c` cannot continue a well-formed UTF-8 string.
-  bool feed(unsigned char c) {
-    if (remaining_ == 0) {
-      if (c < 0x80) {
-        return true;
-      }
-      lo_ = 0x80;
-      hi_ = 0xbf;
-      if (c >= 0xc2 && c <= 0xdf) {
-        remaining_ = 1;
-      } else if (c == 0xe0) {
-        remaining_ = 2;
-        lo_ = 0xa0;
-      } else if (c == 0xed) {
-        remaining_ = 2;
-        hi_ = 0x9f;
-      } else if (c >= 0xe1 && c <= 0xef) {
-        remaining_ = 2;
-      } else if (c == 0xf0) {
-        remaining_ = 3;
-        lo_ = 0x90;
-      } else if (c >= 0xf1 && c <= 0xf3) {
-        remaining_ = 3;
-      } else if (c == 0xf4) {
-        remaining_ = 3;
-        hi_ = 0x8f;
-      } else {
-        return false;
-      }
-      return true;
-    }
-    if (c < lo_ || c > hi_) {
-      return false;
-    }
-    --remaining_;
-    lo_ = 0x80;
-    hi_ = 0xbf;
-    return true;
-  }
-
-  bool complete() const { return remaining_ == 0; }
-
- private:
-  int remaining_ = 0;  // Continuation bytes still expected.
-  unsigned char lo_ = 0x80;
-  unsigned char hi_ = 0xbf;
-};
-
-// Returns: the length of the well-formed UTF-8 sequence that starts `s`, or 0 if none does.
-std::size_t utf8_sequence_length(std::string_view s) {
-  Utf8Checker checker;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (!checker.feed(static_cast<unsigned char>(s[i]))) {
-      return 0;
-    }
-    if (checker.complete()) {
-      return i + 1;
-    }
-  }
-  return 0;
 }
 
 // Appends `value` in the RFC 4514 §2.4 string form (see Dn::to_string).

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "schema/utf8.h"
+
 namespace numadir::schema {
 namespace {
 
@@ -54,49 +56,6 @@ bool equals_ignore_case(std::string_view a, std::string_view b) {
   return true;
 }
 
-// Returns: the length (2 to 4) of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
-// no surrogates, nothing above U+10FFFF) that starts at s[i], or 0 if there is none.
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  std::size_t length = 0;
-  unsigned char second_min = 0x80;
-  unsigned char second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead == 0xE0) {
-    length = 3;
-    second_min = 0xA0;
-  } else if ((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF) {
-    length = 3;
-  } else if (lead == 0xED) {
-    length = 3;
-    second_max = 0x9F;
-  } else if (lead == 0xF0) {
-    length = 4;
-    second_min = 0x90;
-  } else if (lead >= 0xF1 && lead <= 0xF3) {
-    length = 4;
-  } else if (lead == 0xF4) {
-    length = 4;
-    second_max = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s.size() - i < length) {
-    return 0;
-  }
-  const auto second = static_cast<unsigned char>(s[i + 1]);
-  if (second < second_min || second > second_max) {
-    return 0;
-  }
-  for (std::size_t k = 2; k < length; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
-      return 0;
-    }
-  }
-  return length;
-}
-
 // Appends `value` in RFC 4515 valueencoding: printable ASCII other than the specials and
 // well-formed UTF-8 stay as they are; every other byte becomes \XX (lower-case hex).
 void append_escaped(std::string& out, std::string_view value) {
@@ -104,7 +63,7 @@ void append_escaped(std::string& out, std::string_view value) {
   while (i < value.size()) {
     const auto c = static_cast<unsigned char>(value[i]);
     if (c >= 0x80) {
-      const std::size_t length = utf8_sequence_length(value, i);
+      const std::size_t length = utf8_sequence_length(value.substr(i));
       if (length != 0) {
         out.append(value.substr(i, length));
         i += length;

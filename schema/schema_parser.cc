@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "schema/detail/description_parser.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {
@@ -57,49 +58,6 @@ bool is_xstring(std::string_view text) {
   }
   return std::all_of(text.begin() + 2, text.end(),
                      [](char c) { return is_alpha(c) || c == '-' || c == '_'; });
-}
-
-// Returns: true if `text` is well-formed UTF-8 (no overlongs, surrogates or values past
-// U+10FFFF).
-bool valid_utf8(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t extra = 0;
-    std::uint32_t code = 0;
-    if (c >= 0xc2 && c <= 0xdf) {
-      extra = 1;
-      code = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      extra = 2;
-      code = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      extra = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) {
-      return false;
-    }
-    for (std::size_t k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xc0) != 0x80) {
-        return false;
-      }
-      code = (code << 6) | (cc & 0x3f);
-    }
-    if ((extra == 2 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-        (extra == 3 && (code < 0x10000 || code > 0x10ffff))) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
 }
 
 // Returns: "'x'" for printable ASCII, a readable name otherwise, for error messages.
@@ -532,7 +490,7 @@ class DescriptionParser {
       out += static_cast<char>(c);
       ++pos_;
     }
-    if (!valid_utf8(out)) {
+    if (!is_valid_utf8(out)) {
       return fail(start, "invalid UTF-8 in a string");
     }
     return true;

@@ -17,7 +17,7 @@
 
 #include "schema/dn.h"
 #include "schema/matching_rule.h"
-#include "schema/string_prep.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {

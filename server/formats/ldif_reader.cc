@@ -13,6 +13,8 @@
 #include <system_error>
 #include <utility>
 
+#include "schema/utf8.h"
+
 namespace numadir::server {
 
 namespace detail {
@@ -285,7 +287,7 @@ std::string check_plain_value(std::string_view value) {
     ascii = ascii && c < 0x80;
   }
   if (!ascii) {
-    const std::size_t bad = find_invalid_utf8(value.substr(start));
+    const std::size_t bad = schema::find_invalid_utf8(value.substr(start));
     if (bad != std::string_view::npos) {
       return "invalid UTF-8 at offset " + std::to_string(start + bad) +
              " of a plain value; write binary values in base64 (attr:: ...)";
@@ -357,44 +359,6 @@ constexpr std::size_t kMinBuffer = 4;
 }  // namespace
 
 // ---- shared text checks ----
-
-std::size_t find_invalid_utf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len;
-    unsigned char lo = 0x80, hi = 0xbf;  // Range of the second byte.
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      if (c == 0xe0) lo = 0xa0;  // No overlong forms.
-      if (c == 0xed) hi = 0x9f;  // No surrogates.
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      if (c == 0xf0) lo = 0x90;  // No overlong forms.
-      if (c == 0xf4) hi = 0x8f;  // Nothing above U+10FFFF.
-    } else {
-      return i;
-    }
-    if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) {
-      return i;
-    }
-    for (std::size_t k = 2; k < len; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) {
-        return i;
-      }
-    }
-    i += len;
-  }
-  return std::string_view::npos;
-}
 
 bool is_valid_attribute_description(std::string_view description) {
   const std::size_t semi = description.find(';');
@@ -843,7 +807,7 @@ Status LdifReader::decode_value(std::string_view spec, std::string_view descript
                      "bad base64 in the value of " + quoted(description) + ": " + reason);
       }
       if (is_dn) {
-        const std::size_t bad = find_invalid_utf8(out);
+        const std::size_t bad = schema::find_invalid_utf8(out);
         if (bad != std::string::npos) {
           return error(StatusCode::kMalformed, line,
                        "the base64 DN is not valid UTF-8 (byte " + std::to_string(bad) + ")");

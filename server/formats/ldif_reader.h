@@ -168,10 +168,6 @@ class LdifReader {
   std::vector<std::size_t> value_counts_;
 };
 
-// Returns: the offset of the first byte of `text` that does not belong to well-formed UTF-8
-// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos if none.
-std::size_t find_invalid_utf8(std::string_view text);
-
 // Returns: whether `description` is an RFC 2849 AttributeDescription: a name (ALPHA then ALPHA,
 // DIGIT or '-') or a numeric OID, then zero or more ";option" (each 1+ ALPHA, DIGIT or '-').
 bool is_valid_attribute_description(std::string_view description);

@@ -3,6 +3,7 @@
 
 #include <string_view>
 
+#include "schema/utf8.h"
 #include "server/formats/ldif_reader.h"
 
 namespace numadir::server {
@@ -64,7 +65,7 @@ bool is_plain_safe(std::string_view value, bool plain_utf8) {
   if (ascii) {
     return true;
   }
-  if (find_invalid_utf8(value) != std::string_view::npos) {
+  if (schema::find_invalid_utf8(value) != std::string_view::npos) {
     return false;
   }
   // U+0080..U+009F (C1 controls) are 0xC2 0x80..0x9F: terminals may act on them.
@@ -161,7 +162,7 @@ void append_line(std::string_view description, std::string_view value, bool forc
 }
 
 Status check_entry(const schema::Entry& entry) {
-  const std::size_t bad = find_invalid_utf8(entry.dn);
+  const std::size_t bad = schema::find_invalid_utf8(entry.dn);
   if (bad != std::string::npos) {
     return invalid_argument("LDIF export: the DN is not valid UTF-8 (byte " + std::to_string(bad) +
                             ")");
