@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "schema/ascii.h"
+
 namespace numadir::backend {
 
 namespace {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "schema/ascii.h"
 #include "schema/utf8.h"
 
 namespace numadir::schema {
@@ -13,23 +14,6 @@ namespace {
 
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 constexpr char kHexLower[] = "0123456789abcdef";
-
-bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-// Returns: the value of hex digit `c`, or -1.
-int hex_value(unsigned char c) {
-  if (is_digit(c)) {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 // RFC 4514 `special`: the characters a '\' may escape directly.
 bool is_special(unsigned char c) {
@@ -48,10 +32,6 @@ bool is_special(unsigned char c) {
     default:
       return false;
   }
-}
-
-unsigned char to_lower_ascii(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c - 'A' + 'a') : c;
 }
 
 // Returns: "'x'" for printable ASCII, "byte 0xNN" otherwise, for error messages.
@@ -126,12 +106,12 @@ void append_ava(std::string& out, const Ava& ava) {
 }
 
 void append_default_type(std::string& out, std::string_view type) {
-  if (!type.empty() && is_digit(static_cast<unsigned char>(type[0]))) {
+  if (!type.empty() && is_ascii_digit(type[0])) {
     out.append(type);  // A numericoid has no case.
     return;
   }
-  for (unsigned char c : type) {
-    out += static_cast<char>(to_lower_ascii(c));
+  for (char c : type) {
+    out += ascii_lower(c);
   }
 }
 
@@ -139,7 +119,7 @@ void append_default_type(std::string& out, std::string_view type) {
 void append_default_value(std::string& out, std::string_view value) {
   const std::size_t start = out.size();
   bool pending_space = false;
-  for (unsigned char c : value) {
+  for (char c : value) {
     if (c == ' ') {
       pending_space = out.size() > start;
       continue;
@@ -148,7 +128,7 @@ void append_default_value(std::string& out, std::string_view value) {
       out += ' ';
       pending_space = false;
     }
-    out += static_cast<char>(to_lower_ascii(c));
+    out += ascii_lower(c);
   }
 }
 
@@ -301,19 +281,19 @@ class DnParser {
   Status parse_type() {
     const std::size_t start = pos_;
     const unsigned char first = peek();
-    if (is_alpha(first)) {
-      while (!at_end() && (is_alpha(peek()) || is_digit(peek()) || peek() == '-')) {
+    if (is_ascii_alpha(first)) {
+      while (!at_end() && (is_ascii_alpha(peek()) || is_ascii_digit(peek()) || peek() == '-')) {
         ++pos_;
       }
-    } else if (is_digit(first)) {
+    } else if (is_ascii_digit(first)) {
       for (;;) {
-        if (at_end() || !is_digit(peek())) {
+        if (at_end() || !is_ascii_digit(peek())) {
           return malformed_at(pos_, "expected a digit after '.' in numeric OID");
         }
-        if (peek() == '0' && pos_ + 1 < text_.size() && is_digit(at(pos_ + 1))) {
+        if (peek() == '0' && pos_ + 1 < text_.size() && is_ascii_digit(at(pos_ + 1))) {
           return malformed_at(pos_, "leading zero in numeric OID arc");
         }
-        while (!at_end() && is_digit(peek())) {
+        while (!at_end() && is_ascii_digit(peek())) {
           ++pos_;
         }
         if (at_end() || peek() != '.') {
@@ -338,7 +318,7 @@ class DnParser {
   Status parse_hex_value() {
     const std::size_t sharp = pos_++;
     const std::size_t digits = pos_;
-    while (!at_end() && hex_value(peek()) >= 0) {
+    while (!at_end() && ascii_hex_value(peek()) >= 0) {
       ++pos_;
     }
     if (!at_end() && peek() != ' ' && peek() != ',' && peek() != '+') {
@@ -352,7 +332,7 @@ class DnParser {
       return malformed_at(sharp, "odd number of hex digits in '#' value");
     }
     for (std::size_t i = digits; i < pos_; i += 2) {
-      dn_.bytes_ += static_cast<char>(hex_value(at(i)) * 16 + hex_value(at(i + 1)));
+      dn_.bytes_ += static_cast<char>(ascii_hex_value(at(i)) * 16 + ascii_hex_value(at(i + 1)));
     }
     return Status();
   }
@@ -393,11 +373,12 @@ class DnParser {
         if (is_special(next)) {
           byte = next;
           pos_ += 2;
-        } else if (hex_value(next) >= 0) {
-          if (pos_ + 2 >= text_.size() || hex_value(at(pos_ + 2)) < 0) {
+        } else if (ascii_hex_value(next) >= 0) {
+          if (pos_ + 2 >= text_.size() || ascii_hex_value(at(pos_ + 2)) < 0) {
             return malformed_at(offset, "invalid escape: '\\' needs two hex digits");
           }
-          byte = static_cast<unsigned char>(hex_value(next) * 16 + hex_value(at(pos_ + 2)));
+          byte = static_cast<unsigned char>(ascii_hex_value(next) * 16 +
+                                            ascii_hex_value(at(pos_ + 2)));
           pos_ += 3;
         } else {
           return malformed_at(offset, "invalid escape: '\\' followed by " + describe_byte(next));
@@ -447,6 +428,13 @@ class DnParser {
 std::string DnValueNormalizer::normalize_type(std::string_view type) const {
   std::string out;
   append_default_type(out, type);
+  return out;
+}
+
+std::string DnValueNormalizer::default_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  append_default_value(out, value);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/ascii.h"
 #include "schema/utf8.h"
 
 namespace numadir::schema {
@@ -23,38 +24,6 @@ constexpr std::size_t kFirstBlockBytes = 256;
 constexpr std::size_t kMaxBlockBytes = 64 * 1024;
 
 constexpr char kHexDigits[] = "0123456789abcdef";
-
-bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-// RFC 4512 keychar: ALPHA / DIGIT / HYPHEN.
-bool is_keychar(unsigned char c) { return is_alpha(c) || is_digit(c) || c == '-'; }
-
-// Returns: the value of hex digit `c`, or -1.
-int hex_value(unsigned char c) {
-  if (is_digit(c)) {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-bool equals_ignore_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](unsigned char c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; };
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Appends `value` in RFC 4515 valueencoding: printable ASCII other than the specials and
 // well-formed UTF-8 stay as they are; every other byte becomes \XX (lower-case hex).
@@ -282,19 +251,19 @@ Status Parser::parse_item(bool bare) {
 // oid = descr / numericoid (RFC 4512); descr = ALPHA *keychar; numericoid = number 1*("." number)
 // with no leading zeros.
 Status Parser::parse_oid(std::string_view what) {
-  if (!at_end() && is_alpha(peek())) {
+  if (!at_end() && is_ascii_alpha(peek())) {
     while (!at_end() && is_keychar(peek())) {
       ++pos_;
     }
     return Status();
   }
-  if (at_end() || !is_digit(peek())) {
+  if (at_end() || !is_ascii_digit(peek())) {
     return error(pos_, "expected " + std::string(what) + ", found " + describe(pos_));
   }
   const std::size_t oid_offset = pos_;
   while (true) {
     const std::size_t number_offset = pos_;
-    while (!at_end() && is_digit(peek())) {
+    while (!at_end() && is_ascii_digit(peek())) {
       ++pos_;
     }
     if (text_[number_offset] == '0' && pos_ - number_offset > 1) {
@@ -307,7 +276,7 @@ Status Parser::parse_oid(std::string_view what) {
       return Status();
     }
     ++pos_;
-    if (at_end() || !is_digit(peek())) {
+    if (at_end() || !is_ascii_digit(peek())) {
       return error(pos_, "expected a digit after '.' in numeric OID, found " + describe(pos_));
     }
   }
@@ -401,13 +370,13 @@ Status Parser::parse_extensible(std::string_view attribute, std::size_t item_off
   bool dn_attributes = false;
   std::string_view rule;
   if (count == 1) {
-    if (equals_ignore_case(components[0], "dn")) {
+    if (ascii_iequals(components[0], "dn")) {
       dn_attributes = true;
     } else {
       rule = components[0];
     }
   } else if (count == 2) {
-    if (!equals_ignore_case(components[0], "dn")) {
+    if (!ascii_iequals(components[0], "dn")) {
       return error(component_offsets[0], "expected ':dn' before the matching rule");
     }
     dn_attributes = true;
@@ -445,8 +414,8 @@ Status Parser::scan_value(bool stars_allowed) {
       case '\0':
         return error(pos_, "NUL byte in value (write \\00)");
       case '\\': {
-        const int high = pos_ + 1 < text_.size() ? hex_value(text_[pos_ + 1]) : -1;
-        const int low = pos_ + 2 < text_.size() ? hex_value(text_[pos_ + 2]) : -1;
+        const int high = pos_ + 1 < text_.size() ? ascii_hex_value(text_[pos_ + 1]) : -1;
+        const int low = pos_ + 2 < text_.size() ? ascii_hex_value(text_[pos_ + 2]) : -1;
         if (high < 0 || low < 0) {
           return error(pos_, "bad escape: '\\' must be followed by two hex digits");
         }

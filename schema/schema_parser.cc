@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "schema/ascii.h"
 #include "schema/detail/description_parser.h"
 #include "schema/utf8.h"
 
@@ -15,40 +16,12 @@ namespace {
 
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 
-bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool is_space(unsigned char c) { return detail::is_schema_space(c); }
-
-char to_lower_ascii(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-char to_upper_ascii(char c) {
-  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), to_lower_ascii);
-  return out;
-}
 
 std::string upper(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), to_upper_ascii);
+  std::transform(out.begin(), out.end(), out.begin(), ascii_upper);
   return out;
-}
-
-int hex_value(unsigned char c) {
-  if (is_digit(c)) {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 // RFC 4512 `xstring`: "X" HYPHEN 1*( ALPHA / HYPHEN / USCORE ); "x-" accepted too.
@@ -57,7 +30,7 @@ bool is_xstring(std::string_view text) {
     return false;
   }
   return std::all_of(text.begin() + 2, text.end(),
-                     [](char c) { return is_alpha(c) || c == '-' || c == '_'; });
+                     [](char c) { return is_ascii_alpha(c) || c == '-' || c == '_'; });
 }
 
 // Returns: "'x'" for printable ASCII, a readable name otherwise, for error messages.
@@ -333,7 +306,7 @@ class DescriptionParser {
   bool read_usage(AttributeUsage& usage) {
     skip_space();
     const std::size_t at = pos_;
-    const std::string value = lower(word());
+    const std::string value = ascii_lowered(word());
     if (value == "userapplications") {
       usage = AttributeUsage::kUserApplications;
     } else if (value == "directoryoperation") {
@@ -411,7 +384,7 @@ class DescriptionParser {
       out = text;
       return true;
     }
-    if (macros_ != nullptr && !text.empty() && is_alpha(text.front())) {
+    if (macros_ != nullptr && !text.empty() && is_ascii_alpha(text.front())) {
       return expand(text, at, out);
     }
     return fail(at, std::string(what) + " needs a numeric OID, found " + in_quotes(text));
@@ -428,7 +401,7 @@ class DescriptionParser {
 
   bool parse_length(std::string_view digits, std::size_t at, std::uint32_t& length) {
     if (digits.empty() ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return is_digit(c); })) {
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return is_ascii_digit(c); })) {
       return fail(at, "bad SYNTAX length " + in_quotes(digits));
     }
     std::uint64_t value = 0;
@@ -478,8 +451,8 @@ class DescriptionParser {
         if (pos_ + 2 >= text_.size()) {
           return fail(pos_, "bad escape at the end of a string");
         }
-        const int high = hex_value(static_cast<unsigned char>(text_[pos_ + 1]));
-        const int low = hex_value(static_cast<unsigned char>(text_[pos_ + 2]));
+        const int high = ascii_hex_value(static_cast<unsigned char>(text_[pos_ + 1]));
+        const int low = ascii_hex_value(static_cast<unsigned char>(text_[pos_ + 2]));
         if (high < 0 || low < 0) {
           return fail(pos_, "bad escape in a string (only \\27 for ' and \\5C for \\)");
         }
@@ -696,7 +669,7 @@ Status OidMacros::define(std::string_view name, std::string_view oid) {
   if (!value.ok()) {
     return value.status();
   }
-  auto [it, inserted] = oids_.emplace(lower(name), *value);
+  auto [it, inserted] = oids_.emplace(ascii_lowered(name), *value);
   if (!inserted && it->second != *value) {
     return Status(StatusCode::kAlreadyExists,
                   "objectidentifier " + in_quotes(name) + " already stands for " + it->second);
@@ -713,7 +686,7 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
   if (!is_descr(name)) {
     return malformed("expected a numeric OID or an OID macro, found " + in_quotes(text));
   }
-  const auto it = oids_.find(lower(name));
+  const auto it = oids_.find(ascii_lowered(name));
   if (it == oids_.end()) {
     return malformed("unknown OID macro " + in_quotes(name));
   }

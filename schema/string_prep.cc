@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "schema/ascii.h"
 #include "schema/utf8.h"
 
 namespace numadir::schema {
@@ -160,14 +161,6 @@ class SpaceWriter {
   std::string& out_;
 };
 
-bool is_ascii(std::string_view in) {
-  unsigned char any = 0;
-  for (unsigned char c : in) {
-    any |= c;
-  }
-  return any < 0x80;
-}
-
 // The whole of RFC 4518 for ASCII input: NFKC and full case folding are the identity on ASCII
 // but for A-Z, and no ASCII character is prohibited.
 void prepare_ascii(std::string_view in, const PrepOptions& options, std::string& out) {
@@ -183,14 +176,11 @@ void prepare_ascii(std::string_view in, const PrepOptions& options, std::string&
       if (c == ' ' || in_range(c, 0x09, 0x0D)) {
         pending = write != begin;
       } else if (c >= 0x20 && c != 0x7F) {
-        if (options.case_fold && c >= 'A' && c <= 'Z') {
-          c = static_cast<unsigned char>(c - 'A' + 'a');
-        }
         if (pending) {
           *write++ = ' ';
           pending = false;
         }
-        *write++ = static_cast<char>(c);
+        *write++ = options.case_fold ? ascii_lower(static_cast<char>(c)) : static_cast<char>(c);
       }
     }
     if (write == begin) {
@@ -209,10 +199,7 @@ void prepare_ascii(std::string_view in, const PrepOptions& options, std::string&
     } else if (c == '-' && options.insignificant == PrepInsignificant::kTelephone) {
       continue;
     } else {
-      if (options.case_fold && c >= 'A' && c <= 'Z') {
-        c = static_cast<unsigned char>(c - 'A' + 'a');
-      }
-      writer.text(static_cast<char>(c));
+      writer.text(options.case_fold ? ascii_lower(static_cast<char>(c)) : static_cast<char>(c));
     }
   }
   writer.finish();

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "schema/ascii.h"
 #include "schema/dn.h"
 #include "schema/matching_rule.h"
 #include "schema/utf8.h"
@@ -22,25 +23,9 @@
 namespace numadir::schema {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (to_lower(a[i]) != to_lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool is_one_of(std::string_view value, std::span<const std::string_view> keywords) {
   for (std::string_view keyword : keywords) {
-    if (iequals(value, keyword)) {
+    if (ascii_iequals(value, keyword)) {
       return true;
     }
   }
@@ -64,7 +49,7 @@ bool is_printable_char(char c) {
     case ' ':
       return true;
     default:
-      return is_alpha(c) || is_digit(c);
+      return is_ascii_alpha(c) || is_ascii_digit(c);
   }
 }
 
@@ -97,7 +82,7 @@ bool is_number(std::string_view value) {
     return false;
   }
   for (char c : value) {
-    if (!is_digit(c)) {
+    if (!is_ascii_digit(c)) {
       return false;
     }
   }
@@ -139,7 +124,7 @@ bool escapes_ok(std::string_view value, std::string_view escaped_hex) {
       continue;
     }
     const std::string_view code = value.substr(i + 1, 2);
-    if (!iequals(code, escaped_hex) && !iequals(code, "5c")) {
+    if (!ascii_iequals(code, escaped_hex) && !ascii_iequals(code, "5c")) {
       return false;
     }
     i += 2;
@@ -206,7 +191,7 @@ class DescriptionParser {
         return false;
       }
       const std::string_view keyword =
-          read_while([](char c) { return is_alpha(c) || c == '-' || c == '_'; });
+          read_while([](char c) { return is_ascii_alpha(c) || c == '-' || c == '_'; });
       if (keyword.size() > 2 && (keyword[0] == 'X' || keyword[0] == 'x') && keyword[1] == '-') {
         if (skip_ws() == 0 || !qdstrings()) {
           return false;
@@ -214,7 +199,8 @@ class DescriptionParser {
         continue;
       }
       std::size_t index = 0;
-      while (index < grammar.clauses.size() && !iequals(grammar.clauses[index].keyword, keyword)) {
+      while (index < grammar.clauses.size() &&
+             !ascii_iequals(grammar.clauses[index].keyword, keyword)) {
         ++index;
       }
       if (index == grammar.clauses.size() || (seen & (1U << index)) != 0) {
@@ -279,12 +265,12 @@ class DescriptionParser {
   }
 
   bool numericoid() {
-    return is_numericoid(read_while([](char c) { return is_digit(c) || c == '.'; }));
+    return is_numericoid(read_while([](char c) { return is_ascii_digit(c) || c == '.'; }));
   }
-  bool number() { return is_number(read_while(is_digit)); }
+  bool number() { return is_number(read_while(is_ascii_digit)); }
   bool oid() {
-    return is_oid(
-        read_while([](char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '.'; }));
+    return is_oid(read_while(
+        [](char c) { return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '.'; }));
   }
 
   // A parenthesized list of `item`s separated by whitespace (or by '$' when `dollar`), or one
@@ -359,7 +345,7 @@ class DescriptionParser {
       case Arg::kUsage: {
         static constexpr std::array<std::string_view, 4> kUsages = {
             "userApplications", "directoryOperation", "distributedOperation", "dSAOperation"};
-        return is_one_of(read_while(is_alpha), kUsages);
+        return is_one_of(read_while(is_ascii_alpha), kUsages);
       }
       case Arg::kRuleids:
         return list([this] { return number(); }, false, false);
@@ -509,14 +495,14 @@ class CriteriaParser {
       return criteria(depth + 1) && eat(')');
     }
     if (eat('?')) {
-      const std::string_view word = read_while(is_alpha);
-      return iequals(word, "true") || iequals(word, "false");
+      const std::string_view word = read_while(is_ascii_alpha);
+      return ascii_iequals(word, "true") || ascii_iequals(word, "false");
     }
-    const std::string_view type =
-        read_while([](char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '.'; });
+    const std::string_view type = read_while(
+        [](char c) { return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '.'; });
     static constexpr std::array<std::string_view, 5> kMatchTypes = {"EQ", "SUBSTR", "GE", "LE",
                                                                     "APPROX"};
-    return is_oid(type) && eat('$') && is_one_of(read_while(is_alpha), kMatchTypes);
+    return is_oid(type) && eat('$') && is_one_of(read_while(is_ascii_alpha), kMatchTypes);
   }
 
   std::string_view s_;
@@ -620,7 +606,7 @@ bool numeric_string(std::string_view v) {
     return false;
   }
   for (char c : v) {
-    if (!is_digit(c) && c != ' ') {
+    if (!is_ascii_digit(c) && c != ' ') {
       return false;
     }
   }
@@ -676,7 +662,7 @@ bool telex_number(std::string_view v) {
 // RFC 4517 §3.3.34: YYMMDDHHMM[SS][Z / (+|-)HHMM].
 bool utc_time(std::string_view v) {
   const auto two = [&](std::size_t at, int low, int high) {
-    if (at + 2 > v.size() || !is_digit(v[at]) || !is_digit(v[at + 1])) {
+    if (at + 2 > v.size() || !is_ascii_digit(v[at]) || !is_ascii_digit(v[at + 1])) {
       return false;
     }
     const int n = (v[at] - '0') * 10 + (v[at + 1] - '0');
@@ -751,10 +737,12 @@ bool boot_parameter(std::string_view v) {
     return true;
   };
   return all(v.substr(0, equals),
-             [](char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '_'; }) &&
+             [](char c) {
+               return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '_';
+             }) &&
          all(v.substr(equals + 1, colon - equals - 1),
              [](char c) {
-               return is_alpha(c) || is_digit(c) || c == '-' || c == '_' || c == '.';
+               return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '_' || c == '.';
              }) &&
          all(v.substr(colon + 1), [](char c) { return c > ' ' && c < 0x7F; });
 }
@@ -837,7 +825,7 @@ bool is_numericoid(std::string_view value) {
   std::size_t i = 0;
   while (true) {
     const std::size_t start = i;
-    while (i < value.size() && is_digit(value[i])) {
+    while (i < value.size() && is_ascii_digit(value[i])) {
       ++i;
     }
     if (i == start || (value[start] == '0' && i - start > 1)) {
@@ -855,11 +843,11 @@ bool is_numericoid(std::string_view value) {
 }
 
 bool is_descr(std::string_view value) {
-  if (value.empty() || !is_alpha(value.front())) {
+  if (value.empty() || !is_ascii_alpha(value.front())) {
     return false;
   }
   for (char c : value) {
-    if (!is_alpha(c) && !is_digit(c) && c != '-') {
+    if (!is_ascii_alpha(c) && !is_ascii_digit(c) && c != '-') {
       return false;
     }
   }

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "schema/ascii.h"
 #include "schema/dn.h"
 #include "schema/filter.h"
 
@@ -18,16 +19,6 @@
 
 namespace numadir::server {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
 
 // Collects the first error, prefixed with the origin and the key.
 class Problems {
@@ -314,7 +305,7 @@ Result<std::uint64_t> parse_size_bytes(std::string_view text) {
   while (!unit.empty() && unit.front() == ' ') {
     unit.remove_prefix(1);
   }
-  const std::string u = lower(unit);
+  const std::string u = schema::ascii_lowered(unit);
   std::uint64_t multiplier = 1;
   if (u.empty() || u == "b") {
     multiplier = 1;
@@ -634,7 +625,7 @@ void parse_access_rules(const toml::node& node, Config& config, Problems& proble
         problems.add(at, "needs exactly one of who, dn or group");
       }
       if (!subject.who.empty() && subject.who != "*") {
-        const std::string who = lower(subject.who);
+        const std::string who = schema::ascii_lowered(subject.who);
         if (who != "anonymous" && who != "users" && who != "self" && who != "rootdn") {
           problems.add(at + ".who", "\"" + subject.who +
                                         "\" is not a subject: use *, anonymous, users, self or "

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "schema/ascii.h"
 #include "schema/utf8.h"
 
 namespace numadir::server {
@@ -134,36 +135,15 @@ class FdSource final : public LdifSource {
 
 // ---- character classes and small helpers ----
 
-constexpr bool is_alpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
-constexpr bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
 constexpr std::array<bool, 256> make_key_char_table() {
   std::array<bool, 256> table{};
   for (int c = 0; c < 256; ++c) {
-    table[c] = is_alpha(static_cast<unsigned char>(c)) || is_digit(static_cast<unsigned char>(c)) ||
-               c == '-';
+    table[c] = schema::is_keychar(static_cast<char>(c));
   }
   return table;
 }
 constexpr std::array<bool, 256> kKeyChar = make_key_char_table();
 bool is_key_char(unsigned char c) { return kKeyChar[c]; }
-
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  if (a == b) {  // The usual case, and a fast one.
-    return true;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Whether any byte of the 8 in `word` is NUL, CR or above 0x7f (SWAR: 8 bytes per step).
 bool word_needs_checking(std::uint64_t word) {
@@ -299,13 +279,15 @@ std::string check_plain_value(std::string_view value) {
 // Reads a local file:// URL into `out`, at most `max_bytes`.
 Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& out) {
   constexpr std::string_view kScheme = "file://";
-  if (url.size() < kScheme.size() || !iequals(url.substr(0, kScheme.size()), kScheme)) {
+  if (url.size() < kScheme.size() ||
+      !schema::ascii_iequals(url.substr(0, kScheme.size()), kScheme)) {
     return unsupported("only file:// URLs are supported, not " + quoted(url));
   }
   std::string_view rest = url.substr(kScheme.size());
   const std::size_t slash = rest.find('/');
   const std::string_view host = rest.substr(0, slash);
-  if (slash == std::string_view::npos || (!host.empty() && !iequals(host, "localhost"))) {
+  if (slash == std::string_view::npos ||
+      (!host.empty() && !schema::ascii_iequals(host, "localhost"))) {
     return unsupported("only local file:// URLs (file:///path) are supported, not " + quoted(url));
   }
   // RFC 1738: the path may carry %XX escapes.
@@ -315,13 +297,8 @@ Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& o
       path += rest[i];
       continue;
     }
-    auto hex = [](char c) -> int {
-      if (is_digit(static_cast<unsigned char>(c))) return c - '0';
-      const char l = ascii_lower(c);
-      return (l >= 'a' && l <= 'f') ? l - 'a' + 10 : -1;
-    };
-    const int hi = i + 2 < rest.size() ? hex(rest[i + 1]) : -1;
-    const int lo = i + 2 < rest.size() ? hex(rest[i + 2]) : -1;
+    const int hi = i + 2 < rest.size() ? schema::ascii_hex_value(rest[i + 1]) : -1;
+    const int lo = i + 2 < rest.size() ? schema::ascii_hex_value(rest[i + 2]) : -1;
     if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
       return malformed("bad %-escape in URL " + quoted(url));
     }
@@ -366,7 +343,7 @@ bool is_valid_attribute_description(std::string_view description) {
   if (type.empty()) {
     return false;
   }
-  if (is_alpha(static_cast<unsigned char>(type[0]))) {
+  if (schema::is_ascii_alpha(type[0])) {
     for (const char c : type) {
       if (!is_key_char(static_cast<unsigned char>(c))) {
         return false;
@@ -376,7 +353,7 @@ bool is_valid_attribute_description(std::string_view description) {
     // numericoid: 1*DIGIT *("." 1*DIGIT)
     bool digit_before = false;
     for (const char c : type) {
-      if (is_digit(static_cast<unsigned char>(c))) {
+      if (schema::is_ascii_digit(c)) {
         digit_before = true;
       } else if (c == '.' && digit_before) {
         digit_before = false;
@@ -703,7 +680,7 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
 
   // `version: 1` may only be the first line of the input, outside any record.
   if (starts_record && first_content && colon != std::string_view::npos &&
-      iequals(description, "version")) {
+      schema::ascii_iequals(description, "version")) {
     std::string version;
     NUMADIR_RETURN_IF_ERROR(decode_value(text.substr(colon + 1), description, line,
                                          /*is_dn=*/false, version));
@@ -734,10 +711,10 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
     return invalid_description();
   }
   const std::string_view spec = text.substr(colon + 1);
-  const bool is_dn = iequals(description, "dn");
+  const bool is_dn = schema::ascii_iequals(description, "dn");
   if (starts_record) {
     if (!is_dn) {
-      if (iequals(description, "version")) {
+      if (schema::ascii_iequals(description, "version")) {
         return error(StatusCode::kMalformed, line,
                      "'version:' is only allowed as the first line of the input");
       }
@@ -752,18 +729,15 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
     return error(StatusCode::kMalformed, line,
                  "a second 'dn:' in one record (is a blank line missing between records?)");
   }
-  if (iequals(description, "changetype") || iequals(description, "control")) {
-    std::string shown(description);
-    for (char& c : shown) {
-      c = ascii_lower(c);
-    }
+  if (schema::ascii_iequals(description, "changetype") ||
+      schema::ascii_iequals(description, "control")) {
+    std::string shown = schema::ascii_lowered(description);
     std::string_view kind = spec;
     while (!kind.empty() && kind[0] == ' ') {
       kind.remove_prefix(1);
     }
-    const bool plain_word =
-        !kind.empty() && kind.size() <= 16 &&
-        std::all_of(kind.begin(), kind.end(), [](char c) { return is_alpha(c); });
+    const bool plain_word = !kind.empty() && kind.size() <= 16 &&
+                            std::all_of(kind.begin(), kind.end(), schema::is_ascii_alpha);
     shown += plain_word && shown != "control" ? ": " + std::string(kind) : std::string(": ...");
     return error(StatusCode::kUnsupported, line,
                  "change records (" + shown +
@@ -841,12 +815,13 @@ std::string* LdifReader::next_value_slot(schema::Entry& entry, std::string_view 
   auto& attributes = entry.attributes;
   std::size_t index = attribute_count_;
   // Values of one attribute are usually adjacent: try the latest attribute first.
-  if (attribute_count_ > 0 && iequals(attributes[attribute_count_ - 1].description, description)) {
+  if (attribute_count_ > 0 &&
+      schema::ascii_iequals(attributes[attribute_count_ - 1].description, description)) {
     index = attribute_count_ - 1;
   } else {
     for (std::size_t i = 0; i + 1 < attribute_count_; ++i) {
       const std::string& known = attributes[i].description;
-      if (known.size() == description.size() && iequals(known, description)) {
+      if (known.size() == description.size() && schema::ascii_iequals(known, description)) {
         index = i;
         break;
       }
