@@ -1,5 +1,5 @@
 // server/formats/ldif_reader.h: LdifReader, a streaming parser of RFC 2849 LDIF content records
-// (the input of `numadir import`), and the two text checks LdifWriter shares with it.
+// (the input of `numadir import`), and the attribute description check LdifWriter shares with it.
 //
 // The reader pulls the input through one buffer in chunks (1 MiB by default) and hands out one
 // record at a time, so a multi-GB file is never held whole: memory is bounded by the longest
