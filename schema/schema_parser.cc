@@ -475,8 +475,12 @@ class DescriptionParser {
   ParseError error_;
 };
 
-bool parse_attribute_type_impl(std::string_view text, const OidMacros* macros,
-                               AttributeTypeDescription& out, ParseError& error) {
+// Parses a description with the clauses every kind has, NAME, DESC and (when Description has
+// the field) OBSOLETE, and those `clause(p, keyword, offset)` reads; `clause` ends with
+// p.unknown_keyword for any other keyword.
+template <typename Description, typename Clause>
+bool parse_description(std::string_view text, const OidMacros* macros, Description& out,
+                       ParseError& error, Clause clause) {
   DescriptionParser p(text, macros);
   const bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
     if (keyword == "NAME") {
@@ -485,132 +489,14 @@ bool parse_attribute_type_impl(std::string_view text, const OidMacros* macros,
     if (keyword == "DESC") {
       return p.read_single_qdstring(out.description);
     }
-    if (keyword == "OBSOLETE") {
-      out.obsolete = true;
-      return true;
-    }
-    if (keyword == "SUP") {
-      return p.read_oid(out.superior);
-    }
-    if (keyword == "EQUALITY") {
-      return p.read_oid(out.equality);
-    }
-    if (keyword == "ORDERING") {
-      return p.read_oid(out.ordering);
-    }
-    if (keyword == "SUBSTR") {
-      return p.read_oid(out.substrings);
-    }
-    if (keyword == "SYNTAX") {
-      return p.read_noidlen(out.syntax, out.syntax_length);
-    }
-    if (keyword == "SINGLE-VALUE") {
-      out.single_value = true;
-      return true;
-    }
-    if (keyword == "COLLECTIVE") {
-      out.collective = true;
-      return true;
-    }
-    if (keyword == "NO-USER-MODIFICATION") {
-      out.no_user_modification = true;
-      return true;
-    }
-    if (keyword == "USAGE") {
-      return p.read_usage(out.usage);
-    }
-    return p.unknown_keyword(keyword, at);
-  });
-  if (!ok) {
-    error = p.error();
-  }
-  return ok;
-}
-
-bool parse_object_class_impl(std::string_view text, const OidMacros* macros,
-                             ObjectClassDescription& out, ParseError& error) {
-  DescriptionParser p(text, macros);
-  bool kind_given = false;
-  const bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
-    if (keyword == "NAME") {
-      return p.read_qdescrs(out.names);
-    }
-    if (keyword == "DESC") {
-      return p.read_single_qdstring(out.description);
-    }
-    if (keyword == "OBSOLETE") {
-      out.obsolete = true;
-      return true;
-    }
-    if (keyword == "SUP") {
-      return p.read_oids(out.superiors);
-    }
-    if (keyword == "ABSTRACT" || keyword == "STRUCTURAL" || keyword == "AUXILIARY") {
-      if (kind_given) {
-        return p.fail(at, "more than one of ABSTRACT, STRUCTURAL and AUXILIARY");
+    if constexpr (requires { out.obsolete; }) {
+      if (keyword == "OBSOLETE") {
+        out.obsolete = true;
+        return true;
       }
-      kind_given = true;
-      out.kind = keyword == "ABSTRACT"     ? ObjectClassKind::kAbstract
-                 : keyword == "STRUCTURAL" ? ObjectClassKind::kStructural
-                                           : ObjectClassKind::kAuxiliary;
-      return true;
     }
-    if (keyword == "MUST") {
-      return p.read_oids(out.must);
-    }
-    if (keyword == "MAY") {
-      return p.read_oids(out.may);
-    }
-    return p.unknown_keyword(keyword, at);
+    return clause(p, keyword, at);
   });
-  if (!ok) {
-    error = p.error();
-  }
-  return ok;
-}
-
-bool parse_syntax_impl(std::string_view text, const OidMacros* macros, SyntaxDescription& out,
-                       ParseError& error) {
-  DescriptionParser p(text, macros);
-  const bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
-    if (keyword == "NAME") {
-      return p.read_qdescrs(out.names);
-    }
-    if (keyword == "DESC") {
-      return p.read_single_qdstring(out.description);
-    }
-    return p.unknown_keyword(keyword, at);
-  });
-  if (!ok) {
-    error = p.error();
-  }
-  return ok;
-}
-
-bool parse_matching_rule_impl(std::string_view text, const OidMacros* macros,
-                              MatchingRuleDescription& out, ParseError& error) {
-  DescriptionParser p(text, macros);
-  bool has_syntax = false;
-  bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
-    if (keyword == "NAME") {
-      return p.read_qdescrs(out.names);
-    }
-    if (keyword == "DESC") {
-      return p.read_single_qdstring(out.description);
-    }
-    if (keyword == "OBSOLETE") {
-      out.obsolete = true;
-      return true;
-    }
-    if (keyword == "SYNTAX") {
-      has_syntax = true;
-      return p.read_numeric_oid(out.syntax, "SYNTAX");
-    }
-    return p.unknown_keyword(keyword, at);
-  });
-  if (ok && !has_syntax) {
-    ok = p.fail(text.size(), "a matching rule needs SYNTAX");
-  }
   if (!ok) {
     error = p.error();
   }
@@ -639,22 +525,97 @@ namespace detail {
 
 bool parse_attribute_type(std::string_view text, const OidMacros* macros,
                           AttributeTypeDescription& out, ParseError& error) {
-  return parse_attribute_type_impl(text, macros, out, error);
+  return parse_description(text, macros, out, error,
+                           [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+                             if (keyword == "SUP") {
+                               return p.read_oid(out.superior);
+                             }
+                             if (keyword == "EQUALITY") {
+                               return p.read_oid(out.equality);
+                             }
+                             if (keyword == "ORDERING") {
+                               return p.read_oid(out.ordering);
+                             }
+                             if (keyword == "SUBSTR") {
+                               return p.read_oid(out.substrings);
+                             }
+                             if (keyword == "SYNTAX") {
+                               return p.read_noidlen(out.syntax, out.syntax_length);
+                             }
+                             if (keyword == "SINGLE-VALUE") {
+                               out.single_value = true;
+                               return true;
+                             }
+                             if (keyword == "COLLECTIVE") {
+                               out.collective = true;
+                               return true;
+                             }
+                             if (keyword == "NO-USER-MODIFICATION") {
+                               out.no_user_modification = true;
+                               return true;
+                             }
+                             if (keyword == "USAGE") {
+                               return p.read_usage(out.usage);
+                             }
+                             return p.unknown_keyword(keyword, at);
+                           });
 }
 
 bool parse_object_class(std::string_view text, const OidMacros* macros, ObjectClassDescription& out,
                         ParseError& error) {
-  return parse_object_class_impl(text, macros, out, error);
+  bool kind_given = false;
+  return parse_description(
+      text, macros, out, error,
+      [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+        if (keyword == "SUP") {
+          return p.read_oids(out.superiors);
+        }
+        if (keyword == "ABSTRACT" || keyword == "STRUCTURAL" || keyword == "AUXILIARY") {
+          if (kind_given) {
+            return p.fail(at, "more than one of ABSTRACT, STRUCTURAL and AUXILIARY");
+          }
+          kind_given = true;
+          out.kind = keyword == "ABSTRACT"     ? ObjectClassKind::kAbstract
+                     : keyword == "STRUCTURAL" ? ObjectClassKind::kStructural
+                                               : ObjectClassKind::kAuxiliary;
+          return true;
+        }
+        if (keyword == "MUST") {
+          return p.read_oids(out.must);
+        }
+        if (keyword == "MAY") {
+          return p.read_oids(out.may);
+        }
+        return p.unknown_keyword(keyword, at);
+      });
 }
 
 bool parse_syntax(std::string_view text, const OidMacros* macros, SyntaxDescription& out,
                   ParseError& error) {
-  return parse_syntax_impl(text, macros, out, error);
+  return parse_description(text, macros, out, error,
+                           [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+                             return p.unknown_keyword(keyword, at);
+                           });
 }
 
 bool parse_matching_rule(std::string_view text, const OidMacros* macros,
                          MatchingRuleDescription& out, ParseError& error) {
-  return parse_matching_rule_impl(text, macros, out, error);
+  bool has_syntax = false;
+  if (!parse_description(text, macros, out, error,
+                         [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+                           if (keyword == "SYNTAX") {
+                             has_syntax = true;
+                             return p.read_numeric_oid(out.syntax, "SYNTAX");
+                           }
+                           return p.unknown_keyword(keyword, at);
+                         })) {
+    return false;
+  }
+  if (!has_syntax) {
+    error = ParseError{text.size(), "a matching rule needs SYNTAX"};
+    return false;
+  }
+  return true;
 }
 
 }  // namespace detail
@@ -705,20 +666,20 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
 
 Result<AttributeTypeDescription> parse_attribute_type(std::string_view text,
                                                       const OidMacros* macros) {
-  return parse_alone<AttributeTypeDescription>(text, macros, parse_attribute_type_impl);
+  return parse_alone<AttributeTypeDescription>(text, macros, detail::parse_attribute_type);
 }
 
 Result<ObjectClassDescription> parse_object_class(std::string_view text, const OidMacros* macros) {
-  return parse_alone<ObjectClassDescription>(text, macros, parse_object_class_impl);
+  return parse_alone<ObjectClassDescription>(text, macros, detail::parse_object_class);
 }
 
 Result<SyntaxDescription> parse_syntax(std::string_view text, const OidMacros* macros) {
-  return parse_alone<SyntaxDescription>(text, macros, parse_syntax_impl);
+  return parse_alone<SyntaxDescription>(text, macros, detail::parse_syntax);
 }
 
 Result<MatchingRuleDescription> parse_matching_rule(std::string_view text,
                                                     const OidMacros* macros) {
-  return parse_alone<MatchingRuleDescription>(text, macros, parse_matching_rule_impl);
+  return parse_alone<MatchingRuleDescription>(text, macros, detail::parse_matching_rule);
 }
 
 }  // namespace numadir::schema
