@@ -105,6 +105,16 @@ void append_ava(std::string& out, const Ava& ava) {
   append_value(out, ava.value, ava.hex_form);
 }
 
+// Appends the AVAs of one RDN in the RFC 4514 string form, joined by '+'.
+void append_rdn(std::string& out, std::span<const Ava> avas) {
+  for (std::size_t j = 0; j < avas.size(); ++j) {
+    if (j > 0) {
+      out += '+';
+    }
+    append_ava(out, avas[j]);
+  }
+}
+
 void append_default_type(std::string& out, std::string_view type) {
   if (!type.empty() && is_ascii_digit(type[0])) {
     out.append(type);  // A numericoid has no case.
@@ -522,26 +532,14 @@ std::string Dn::to_string() const {
     if (i > 0) {
       out += ',';
     }
-    const std::span<const Ava> avas = rdn(i);
-    for (std::size_t j = 0; j < avas.size(); ++j) {
-      if (j > 0) {
-        out += '+';
-      }
-      append_ava(out, avas[j]);
-    }
+    append_rdn(out, rdn(i));
   }
   return out;
 }
 
 std::string Dn::rdn_string(std::size_t index) const {
   std::string out;
-  const std::span<const Ava> avas = rdn(index);
-  for (std::size_t j = 0; j < avas.size(); ++j) {
-    if (j > 0) {
-      out += '+';
-    }
-    append_ava(out, avas[j]);
-  }
+  append_rdn(out, rdn(index));
   return out;
 }
 
