@@ -14,6 +14,7 @@
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/ldap_message.h"
 #include "perf/auth_worker.h"
+#include "perf/detail/input_buffer.h"
 #include "perf/tls_client.h"
 
 namespace numadir::perf {
@@ -40,10 +41,7 @@ struct AuthWorker::Connection {
   std::int32_t next_id = 1;       // The next request's message ID.
   std::int32_t pending_id = 0;    // The outstanding request's ID; 0 = none.
   bool bound = false;             // Modify mode: the connection's bind succeeded.
-  std::unique_ptr<char[]> input;
-  std::size_t input_capacity = 0;
-  std::size_t input_begin = 0;  // Unconsumed bytes are [input_begin, input_end).
-  std::size_t input_end = 0;
+  detail::InputBuffer input;      // Allocated at the first open, kept across reopens.
   listener::wire::BerWriter output;
   std::size_t output_sent = 0;
   SSL* ssl = nullptr;  // Owned (SSL_free) while the socket is open over TLS.
