@@ -65,6 +65,48 @@ access to *
 """
 
 
+# The [database] table of every numadir the benchmarks start: the generated users' suffix and
+# the indexes slapd gets too.
+DATABASE_TOML = f"""[database]
+path = "db"
+suffix = "{SUFFIX}"
+map_size = "8GiB"
+indexes = ["objectClass eq", "uid eq"]
+"""
+
+
+def generate_users(work, users, scheme=None):
+    """Writes perf/gen_users.py's `users` users (passwords stored per `scheme`, None: its
+    default) to `work`/users.ldif. Returns the file's path."""
+    ldif = os.path.join(work, "users.ldif")
+    command = ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "gen_users.py"), "--users", str(users)]
+    if scheme is not None:
+        command += ["--scheme", scheme]
+    with open(ldif, "w") as stream:
+        subprocess.run(command, stdout=stream, check=True)
+    return ldif
+
+
+def root_password(build):
+    """The rootdn's password "secret", hashed by `numadir passwd`."""
+    return subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def median_point(summaries, rate_key="auths_per_sec", cpu_key="server_cpu_us_per_auth"):
+    """One point from the authrate JSON summaries of its repetitions: median rate, latency and
+    server CPU per operation, peak RSS, and the errors of all of them."""
+    return {
+        "rate": statistics.median(s[rate_key] for s in summaries),
+        "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
+        "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
+        "cpu": statistics.median((s.get(cpu_key) or 0) for s in summaries),
+        "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
+        "errors": sum(s["errors"]["total"] for s in summaries),
+    }
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -160,15 +202,9 @@ def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None
     more lines of the [database] table (e.g. 'durability = "sync"')."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
-    root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    root_pw = root_password(build)
     with open(os.path.join(folder, "numadir.toml"), "w") as stream:
-        stream.write(f"""[database]
-path = "db"
-suffix = "{SUFFIX}"
-map_size = "8GiB"
-indexes = ["objectClass eq", "uid eq"]
-{database_extra}
+        stream.write(f"""{DATABASE_TOML}{database_extra}
 [server]
 listen = ["ldap://127.0.0.1:0"{', "ldaps://127.0.0.1:0"' if tls else ""}]
 rootdn = "{ROOT_DN}"
@@ -362,16 +398,10 @@ def summarize(runs):
     """Medians over the repetitions of each point."""
     points = {}
     for key, summaries in runs.items():
-        points[key] = {
-            "rate": statistics.median(s["auths_per_sec"] for s in summaries),
-            "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
-            "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
-            "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
-            "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
-            "errors": sum(s["errors"]["total"] for s in summaries),
-            "handshakes": sum((s.get("tls") or {}).get("handshakes", 0) for s in summaries),
-            "resumed": sum((s.get("tls") or {}).get("resumed", 0) for s in summaries),
-        }
+        points[key] = median_point(summaries)
+        points[key]["handshakes"] = sum((s.get("tls") or {}).get("handshakes", 0)
+                                        for s in summaries)
+        points[key]["resumed"] = sum((s.get("tls") or {}).get("resumed", 0) for s in summaries)
     return points
 
 
@@ -463,12 +493,7 @@ def main():
     runs = {}
     tls_runs = {}
     try:
-        ldif = os.path.join(work, "users.ldif")
-        with open(ldif, "w") as stream:
-            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
-                                                             "gen_users.py"),
-                            "--users", str(args.users), "--scheme", args.scheme], stdout=stream,
-                           check=True)
+        ldif = generate_users(work, args.users, args.scheme)
         tls = make_certificate(work, args.tls_key_type) if with_tls else None
         print(f"bench: {args.users} users generated; starting {', '.join(names)}", flush=True)
         for name in names:

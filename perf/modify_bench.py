@@ -19,7 +19,6 @@ import datetime
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,17 +47,9 @@ def run_modify(build, server, connections, args):
 
 
 def summarize(runs):
-    points = {}
-    for key, summaries in runs.items():
-        points[key] = {
-            "rate": statistics.median(s["modifications_per_sec"] for s in summaries),
-            "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
-            "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
-            "cpu": statistics.median((s.get("server_cpu_us_per_modification") or 0)
-                                     for s in summaries),
-            "errors": sum(s["errors"]["total"] for s in summaries),
-        }
-    return points
+    return {key: bench.median_point(summaries, "modifications_per_sec",
+                                    "server_cpu_us_per_modification")
+            for key, summaries in runs.items()}
 
 
 def tables(points, names, connections):
@@ -106,11 +97,7 @@ def main():
     servers = {}
     runs = {}
     try:
-        ldif = os.path.join(work, "users.ldif")
-        with open(ldif, "w") as stream:
-            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
-                                                             "gen_users.py"),
-                            "--users", str(args.users)], stdout=stream, check=True)
+        ldif = bench.generate_users(work, args.users)
         print(f"modify bench: {args.users} users generated; starting {', '.join(names)}",
               flush=True)
         for name in names:
