@@ -6,6 +6,7 @@ point repeated and interleaved, medians reported. Run by perf/bench.sh (which bu
   perf/bench.py --build-dir build/release [--users 100000] [--connections 16,64,256]
                 [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
                 [--tls | --tls-only] [--tls-connections 16] [--tls-key-type rsa]
+                [--baseline-build DIR --servers slapd,percpu,percpu-base,single,single-base]
 
 Every server runs at once, idle while another is measured (an idle server costs nothing), so
 the points of one repetition follow each other within seconds. Each server's CPU (utime +
@@ -336,7 +337,7 @@ def table(points, servers, connections):
 
 def ratios(points, servers, connections):
     pairs = [("percpu", "slapd"), ("percpu", "floor"), ("percpu", "single"),
-             ("single", "slapd")]
+             ("single", "slapd"), ("percpu", "percpu-base"), ("single", "single-base")]
     pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
     lines = ["| connections | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
                                              for a, b in pairs) + " |",
@@ -461,7 +462,12 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
-    parser.add_argument("--servers", default="floor,slapd,percpu,single")
+    parser.add_argument("--servers", default="floor,slapd,percpu,single",
+                        help="of floor, slapd, percpu, single, and with --baseline-build "
+                        "percpu-base and single-base")
+    parser.add_argument("--baseline-build", default="",
+                        help="a build directory of another commit: its numadir serves the "
+                        "percpu-base and single-base servers, for a before/after ratio")
     parser.add_argument("--slapd-extra", default="",
                         help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
     parser.add_argument("--slapd-loglevel", default="0",
@@ -505,6 +511,14 @@ def main():
                     tls_missing[name] = "the floor server has no TLS"
             elif name == "slapd":
                 servers[name] = start_slapd(work, ldif, args, tls=tls)
+            elif name in ("percpu-base", "single-base"):
+                # The same dispatcher from another build (--baseline-build): a change's before
+                # and after, measured in one run. Cleartext points only.
+                if not args.baseline_build:
+                    raise SystemExit(f"bench: {name} needs --baseline-build")
+                servers[name] = start_numadir(os.path.abspath(args.baseline_build), work, name,
+                                              name.removesuffix("-base"), ldif,
+                                              args.scheme == "cleartext")
             elif name in ("percpu", "single"):
                 cleartext = args.scheme == "cleartext"
                 try:
