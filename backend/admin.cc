@@ -8,6 +8,27 @@
 namespace numadir::backend::detail {
 namespace {
 
+// Calls `on_entry(id, view, keys)` for each entry of id2entry, in id order, with the index keys
+// (slot, key) the entry implies. Returns: the first error of the scan or of on_entry.
+template <typename OnEntry>
+Status for_each_entry_keys(const DirectoryCore& core, MDB_txn* txn, OnEntry on_entry) {
+  Result<Cursor> cursor = Cursor::open(txn, core.id2entry);
+  NUMADIR_RETURN_IF_ERROR(cursor.status());
+  std::string_view key;
+  std::string_view value;
+  IndexKeys keys;
+  Result<bool> at = cursor->get(MDB_FIRST, &key, &value);
+  while (at.ok() && *at) {
+    Result<EntryView> view = EntryView::parse(value);
+    NUMADIR_RETURN_IF_ERROR(view.status());
+    keys.clear();
+    NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, *view, &keys));
+    NUMADIR_RETURN_IF_ERROR(on_entry(load_id(key), *view, keys));
+    at = cursor->get(MDB_NEXT, &key, &value);
+  }
+  return at.status();
+}
+
 // Finds, for an error message, a pair of `index` that no entry produces (the slow path, taken
 // only when the index holds more pairs than the entries imply).
 Status find_extra_pair(const DirectoryCore& core, MDB_txn* txn, std::uint32_t slot) {
@@ -138,27 +159,14 @@ Status run_rebuild_indexes(DirectoryCore& core) {
   for (const Index& index : indexes) {
     NUMADIR_RETURN_IF_ERROR(db_drop(t, index.dbi, false));
   }
-  {
-    Result<Cursor> cursor = Cursor::open(t, core.id2entry);
-    NUMADIR_RETURN_IF_ERROR(cursor.status());
-    std::string_view key;
-    std::string_view value;
-    IndexKeys keys;
-    Result<bool> at = cursor->get(MDB_FIRST, &key, &value);
-    while (at.ok() && *at) {
-      const EntryId id = load_id(key);
-      Result<EntryView> view = EntryView::parse(value);
-      NUMADIR_RETURN_IF_ERROR(view.status());
-      keys.clear();
-      NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, *view, &keys));
-      for (const auto& [slot, index_key] : keys) {
-        NUMADIR_RETURN_IF_ERROR(
-            db_put(t, indexes[slot].dbi, index_key, id_bytes(id), MDB_NODUPDATA).status());
-      }
-      at = cursor->get(MDB_NEXT, &key, &value);
-    }
-    NUMADIR_RETURN_IF_ERROR(at.status());
-  }
+  NUMADIR_RETURN_IF_ERROR(for_each_entry_keys(
+      core, t, [&](EntryId id, const EntryView&, const IndexKeys& keys) -> Status {
+        for (const auto& [slot, index_key] : keys) {
+          NUMADIR_RETURN_IF_ERROR(
+              db_put(t, indexes[slot].dbi, index_key, id_bytes(id), MDB_NODUPDATA).status());
+        }
+        return Status();
+      }));
   for (const Index& index : indexes) {
     const std::string marker = std::string(kMetaIndexPrefix) + index.db_name;
     NUMADIR_RETURN_IF_ERROR(db_put(t, core.meta, marker, "1", 0).status());
@@ -191,32 +199,22 @@ Status run_verify_indexes(const DirectoryCore& core) {
       NUMADIR_RETURN_IF_ERROR(cursor.status());
       index_cursors.push_back(std::move(*cursor));
     }
-    Result<Cursor> cursor = Cursor::open(t, core.id2entry);
-    NUMADIR_RETURN_IF_ERROR(cursor.status());
-    std::string_view key;
-    std::string_view value;
-    IndexKeys keys;
-    Result<bool> at = cursor->get(MDB_FIRST, &key, &value);
-    while (at.ok() && *at) {
-      const EntryId id = load_id(key);
-      Result<EntryView> view = EntryView::parse(value);
-      NUMADIR_RETURN_IF_ERROR(view.status());
-      keys.clear();
-      NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, *view, &keys));
-      for (const auto& [slot, index_key] : keys) {
-        ++expected[slot];
-        std::string_view k = index_key;
-        std::string_view v = id_bytes(id);
-        Result<bool> present = index_cursors[slot].get(MDB_GET_BOTH, &k, &v);
-        NUMADIR_RETURN_IF_ERROR(present.status());
-        if (!*present) {
-          return internal_error(indexes[slot].db_name + ": missing key '" + index_key + "' id " +
-                                std::to_string(id) + " (" + std::string(view->dn()) + ")");
-        }
-      }
-      at = cursor->get(MDB_NEXT, &key, &value);
-    }
-    NUMADIR_RETURN_IF_ERROR(at.status());
+    NUMADIR_RETURN_IF_ERROR(for_each_entry_keys(
+        core, t, [&](EntryId id, const EntryView& view, const IndexKeys& keys) -> Status {
+          for (const auto& [slot, index_key] : keys) {
+            ++expected[slot];
+            std::string_view k = index_key;
+            std::string_view v = id_bytes(id);
+            Result<bool> present = index_cursors[slot].get(MDB_GET_BOTH, &k, &v);
+            NUMADIR_RETURN_IF_ERROR(present.status());
+            if (!*present) {
+              return internal_error(indexes[slot].db_name + ": missing key '" + index_key +
+                                    "' id " + std::to_string(id) + " (" + std::string(view.dn()) +
+                                    ")");
+            }
+          }
+          return Status();
+        }));
   }
   for (std::uint32_t slot = 0; slot < indexes.size(); ++slot) {
     Result<std::uint64_t> held = db_entries(t, indexes[slot].dbi);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "schema/ascii.h"
 #include "schema/object_class.h"
 
 namespace numadir::backend {
@@ -105,11 +106,7 @@ Result<std::string> AttributeCatalog::canonical_description(std::string_view des
       return Status(StatusCode::kInvalidAttributeSyntax,
                     std::string(description) + ": empty attribute option");
     }
-    for (char& c : option) {
-      if (c >= 'A' && c <= 'Z') {
-        c = static_cast<char>(c - 'A' + 'a');
-      }
-    }
+    schema::ascii_lower_in_place(option);
     options.push_back(std::move(option));
     if (next == std::string_view::npos) {
       break;

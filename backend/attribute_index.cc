@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "backend/directory.h"
+#include "schema/ascii.h"
 
 namespace numadir::backend {
 namespace {
@@ -100,11 +101,7 @@ Result<IndexSet> IndexSet::configure(const AttributeCatalog& catalog,
                                 std::string(index_kind_name(kind)) +
                                 " needs a matching rule the attribute type does not have");
       }
-      std::string db_name = "ix.";
-      for (const char c : info->name) {
-        db_name.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
-      }
-      db_name += '.';
+      std::string db_name = "ix." + schema::ascii_lowered(info->name) + '.';
       db_name += index_kind_name(kind);
       const bool duplicate = std::any_of(set.indexes_.begin(), set.indexes_.end(),
                                          [&](const Index& i) { return i.db_name == db_name; });

@@ -6,6 +6,8 @@
 #include <system_error>
 
 #include "backend/detail/directory_core.h"
+#include "backend/update_job.h"
+#include "backend/writer.h"
 
 namespace numadir::backend {
 
@@ -14,6 +16,9 @@ using detail::ReadState;
 
 struct Directory::Impl : DirectoryCore {
   using DirectoryCore::DirectoryCore;
+  // Started last by open(); destroyed first (a member of the derived struct), so it has run
+  // every queued job before the environment closes.
+  std::unique_ptr<Writer> writer;
 };
 
 struct ReadTxn::State : ReadState {};
@@ -127,6 +132,13 @@ Status open_databases(DirectoryCore& core) {
 
 Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
                                                    const DirectoryOptions& options) {
+  if (options.server_id > kMaxServerId) {
+    return invalid_argument("server_id " + std::to_string(options.server_id) +
+                            " is out of range: a CSN's server id is 0 to 4095");
+  }
+  if (options.writer_queue_jobs == 0 || options.writer_batch_jobs == 0) {
+    return invalid_argument("the writer's queue and batches must hold at least one job");
+  }
   auto impl = std::make_unique<Impl>(schema, options);
   Result<schema::Dn> suffix = schema::Dn::parse(options.suffix);
   if (!suffix.ok() || suffix->is_root()) {
@@ -159,6 +171,7 @@ Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
   }
   impl->env = std::move(*env);
   NUMADIR_RETURN_IF_ERROR(open_databases(*impl));
+  impl->writer = std::make_unique<Writer>(*impl);
   return std::unique_ptr<Directory>(new Directory(std::move(impl)));
 }
 
@@ -167,6 +180,7 @@ Directory::~Directory() = default;
 
 const schema::Schema& Directory::schema() const { return impl_->schema; }
 const DirectoryOptions& Directory::options() const { return impl_->options; }
+const SchemaDnNormalizer& Directory::dn_normalizer() const { return impl_->normalizer; }
 
 std::unique_ptr<ReadTxn> Directory::begin_read() const {
   std::unique_ptr<ReadTxn> txn(new ReadTxn());
@@ -183,28 +197,61 @@ Status Directory::lookup(ReadTxn& txn, std::string_view dn,
   return detail::run_lookup(*impl_, *txn.state_, dn, on_entry);
 }
 
+Status Directory::lookup_normalized(ReadTxn& txn, std::string_view ndn,
+                                    const std::function<void(const EntryRef&)>& on_entry) const {
+  return detail::run_lookup_normalized(*impl_, *txn.state_, ndn, on_entry);
+}
+
 Status Directory::search(ReadTxn& txn, const SearchSpec& spec,
                          const std::function<bool(const EntryRef&)>& on_entry) const {
   return detail::run_search(*impl_, *txn.state_, spec, on_entry);
 }
 
+namespace {
+
+std::unique_ptr<UpdateJob> make_job(const UpdateContext& context) {
+  auto job = std::make_unique<UpdateJob>();
+  job->context = context;
+  return job;
+}
+
+}  // namespace
+
 Status Directory::add(const schema::Entry& entry, const UpdateContext& context) {
-  return detail::run_add(*impl_, entry, context);
+  std::unique_ptr<UpdateJob> job = make_job(context);
+  job->change = AddChange{entry};
+  return impl_->writer->run(std::move(job));
 }
 
 Status Directory::remove(std::string_view dn, const UpdateContext& context) {
-  return detail::run_remove(*impl_, dn, context);
+  std::unique_ptr<UpdateJob> job = make_job(context);
+  job->change = RemoveChange{std::string(dn)};
+  return impl_->writer->run(std::move(job));
 }
 
 Status Directory::modify(std::string_view dn, std::span<const Modification> modifications,
                          const UpdateContext& context) {
-  return detail::run_modify(*impl_, dn, modifications, context);
+  std::unique_ptr<UpdateJob> job = make_job(context);
+  job->change = ModifyChange{std::string(dn), {modifications.begin(), modifications.end()}};
+  return impl_->writer->run(std::move(job));
 }
 
 Status Directory::rename(std::string_view dn, std::string_view new_rdn, bool delete_old_rdn,
                          std::optional<std::string_view> new_superior,
                          const UpdateContext& context) {
-  return detail::run_rename(*impl_, dn, new_rdn, delete_old_rdn, new_superior, context);
+  std::unique_ptr<UpdateJob> job = make_job(context);
+  RenameChange change{std::string(dn), std::string(new_rdn), delete_old_rdn, std::nullopt};
+  if (new_superior.has_value()) {
+    change.new_superior = std::string(*new_superior);
+  }
+  job->change = std::move(change);
+  return impl_->writer->run(std::move(job));
+}
+
+Writer& Directory::writer() { return *impl_->writer; }
+
+std::unique_ptr<ChangeSubscription> Directory::subscribe_changes(ChangeCallback callback) {
+  return impl_->writer->feed().subscribe(std::move(callback));
 }
 
 Result<std::unique_ptr<Directory::Importer>> Directory::begin_import(const UpdateContext& context) {

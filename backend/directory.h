@@ -3,9 +3,13 @@
 //
 // Thread contract: a Directory is opened once at startup and shared. Reads: any number of
 // threads, each with its own ReadTxn (one read transaction per operation, reused across
-// operations with reset/renew; LMDB is opened MDB_NOTLS). Writes (add / remove / modify /
-// rename / import): serialized inside the Directory by one writer mutex (LMDB has one writer);
-// any thread may call them. Destroy the Directory only after every ReadTxn and Importer is gone.
+// operations with reset/renew; LMDB is opened MDB_NOTLS). Updates (add / remove / modify /
+// rename) are jobs of the directory's Writer (writer.h), one thread that owns the write
+// transaction and commits batches of them; any thread but the writer's may call the
+// synchronous methods here, which queue a job and wait for it. Imports and rebuild_indexes
+// hold the writer mutex for their whole run instead (the Writer waits meanwhile). Every
+// committed change is published on the change feed (change_feed.h). Destroy the Directory only
+// after every ReadTxn, Importer and ChangeSubscription is gone and no thread submits updates.
 #pragma once
 
 #include <chrono>
@@ -19,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/change_feed.h"
+#include "backend/dn_normalizer.h"
 #include "base/status.h"
 #include "schema/entry.h"
 #include "schema/filter.h"
@@ -59,6 +65,14 @@ struct DirectoryOptions {
   // transactions; commits stay as durable. Other processes may open the same directory without
   // it meanwhile.
   bool write_map = false;
+  // The server id written into every CSN (entryCSN, change records), 0..4095 (kMaxServerId),
+  // as OpenLDAP's serverID: replicas of one directory need distinct ids.
+  std::uint32_t server_id = 0;
+  // The writer's bounds: jobs waiting (Writer::try_submit refuses and submit waits past it),
+  // and the jobs and approximate bytes of one batch (one commit).
+  std::size_t writer_queue_jobs = 4096;
+  std::size_t writer_batch_jobs = 256;
+  std::size_t writer_batch_bytes = std::size_t{16} << 20;
 };
 
 // Who does an update and when: fills creatorsName / modifiersName and the timestamps.
@@ -108,8 +122,10 @@ class EntryRef {
 };
 
 class Directory;
+class Writer;
 
-// A read transaction owned by one thread, reused across operations.
+// A read transaction owned by one thread (a worker keeps one in its worker state), reused
+// across operations. It also holds the scratch buffers the reads made with it reuse.
 class ReadTxn {
  public:
   ReadTxn(const ReadTxn&) = delete;
@@ -126,14 +142,18 @@ class ReadTxn {
 class Directory {
  public:
   // Opens (creating if needed) the environment at options.path and its databases.
-  // Errors: kStorage with LMDB's text; kInvalidArgument for a bad suffix or an index on an
-  //   attribute the schema does not know or a kind its matching rules cannot support.
+  // Errors: kStorage with LMDB's text; kInvalidArgument for a bad suffix, a server_id above
+  //   4095, or an index on an attribute the schema does not know or a kind its matching rules
+  //   cannot support.
   static Result<std::unique_ptr<Directory>> open(const schema::Schema& schema,
                                                  const DirectoryOptions& options);
   ~Directory();
 
   const schema::Schema& schema() const;
   const DirectoryOptions& options() const;
+  // Returns: the normalizer the directory keys DNs with (valid for the directory's life). A DN
+  //   it normalized (schema::Dn::normalized) may be looked up with lookup_normalized.
+  const SchemaDnNormalizer& dn_normalizer() const;
 
   // Returns: a read transaction for the calling thread (begin once, reuse for every operation:
   // each get/search renews it and resets it after).
@@ -146,6 +166,12 @@ class Directory {
   // Errors: as get().
   Status lookup(ReadTxn& txn, std::string_view dn,
                 const std::function<void(const EntryRef&)>& on_entry) const;
+  // As lookup, for the entry whose normalized DN is `ndn` (a caller that has normalized the DN
+  // already, as a bind has for its identity, saves the second normalization).
+  // Requires: `ndn` is schema::Dn::normalized with dn_normalizer() ("" names the root DN).
+  // Errors: kNoSuchObject (message = the matched DN); kStorage.
+  Status lookup_normalized(ReadTxn& txn, std::string_view ndn,
+                           const std::function<void(const EntryRef&)>& on_entry) const;
   // Streams the entries in scope that match the filter to `on_entry`, which returns false to
   // stop. Errors: kNoSuchObject (message = the matched DN, the longest existing ancestor) when
   //   the base does not exist; kSizeLimitExceeded / kTimeLimitExceeded after streaming what the
@@ -153,16 +179,26 @@ class Directory {
   Status search(ReadTxn& txn, const SearchSpec& spec,
                 const std::function<bool(const EntryRef&)>& on_entry) const;
 
-  // Updates: each one LMDB write transaction, durable per options.durability when it returns.
+  // Updates: each queued to the writer as a job, committed (possibly in one transaction with
+  // other jobs) and durable per options.durability when it returns.
   // Errors: kEntryAlreadyExists, kNoSuchObject (parent or entry missing), kNotAllowedOnNonLeaf,
   //   kNotAllowedOnRdn, kNamingViolation, the schema's check_entry codes, kConstraintViolation
   //   for user changes to NO-USER-MODIFICATION attributes, kStorage.
+  // Requires: not called on the writer thread (from a check, completion or change callback).
   Status add(const schema::Entry& entry, const UpdateContext& context);
   Status remove(std::string_view dn, const UpdateContext& context);
   Status modify(std::string_view dn, std::span<const Modification> modifications,
                 const UpdateContext& context);
   Status rename(std::string_view dn, std::string_view new_rdn, bool delete_old_rdn,
                 std::optional<std::string_view> new_superior, const UpdateContext& context);
+
+  // The single writer: submit UpdateJobs to it for updates that must not hold the calling
+  // thread (and for checks inside the write transaction).
+  Writer& writer();
+  // Subscribes `callback` to every change committed from now on (see change_feed.h for the
+  // thread it runs on and what it may do). Returns: the subscription; destroying it
+  // unsubscribes.
+  std::unique_ptr<ChangeSubscription> subscribe_changes(ChangeCallback callback);
 
   // Bulk load in one write transaction: nothing is committed unless finish() succeeds.
   class Importer {

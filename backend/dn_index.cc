@@ -1,118 +1,11 @@
 // backend/dn_index.cc: dn keys, dn2id and children.
 #include "backend/dn_index.h"
 
-#include <atomic>
 #include <vector>
 
+#include "schema/ascii.h"
+
 namespace numadir::backend {
-namespace {
-
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// Dn's default value rule: spaces trimmed and collapsed, ASCII case folded.
-std::string default_fold(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  bool pending_space = false;
-  for (const char c : value) {
-    if (c == ' ') {
-      pending_space = !out.empty();
-      continue;
-    }
-    if (pending_space) {
-      out.push_back(' ');
-      pending_space = false;
-    }
-    out.push_back(ascii_lower(c));
-  }
-  return out;
-}
-
-// Bumped by every SchemaDnNormalizer built or destroyed: a memo made under another epoch is
-// dropped, so a schema freed and another allocated at its address cannot hit an old memo.
-// Relaxed: a thread only compares it with the value it read itself when filling its memo, and
-// normalizers are built and destroyed while no thread normalizes with them.
-std::atomic<std::uint64_t> normalizer_epoch{0};
-
-struct DnMemo {
-  std::uint64_t epoch = 0;
-  const schema::Schema* schema = nullptr;  // nullptr: empty.
-  std::string dn;
-  std::string ndn;
-};
-thread_local DnMemo dn_memo;
-
-}  // namespace
-
-SchemaDnNormalizer::SchemaDnNormalizer(const schema::Schema& schema) : schema_(schema) {
-  normalizer_epoch.fetch_add(1, std::memory_order_relaxed);
-}
-
-SchemaDnNormalizer::~SchemaDnNormalizer() {
-  normalizer_epoch.fetch_add(1, std::memory_order_relaxed);
-}
-
-void SchemaDnNormalizer::remember(std::string_view dn, std::string_view ndn) const {
-  DnMemo& memo = dn_memo;
-  memo.epoch = normalizer_epoch.load(std::memory_order_relaxed);
-  memo.schema = &schema_;
-  memo.dn.assign(dn);
-  memo.ndn.assign(ndn);
-}
-
-const std::string* SchemaDnNormalizer::recall(std::string_view dn) const {
-  const DnMemo& memo = dn_memo;
-  if (memo.schema != &schema_ || memo.epoch != normalizer_epoch.load(std::memory_order_relaxed) ||
-      memo.dn != dn) {
-    return nullptr;
-  }
-  return &memo.ndn;
-}
-
-std::string SchemaDnNormalizer::normalize_type(std::string_view type) const {
-  const schema::AttributeType* attribute = schema_.attribute_type(type);
-  if (attribute == nullptr) {
-    return DnValueNormalizer::normalize_type(type);
-  }
-  std::string out(attribute->primary_name());
-  for (char& c : out) {
-    c = ascii_lower(c);
-  }
-  return out;
-}
-
-std::string SchemaDnNormalizer::normalize(std::string_view type, std::string_view value) const {
-  const schema::AttributeType* attribute = schema_.attribute_type(type);
-  if (attribute != nullptr && attribute->equality != nullptr) {
-    std::string out;
-    if (attribute->equality->normalize(value, out)) {
-      return out;
-    }
-  }
-  return default_fold(value);
-}
-
-void SchemaDnNormalizer::normalize_ava(std::string_view type, std::string_view value,
-                                       std::string& type_out, std::string& value_out) const {
-  const schema::AttributeType* attribute = schema_.attribute_type(type);
-  if (attribute == nullptr) {
-    // normalize() would look up the lower-cased name and miss again (the lookup ignores case).
-    type_out = DnValueNormalizer::normalize_type(type);
-    value_out = default_fold(value);
-    return;
-  }
-  type_out.assign(attribute->primary_name());
-  for (char& c : type_out) {
-    c = ascii_lower(c);
-  }
-  if (attribute->equality != nullptr) {
-    value_out.clear();
-    if (attribute->equality->normalize(value, value_out)) {
-      return;
-    }
-  }
-  value_out = default_fold(value);
-}
 
 namespace {
 
@@ -164,6 +57,11 @@ std::string dn_key_from_normalized(std::string_view ndn) {
   return key;
 }
 
+void dn_key_from_normalized_into(std::string_view ndn, std::string& key) {
+  key.clear();
+  append_key_from_normalized(ndn, key);
+}
+
 void normalized_dn_from_key(std::string_view key, std::string& out) {
   out.clear();
   out.reserve(key.size());
@@ -188,37 +86,25 @@ std::string dn_key(const schema::Dn& dn, const schema::DnValueNormalizer& normal
 
 Result<std::string> dn_key_of(std::string_view dn, const schema::DnValueNormalizer& normalizer) {
   std::string key;
-  NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, normalizer, key));
+  DnKeyScratch scratch;
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, normalizer, key, scratch));
   return key;
 }
 
 Status dn_key_into(std::string_view dn, const schema::DnValueNormalizer& normalizer,
-                   std::string& key) {
-  // Per-thread scratch: the parsed DN and its normalized string are only steps to the key.
-  thread_local schema::Dn parsed;
-  thread_local std::string ndn;
+                   std::string& key, DnKeyScratch& scratch) {
+  // The parsed DN and its normalized string are only steps to the key.
   key.clear();
-  if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
+  if (Status status = schema::Dn::parse_into(dn, scratch.parsed); !status.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, status.message());
   }
-  if (parsed.is_root()) {
+  if (scratch.parsed.is_root()) {
     return Status();
   }
-  ndn.clear();
-  parsed.append_normalized(ndn, &normalizer);
-  append_key_from_normalized(ndn, key);
+  scratch.ndn.clear();
+  scratch.parsed.append_normalized(scratch.ndn, &normalizer);
+  append_key_from_normalized(scratch.ndn, key);
   return Status();
-}
-
-Status dn_key_into(std::string_view dn, const SchemaDnNormalizer& normalizer, std::string& key) {
-  if (const std::string* ndn = normalizer.recall(dn); ndn != nullptr) {
-    key.clear();
-    if (!ndn->empty()) {  // The root DN keys as "", as below.
-      append_key_from_normalized(*ndn, key);
-    }
-    return Status();
-  }
-  return dn_key_into(dn, static_cast<const schema::DnValueNormalizer&>(normalizer), key);
 }
 
 Result<EntryId> DnIndex::find(MDB_txn* txn, std::string_view key) const {

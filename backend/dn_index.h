@@ -12,13 +12,14 @@
 // = child ids (MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP).
 //
 // Thread contract: a DnIndex holds only DBI handles (immutable after open); any thread may use
-// it inside its own transaction. The normalizer is immutable and thread-safe.
+// it inside its own transaction. A DnKeyScratch belongs to the thread using it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "backend/dn_normalizer.h"
 #include "backend/lmdb_env.h"
 #include "base/status.h"
 #include "schema/dn.h"
@@ -26,56 +27,28 @@
 
 namespace numadir::backend {
 
-// Normalizes DN types to the lower-cased primary name of the schema's attribute type and values
-// with its equality rule (falling back to the default folding for unknown types, types without
-// an equality rule or values the rule rejects).
-//
-// It also keeps, per thread, the last DN normalized by remember(): the server normalizes a bind
-// DN for the identity and the backend then keys the same string, which the memo turns into a
-// string compare (dn_key_into). The memo is keyed by the schema and the DN as written, and is
-// dropped whenever a SchemaDnNormalizer is built or destroyed, so it never outlives the schema
-// it was computed with.
-class SchemaDnNormalizer : public schema::DnValueNormalizer {
- public:
-  // Requires: `schema` outlives this normalizer.
-  explicit SchemaDnNormalizer(const schema::Schema& schema);
-  SchemaDnNormalizer(const SchemaDnNormalizer&) = delete;
-  SchemaDnNormalizer& operator=(const SchemaDnNormalizer&) = delete;
-  ~SchemaDnNormalizer() override;
-
-  // Records, for the calling thread, that `dn` normalizes to `ndn` (Dn::append_normalized with
-  // this normalizer). Requires: it does.
-  void remember(std::string_view dn, std::string_view ndn) const;
-  // Returns: the normalized form of `dn` remembered by this thread under this normalizer's
-  //   schema, or nullptr. The pointer lives until the thread's next remember().
-  const std::string* recall(std::string_view dn) const;
-
-  std::string normalize_type(std::string_view type) const override;
-  std::string normalize(std::string_view type, std::string_view value) const override;
-  // One schema lookup for both (normalize() looks up the type normalize_type() returned, which
-  // names the same attribute type).
-  void normalize_ava(std::string_view type, std::string_view value, std::string& type_out,
-                     std::string& value_out) const override;
-
- private:
-  const schema::Schema& schema_;
-};
-
 inline constexpr char kDnKeySeparator = '\0';
 
 // Returns: the dn key of `dn` ("" for the root DN).
 std::string dn_key(const schema::Dn& dn, const schema::DnValueNormalizer& normalizer);
 // Returns: the dn key of the normalized DN string `ndn` (Dn::normalized's output).
 std::string dn_key_from_normalized(std::string_view ndn);
+// As dn_key_from_normalized, writing the key to `key` (replacing its contents, reusing its
+// capacity): allocates nothing once `key` has grown.
+void dn_key_from_normalized_into(std::string_view ndn, std::string& key);
 // Parses and keys `dn`. Errors: kInvalidDnSyntax (the parser's message).
 Result<std::string> dn_key_of(std::string_view dn, const schema::DnValueNormalizer& normalizer);
+// What dn_key_into parses and normalizes through; kept by its caller (a ReadTxn, an import
+// worker) so that its buffers keep their capacity.
+struct DnKeyScratch {
+  schema::Dn parsed;
+  std::string ndn;
+};
 // As dn_key_of, writing the key to `key` (replacing its contents, reusing its capacity): with a
-// `key` kept per worker thread it allocates nothing once warm. Errors: as dn_key_of; `key` is
-// then empty.
+// `key` and `scratch` kept per worker it allocates nothing once warm. Errors: as dn_key_of;
+// `key` is then empty.
 Status dn_key_into(std::string_view dn, const schema::DnValueNormalizer& normalizer,
-                   std::string& key);
-// As above; a DN this thread's last remember() recorded is keyed without normalizing it again.
-Status dn_key_into(std::string_view dn, const SchemaDnNormalizer& normalizer, std::string& key);
+                   std::string& key, DnKeyScratch& scratch);
 
 // Writes the normalized DN whose dn key is `key` to `out` (replacing its contents): the key's
 // RDNs in reverse order joined by ','. dn_key_from_normalized's inverse, without normalizing

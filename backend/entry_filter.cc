@@ -19,10 +19,9 @@ EntryFilter::EntryFilter(const schema::Filter& filter, const AttributeCatalog& c
 
 EntryFilter::~EntryFilter() = default;
 
-bool EntryFilter::matches(const schema::Entry& entry) const {
-  // Per thread: the canonical attributes and the encoding keep their capacity between calls.
-  thread_local std::vector<schema::EntryAttribute> attributes;
-  thread_local std::string encoded;
+bool EntryFilter::matches(const schema::Entry& entry, EntryFilterScratch& scratch) const {
+  std::vector<schema::EntryAttribute>& attributes = scratch.attributes;
+  std::string& encoded = scratch.encoded;
   attributes.clear();
   for (const schema::EntryAttribute& attribute : entry.attributes) {
     Result<std::string> description = catalog_.canonical_description(attribute.description);

@@ -1,11 +1,17 @@
 // backend/entry_filter.h: a filter evaluated on a decoded schema::Entry with the schema's
-// matching rules, exactly as searches evaluate stored entries (backend/filter_eval.h): for
-// the server's uses outside a search, such as the `filter` of an access rule's target.
+// matching rules, exactly as searches evaluate stored entries (backend/filter_eval.h: every
+// filter item, substrings, ordering, approximate and extensible included, with RFC 4511's
+// three-valued logic): the one evaluator for what the server holds outside the directory (the
+// root DSE, cn=Subschema, cn=Monitor) and for its checks of entries it already decoded (the
+// `filter` of an access rule's target, a search's per-entry restrictions).
 //
-// Thread contract: immutable after construction; matches() may run on any thread at once.
+// Thread contract: an EntryFilter is immutable after construction; matches() may run on any
+// thread at once. An EntryFilterScratch belongs to the thread using it (a worker keeps one).
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backend/attribute_catalog.h"
 #include "schema/entry.h"
@@ -15,6 +21,13 @@ namespace numadir::backend {
 
 class CompiledFilter;
 struct OperationalTypes;
+
+// The buffers matches() goes through (the entry's canonical attributes and their encoding).
+// Kept by the caller, they keep their capacity from one entry to the next.
+struct EntryFilterScratch {
+  std::vector<schema::EntryAttribute> attributes;
+  std::string encoded;
+};
 
 class EntryFilter {
  public:
@@ -27,7 +40,12 @@ class EntryFilter {
   // Returns: true if the filter evaluates to TRUE on `entry`. Attributes whose type the schema
   //   does not know are ignored; computed attributes (hasSubordinates, ...) count only if the
   //   entry holds them.
-  bool matches(const schema::Entry& entry) const;
+  bool matches(const schema::Entry& entry, EntryFilterScratch& scratch) const;
+  // As above, with buffers of its own (allocated per call).
+  bool matches(const schema::Entry& entry) const {
+    EntryFilterScratch scratch;
+    return matches(entry, scratch);
+  }
 
  private:
   const AttributeCatalog& catalog_;

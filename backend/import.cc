@@ -51,7 +51,7 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
 }
 
 Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scratch) {
-  NUMADIR_RETURN_IF_ERROR(dn_key_into(item.entry.dn, core.normalizer, item.key));
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(item.entry.dn, core.normalizer, item.key, scratch.dn));
   if (!key_in_subtree(item.key, core.suffix_key)) {
     return Status(StatusCode::kNoSuchObject, "");
   }
@@ -222,7 +222,7 @@ class ImporterImpl : public Directory::Importer {
       return invalid_argument("import already finished or failed");
     }
     item_.entry = entry;
-    item_.csn = next_csn(now_);
+    item_.csn = next_csn(now_, core_.options.server_id);
     prepare_import_item(core_, item_, scratch_);
     Status status = writer_->store(item_);
     if (!status.ok()) {
@@ -323,7 +323,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
     ImportItem& item = filling_->items[filling_->size++];
     std::swap(item.entry, entry);
     item.tag = tag;
-    item.csn = next_csn(now_);
+    item.csn = next_csn(now_, core_.options.server_id);
     if (filling_->size == batch_entries_) {
       hand_over();
     }
@@ -389,7 +389,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
   }
 
   void worker_main() {
-    PrepareScratch scratch{stamp_};
+    PrepareScratch scratch{stamp_, {}};
     while (true) {
       Batch* batch = nullptr;
       {

@@ -102,6 +102,15 @@ Result<Txn> Txn::begin(const Env& env, bool read_only) {
   return Txn(txn);
 }
 
+Result<Txn> Txn::begin_nested(const Env& env, Txn& parent) {
+  MDB_txn* txn = nullptr;
+  const int rc = mdb_txn_begin(env.raw(), parent.raw(), 0, &txn);
+  if (rc != MDB_SUCCESS) {
+    return lmdb_status(rc, "mdb_txn_begin (nested)");
+  }
+  return Txn(txn);
+}
+
 Txn& Txn::operator=(Txn&& other) noexcept {
   if (this != &other) {
     abort();

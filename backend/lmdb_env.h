@@ -87,6 +87,11 @@ class Txn {
  public:
   // Errors: kStorage (e.g. MDB_READERS_FULL, MDB_MAP_RESIZED).
   static Result<Txn> begin(const Env& env, bool read_only);
+  // Begins a write transaction nested in `parent` (a write transaction of the calling thread):
+  // its commit hands its writes to the parent (no I/O), its abort drops them; the parent may
+  // not be used until it ends. Not available in an MDB_WRITEMAP environment.
+  // Errors: kStorage (e.g. MDB_INCOMPATIBLE with MDB_WRITEMAP, MDB_BAD_TXN).
+  static Result<Txn> begin_nested(const Env& env, Txn& parent);
   Txn(Txn&& other) noexcept : txn_(other.txn_) { other.txn_ = nullptr; }
   Txn& operator=(Txn&& other) noexcept;
   Txn(const Txn&) = delete;

@@ -1,4 +1,5 @@
-// backend/modify.cc: the modify operation (RFC 4511 §4.6, RFC 4525 increment).
+// backend/modify.cc: the modify operation (RFC 4511 §4.6, RFC 4525 increment), inside the
+// writer's transaction.
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -203,19 +204,14 @@ Status check_rdn_kept(const DirectoryCore& core, const schema::Dn& dn, Attribute
 
 }  // namespace
 
-Status run_modify(DirectoryCore& core, std::string_view dn,
-                  std::span<const Modification> modifications, const UpdateContext& context) {
+Status apply_modify(DirectoryCore& core, MDB_txn* t, std::string_view dn,
+                    std::span<const Modification> modifications, const Stamp& stamp,
+                    ChangeRecord* change) {
   Result<schema::Dn> parsed = schema::Dn::parse(dn);
   if (!parsed.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
   }
   const std::string key = dn_key(*parsed, core.normalizer);
-  MutexLock lock(core.write_mu);
-  Result<Txn> txn = Txn::begin(*core.env, false);
-  if (!txn.ok()) {
-    return txn.status();
-  }
-  MDB_txn* t = txn->raw();
   EntryView view;
   Result<EntryId> id = find_entry(core, t, key, &view);
   if (!id.ok()) {
@@ -248,14 +244,18 @@ Status run_modify(DirectoryCore& core, std::string_view dn,
   const schema::ObjectClass* structural = nullptr;
   NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
 
-  stamp_modified_entry(core.op_types, make_stamp(context), entry.attributes);
+  stamp_modified_entry(core.op_types, stamp, entry.attributes);
   IndexKeys after;
   core.indexes.entry_keys(core.catalog, entry.attributes, &after);
   NUMADIR_RETURN_IF_ERROR(core.indexes.apply(t, *id, before, after));
   std::string encoded;
   const EntryHeader header{parent_id, entry.dn, stored_key};
   NUMADIR_RETURN_IF_ERROR(put_entry(core, t, *id, header, entry.attributes, 0, encoded));
-  return txn->commit();
+  change->kind = ChangeKind::kModify;
+  change->entry_id = *id;
+  change->dn = std::move(entry.dn);
+  change->csn = stamp.csn;
+  return Status();
 }
 
 }  // namespace numadir::backend::detail

@@ -74,7 +74,9 @@ ComputedAttribute OperationalTypes::computed(const AttributeInfo* info) const {
 
 std::string make_uuid_v4() {
   // UUIDs need uniqueness, not secrecy: a per-thread 64-bit generator seeded with 256 kernel
-  // random bits. (OpenSSL's RAND_bytes per entry was 5% of an import.)
+  // random bits. (OpenSSL's RAND_bytes per entry was 5% of an import.) Only writers (adds,
+  // imports) draw from it, never a read; and no result depends on which thread's generator
+  // made a UUID, so it is not worker state.
   thread_local std::mt19937_64 engine = [] {
     std::uint32_t seed[8];
     std::size_t got = 0;
@@ -107,7 +109,7 @@ std::string make_uuid_v4() {
   return out;
 }
 
-std::string next_csn(std::chrono::system_clock::time_point now) {
+std::string next_csn(std::chrono::system_clock::time_point now, std::uint32_t server_id) {
   std::int64_t micros_part = 0;
   const std::int64_t micros =
       std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
@@ -131,9 +133,9 @@ std::string next_csn(std::chrono::system_clock::time_point now) {
   const std::tm tm = utc(
       std::chrono::system_clock::time_point(std::chrono::microseconds(use_micros)), &micros_part);
   char buf[128];  // Room for any int the compiler assumes tm fields may hold.
-  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d.%06lldZ#%06x#000#000000",
+  std::snprintf(buf, sizeof buf, "%04d%02d%02d%02d%02d%02d.%06lldZ#%06x#%03x#000000",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros_part), count);
+                static_cast<long long>(micros_part), count, server_id & kMaxServerId);
   return buf;
 }
 

@@ -57,10 +57,14 @@ struct OperationalTypes {
 // e.g. "3f2504e0-4f89-41d3-9a0c-0305e82c3301".
 std::string make_uuid_v4();
 
-// Returns: the next CSN, "YYYYmmddHHMMSS.uuuuuuZ#cccccc#000#000000" (OpenLDAP's form: UTC time
-// with microseconds, a hex change count, sid 0, mod 0), strictly greater than every CSN this
-// process returned before even when `now` stands still or goes back.
-std::string next_csn(std::chrono::system_clock::time_point now);
+// The largest server id a CSN can carry (three hex digits, as OpenLDAP writes them).
+inline constexpr std::uint32_t kMaxServerId = 0xfff;
+
+// Returns: the next CSN, "YYYYmmddHHMMSS.uuuuuuZ#cccccc#sss#000000" (OpenLDAP's form: UTC time
+// with microseconds, a hex change count, the server id `server_id` in three hex digits, mod 0),
+// strictly greater than every CSN this process returned before even when `now` stands still or
+// goes back. Requires: server_id <= kMaxServerId (Directory::open checks it).
+std::string next_csn(std::chrono::system_clock::time_point now, std::uint32_t server_id = 0);
 
 // Returns: `t` as GeneralizedTime in UTC with second precision, "YYYYmmddHHMMSSZ".
 std::string generalized_time(std::chrono::system_clock::time_point t);

@@ -88,6 +88,9 @@ struct MdCtxDeleter {
 // Writes digest(a + b) to `out` (replacing it). Returns false if OpenSSL fails.
 bool digest_two(const EVP_MD* md, std::string_view a, std::string_view b, std::string* out) {
   // One context per thread, re-initialized for each digest: a bind costs no allocation here.
+  // Not operation state (nothing of one digest survives into the next: EVP_DigestInit_ex2
+  // resets it), only a cached OpenSSL handle, so it stays a thread_local rather than widening
+  // every password function's signature by a context.
   thread_local const std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
   std::array<unsigned char, EVP_MAX_MD_SIZE> buffer;
   unsigned int size = 0;

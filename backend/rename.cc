@@ -1,5 +1,5 @@
 // backend/rename.cc: the modify DN operation (RFC 4511 §4.9), subtree moves included: every
-// descendant gets its new dn2id key and stored DN in the same write transaction.
+// descendant gets its new dn2id key and stored DN in the same (the writer's) transaction.
 #include <algorithm>
 #include <utility>
 
@@ -120,9 +120,9 @@ Result<std::string> moved_dn(std::string_view descendant, const schema::Dn& old_
 
 }  // namespace
 
-Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new_rdn,
-                  bool delete_old_rdn, std::optional<std::string_view> new_superior,
-                  const UpdateContext& context) {
+Status apply_rename(DirectoryCore& core, MDB_txn* t, std::string_view dn, std::string_view new_rdn,
+                    bool delete_old_rdn, std::optional<std::string_view> new_superior,
+                    const Stamp& stamp, ChangeRecord* change) {
   Result<schema::Dn> target = parse_dn(dn, "entry");
   NUMADIR_RETURN_IF_ERROR(target.status());
   Result<schema::Dn> rdn = parse_dn(new_rdn, "new RDN");
@@ -138,10 +138,6 @@ Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new
   }
   const std::string old_key = dn_key(*target, core.normalizer);
 
-  MutexLock lock(core.write_mu);
-  Result<Txn> txn = Txn::begin(*core.env, false);
-  NUMADIR_RETURN_IF_ERROR(txn.status());
-  MDB_txn* t = txn->raw();
   EntryView view;
   Result<EntryId> id = find_entry(core, t, old_key, &view);
   NUMADIR_RETURN_IF_ERROR(id.status());
@@ -203,7 +199,7 @@ Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new
     return Status(StatusCode::kObjectClassModsProhibited,
                   "structural object class modification not allowed");
   }
-  stamp_modified_entry(core.op_types, make_stamp(context), entry.attributes);
+  stamp_modified_entry(core.op_types, stamp, entry.attributes);
   IndexKeys after;
   core.indexes.entry_keys(core.catalog, entry.attributes, &after);
   NUMADIR_RETURN_IF_ERROR(core.indexes.apply(t, *id, before, after));
@@ -250,7 +246,12 @@ Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new
   NUMADIR_RETURN_IF_ERROR(core.dns.move_child(t, *id, old_parent_id, new_parent_id));
   const EntryHeader header{new_parent_id, entry.dn, new_key};
   NUMADIR_RETURN_IF_ERROR(put_entry(core, t, *id, header, entry.attributes, 0, encoded));
-  return txn->commit();
+  change->kind = ChangeKind::kRename;
+  change->entry_id = *id;
+  change->dn = old_dn_text;
+  change->new_dn = std::move(entry.dn);
+  change->csn = stamp.csn;
+  return Status();
 }
 
 }  // namespace numadir::backend::detail

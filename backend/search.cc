@@ -263,11 +263,10 @@ Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec&
   return Searcher(core, state, spec, on_entry).run();
 }
 
-// Finds the entry named `dn` in the scope's transaction. Errors: as Directory::get.
-Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::string_view dn,
-                           EntryView* view) {
-  thread_local std::string key;  // Per-thread: keeps its capacity (binds look up every time).
-  NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, core.normalizer, key));
+// Finds the entry whose dn key is state.key in the scope's transaction. Errors: as
+// Directory::get.
+Result<EntryId> find_keyed(const DirectoryCore& core, ReadState& state, EntryView* view) {
+  const std::string& key = state.key;
   if (const EntryId hinted = core.dn_hints.get(key); hinted != 0) {
     // Accepted only if the entry stored under the id has exactly this key (dn_hints.h); a
     // failed read falls through to dn2id, which reports any storage error itself.
@@ -298,6 +297,13 @@ Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::str
   return *id;
 }
 
+// Finds the entry named `dn`. Errors: as Directory::get.
+Result<EntryId> find_named(const DirectoryCore& core, ReadState& state, std::string_view dn,
+                           EntryView* view) {
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(dn, core.normalizer, state.key, state.dn_scratch));
+  return find_keyed(core, state, view);
+}
+
 Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::string_view dn) {
   ReadScope scope(core, state);
   NUMADIR_RETURN_IF_ERROR(scope.status());
@@ -311,12 +317,31 @@ Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::
   return entry;
 }
 
+void deliver_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
+                   const EntryView& view, const std::function<void(const EntryRef&)>& on_entry) {
+  on_entry(StoredEntryRef(core, cursors, id, view));
+}
+
 Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
                   const std::function<void(const EntryRef&)>& on_entry) {
   ReadScope scope(core, state);
   NUMADIR_RETURN_IF_ERROR(scope.status());
   EntryView view;
   Result<EntryId> id = find_named(core, state, dn, &view);
+  if (!id.ok()) {
+    return id.status();
+  }
+  on_entry(StoredEntryRef(core, state.cursors, *id, view));
+  return Status();
+}
+
+Status run_lookup_normalized(const DirectoryCore& core, ReadState& state, std::string_view ndn,
+                             const std::function<void(const EntryRef&)>& on_entry) {
+  ReadScope scope(core, state);
+  NUMADIR_RETURN_IF_ERROR(scope.status());
+  dn_key_from_normalized_into(ndn, state.key);
+  EntryView view;
+  Result<EntryId> id = find_keyed(core, state, &view);
   if (!id.ok()) {
     return id.status();
   }

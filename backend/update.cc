@@ -1,4 +1,5 @@
-// backend/update.cc: add and remove, and the helpers every update shares.
+// backend/update.cc: add and remove (inside the writer's transaction), and the helpers every
+// update shares.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -8,9 +9,9 @@
 
 namespace numadir::backend::detail {
 
-Stamp make_stamp(const UpdateContext& context) {
+Stamp make_stamp(const DirectoryCore& core, const UpdateContext& context) {
   const auto now = context.now.value_or(std::chrono::system_clock::now());
-  return Stamp{context.actor_dn, generalized_time(now), next_csn(now)};
+  return Stamp{context.actor_dn, generalized_time(now), next_csn(now, core.options.server_id)};
 }
 
 Result<EntryId> load_next_id(const DirectoryCore& core, MDB_txn* txn) {
@@ -138,22 +139,21 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
   return core.indexes.apply(txn, id, scratch.none, scratch.keys, options.append_id);
 }
 
-Status run_add(DirectoryCore& core, const schema::Entry& entry, const UpdateContext& context) {
-  MutexLock lock(core.write_mu);
-  Result<Txn> txn = Txn::begin(*core.env, false);
-  if (!txn.ok()) {
-    return txn.status();
-  }
-  Result<EntryId> next_id = load_next_id(core, txn->raw());
+Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
+                 ChangeRecord* change) {
+  Result<EntryId> next_id = load_next_id(core, txn);
   if (!next_id.ok()) {
     return next_id.status();
   }
   EntryId next = *next_id;
   AddScratch scratch;
-  NUMADIR_RETURN_IF_ERROR(
-      add_in_txn(core, txn->raw(), entry, make_stamp(context), AddOptions{}, scratch, &next));
-  NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn->raw(), next));
-  return txn->commit();
+  NUMADIR_RETURN_IF_ERROR(add_in_txn(core, txn, entry, stamp, AddOptions{}, scratch, &next));
+  NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn, next));
+  change->kind = ChangeKind::kAdd;
+  change->entry_id = next - 1;  // add_in_txn took the id it was given and moved past it.
+  change->dn = entry.dn;
+  change->csn = stamp.csn;
+  return Status();
 }
 
 Result<EntryId> find_entry(const DirectoryCore& core, MDB_txn* txn, std::string_view key,
@@ -184,23 +184,18 @@ Result<bool> has_children(const DirectoryCore& core, MDB_txn* txn, EntryId id) {
   return db_get(txn, core.dns.children(), id_bytes(id), nullptr);
 }
 
-Status run_remove(DirectoryCore& core, std::string_view dn, const UpdateContext& /*context*/) {
+Status apply_remove(DirectoryCore& core, MDB_txn* txn, std::string_view dn, const Stamp& stamp,
+                    ChangeRecord* change) {
   Result<std::string> key = dn_key_of(dn, core.normalizer);
   if (!key.ok()) {
     return key.status();
   }
-  MutexLock lock(core.write_mu);
-  Result<Txn> txn = Txn::begin(*core.env, false);
-  if (!txn.ok()) {
-    return txn.status();
-  }
-  MDB_txn* t = txn->raw();
   EntryView view;
-  Result<EntryId> id = find_entry(core, t, *key, &view);
+  Result<EntryId> id = find_entry(core, txn, *key, &view);
   if (!id.ok()) {
     return id.status();
   }
-  Result<bool> children = has_children(core, t, *id);
+  Result<bool> children = has_children(core, txn, *id);
   if (!children.ok()) {
     return children.status();
   }
@@ -209,15 +204,15 @@ Status run_remove(DirectoryCore& core, std::string_view dn, const UpdateContext&
   }
   // Everything needed from the view is copied before the first write invalidates it.
   const EntryId parent_id = view.parent_id();
+  change->kind = ChangeKind::kDelete;
+  change->entry_id = *id;
+  change->dn.assign(view.dn());
+  change->csn = stamp.csn;
   IndexKeys keys;
   NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, view, &keys));
-  NUMADIR_RETURN_IF_ERROR(core.indexes.apply(t, *id, keys, IndexKeys()));
-  NUMADIR_RETURN_IF_ERROR(core.dns.remove(t, *key, *id, parent_id));
-  Result<bool> removed = db_del(t, core.id2entry, id_bytes(*id), nullptr);
-  if (!removed.ok()) {
-    return removed.status();
-  }
-  return txn->commit();
+  NUMADIR_RETURN_IF_ERROR(core.indexes.apply(txn, *id, keys, IndexKeys()));
+  NUMADIR_RETURN_IF_ERROR(core.dns.remove(txn, *key, *id, parent_id));
+  return db_del(txn, core.id2entry, id_bytes(*id), nullptr).status();
 }
 
 }  // namespace numadir::backend::detail

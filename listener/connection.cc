@@ -7,23 +7,28 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "listener/listener.h"
 #include "listener/request.h"
 
 namespace numadir::listener {
 
-Connection::Connection(int fd, ConnectionInfo info, Listener& owner)
-    : fd_(fd), info_(std::move(info)), owner_(owner) {}
+Connection::Connection(int fd, ConnectionInfo info, ConnectionNotifier& owner)
+    : fd_(fd), info_(std::move(info)), owner_(owner) {
+  owner_thread_.claim();
+}
 
 Connection::~Connection() {
   held_.clear();  // Their references go before the socket does.
   session_.reset();
+  {
+    MutexLock lock(mu_);
+    NUMADIR_DCHECK(open_.empty(), "a connection destroyed with open operations");
+  }
   ::close(fd_);
 }
 
 void Connection::release_from_worker() {
   // After this fetch_sub the owner may destroy the connection: read what is needed first.
-  Listener& owner = owner_;
+  ConnectionNotifier& owner = owner_;
   const std::uint64_t id = info_.id;
   const std::uint64_t before = state_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
   if ((before & kWatchBit) != 0) {
@@ -32,17 +37,162 @@ void Connection::release_from_worker() {
 }
 
 std::uint64_t Connection::watch() {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   return state_.fetch_or(kWatchBit, std::memory_order_seq_cst) >> 1;
 }
 
 void Connection::abandon(std::int32_t message_id) {
-  MutexLock lock(mu_);
-  if (std::find(running_ids_.begin(), running_ids_.end(), message_id) == running_ids_.end()) {
-    return;  // Finished or never sent: nothing to abandon (RFC 4511 §4.11).
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  std::vector<std::function<void()>> due;
+  {
+    MutexLock lock(mu_);
+    end_open_locked(message_id, due);
+    // Finished or never sent: nothing to abandon (RFC 4511 §4.11).
+    if (std::find(running_ids_.begin(), running_ids_.end(), message_id) != running_ids_.end()) {
+      abandoned_ids_.push_back(message_id);
+      abandoned_count_.store(static_cast<std::uint32_t>(abandoned_ids_.size()),
+                             std::memory_order_release);
+    }
   }
-  abandoned_ids_.push_back(message_id);
-  abandoned_count_.store(static_cast<std::uint32_t>(abandoned_ids_.size()),
-                         std::memory_order_release);
+  run_ends(due);
+}
+
+void Connection::abandon_all() {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  std::vector<std::function<void()>> due;
+  {
+    MutexLock lock(mu_);
+    // Under the lock: an operation opened after this is born ended (open_operation).
+    abandon_all_.store(true, std::memory_order_release);
+    end_open_locked(std::nullopt, due);
+  }
+  run_ends(due);
+}
+
+void Connection::end_open_locked(std::optional<std::int32_t> message_id,
+                                 std::vector<std::function<void()>>& due) {
+  for (OpenSlot* slot : open_) {
+    if ((message_id.has_value() && slot->message_id != *message_id) ||
+        slot->state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
+      continue;
+    }
+    slot->state.store(OpenSlot::State::kEnded, std::memory_order_release);
+    // The owner ends it itself, so there is no one to tell: it is the caller.
+    ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+    if (slot->on_end) {
+      slot->end_told = true;
+      due.push_back(std::move(slot->on_end));
+      slot->on_end = nullptr;
+    }
+  }
+}
+
+void Connection::run_ends(std::vector<std::function<void()>>& due) {
+  // Unlocked: an on_end may take the feeder's lock, under which the feeder calls send_open, or
+  // release the operation at once (close_open).
+  for (std::function<void()>& on_end : due) {
+    on_end();
+  }
+}
+
+void Connection::run_due_ends() {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  std::vector<std::function<void()>> due;
+  {
+    MutexLock lock(mu_);
+    for (OpenSlot* slot : open_) {
+      if (slot->state.load(std::memory_order_relaxed) == OpenSlot::State::kEnded &&
+          !slot->end_told && slot->on_end) {
+        slot->end_told = true;
+        due.push_back(std::move(slot->on_end));
+        slot->on_end = nullptr;
+      }
+    }
+  }
+  run_ends(due);
+}
+
+void Connection::open_operation(OpenSlot& slot) {
+  add_ref();  // The caller's request holds one: the count cannot reach the owner's alone.
+  MutexLock lock(mu_);
+  const bool abandoned = abandon_all_.load(std::memory_order_relaxed) ||
+                         std::find(abandoned_ids_.begin(), abandoned_ids_.end(), slot.message_id) !=
+                             abandoned_ids_.end();
+  if (abandoned) {
+    slot.state.store(OpenSlot::State::kEnded, std::memory_order_release);
+  } else {
+    slot.state.store(OpenSlot::State::kOpen, std::memory_order_release);
+    ops_.fetch_add(kRefUnit, std::memory_order_seq_cst);
+  }
+  open_.push_back(&slot);
+}
+
+void Connection::send_open(OpenSlot& slot, std::string_view bytes) {
+  bool writer = false;
+  {
+    MutexLock lock(mu_);
+    if (slot.state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
+      return;  // Ended: nothing more goes out for it.
+    }
+    writer = queue_output(bytes);
+  }
+  if (writer) {
+    write_as_writer();
+  }
+}
+
+void Connection::finish_open(OpenSlot& slot, std::string_view last_bytes) {
+  bool writer = false;
+  std::uint64_t before = 0;
+  {
+    MutexLock lock(mu_);
+    if (slot.state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
+      return;
+    }
+    slot.state.store(OpenSlot::State::kFinished, std::memory_order_release);
+    writer = queue_output(last_bytes);
+    // After the bytes, under the lock: as finish_operation.
+    before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+  }
+  operation_ended(before);
+  if (writer) {
+    write_as_writer();
+  }
+}
+
+void Connection::set_on_end(OpenSlot& slot, std::function<void()> on_end) {
+  bool due = false;
+  {
+    MutexLock lock(mu_);
+    slot.on_end = std::move(on_end);
+    due = slot.state.load(std::memory_order_relaxed) == OpenSlot::State::kEnded && !slot.end_told;
+  }
+  if (due) {
+    owner_.notify(info_.id);  // It ended before anyone was to be told: the owner runs it.
+  }
+}
+
+void Connection::close_open(OpenSlot& slot) {
+  std::optional<std::uint64_t> before;
+  {
+    MutexLock lock(mu_);
+    if (slot.state.load(std::memory_order_relaxed) == OpenSlot::State::kOpen) {
+      slot.state.store(OpenSlot::State::kFinished, std::memory_order_release);
+      before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+    }
+    std::erase(open_, &slot);
+    slot.on_end = nullptr;  // Never to run now; destroyed on the holder's thread.
+  }
+  if (before.has_value()) {
+    operation_ended(*before);
+  }
+  release_from_worker();  // Last: the owner may destroy the connection from here on.
+}
+
+void Connection::operation_ended(std::uint64_t before) {
+  if ((before & kWatchBit) != 0) {
+    owner_.notify(info_.id);
+  }
 }
 
 bool Connection::is_abandoned(std::int32_t message_id) const {
@@ -58,36 +208,50 @@ bool Connection::is_abandoned(std::int32_t message_id) const {
 }
 
 void Connection::begin_operation(std::int32_t message_id) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   MutexLock lock(mu_);
   running_ids_.push_back(message_id);
   ops_.fetch_add(kRefUnit, std::memory_order_seq_cst);
 }
 
 void Connection::cancel_operation(std::int32_t message_id) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   MutexLock lock(mu_);
   forget_operation(message_id);
   ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
 }
 
 void Connection::finish_operation(std::int32_t message_id, std::string_view last_bytes) {
-  bool write_now = false;
+  bool writer = false;
   std::uint64_t before = 0;
   {
     MutexLock lock(mu_);
     forget_operation(message_id);
-    if (!last_bytes.empty() && !output_failed_.load(std::memory_order_relaxed)) {
-      append_output(last_bytes);
-      write_now = !writing_;
-      writing_ = true;
-    }
+    writer = queue_output(last_bytes);
     // Ends under the lock, after the bytes are queued: a request the owner starts because of
     // this queues its response behind them.
     before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
   }
-  if ((before & kWatchBit) != 0) {
-    owner_.notify(info_.id);
+  operation_ended(before);
+  if (writer) {
+    write_as_writer();
   }
-  if (write_now && !write_pending()) {
+}
+
+bool Connection::queue_output(std::string_view bytes) {
+  if (bytes.empty() || output_failed_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  append_output(bytes);
+  if (writing_) {
+    return false;  // The current writer (or the owner's EPOLLOUT) takes these bytes too.
+  }
+  writing_ = true;
+  return true;
+}
+
+void Connection::write_as_writer() {
+  if (!write_pending()) {
     owner_.notify(info_.id);  // Blocked or failed: the owner takes over or closes.
   }
 }
@@ -113,23 +277,18 @@ std::size_t Connection::pending_output_bytes() const {
 }
 
 void Connection::send_bytes(std::string_view bytes) {
+  bool writer = false;
   {
     MutexLock lock(mu_);
-    if (output_failed_.load(std::memory_order_relaxed)) {
-      return;
-    }
-    append_output(bytes);
-    if (writing_) {
-      return;  // The current writer (or the owner's EPOLLOUT) takes these bytes too.
-    }
-    writing_ = true;
+    writer = queue_output(bytes);
   }
-  if (!write_pending()) {
-    owner_.notify(info_.id);  // Blocked or failed: the owner takes over or closes.
+  if (writer) {
+    write_as_writer();
   }
 }
 
 bool Connection::flush_from_owner() {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   {
     MutexLock lock(mu_);
     if (!blocked_) {
@@ -191,12 +350,14 @@ void Connection::append_output(std::string_view bytes) {
 }
 
 void Connection::start_tls(std::unique_ptr<TlsChannel> channel) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   MutexLock lock(mu_);
   tls_ = std::move(channel);
   tls_started_ = true;
 }
 
 TlsChannel::InputResult Connection::tls_input(std::string_view cipher) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   bool write_now = false;
   TlsChannel::InputResult result;
   {

@@ -1,10 +1,13 @@
 // listener/connection.h: one client connection: its socket, input buffer, the requests waiting
-// for their turn, and the output shared with the workers that answer it.
+// for their turn, the operations it has open (OpenOperation), and the output shared with the
+// workers that answer it.
 //
 // Thread contract: a Connection is created, read, closed and destroyed by the listener thread
-// that accepted it (its "owner"). Workers answering its requests use only the members marked
-// "Shared": the output path (send_bytes), the abandon marks, and the reference word. The
-// listener closes fd_ and destroys the Connection only once no worker holds it (refs() == 1:
+// that accepted it (its "owner"; debug builds check the owner-only methods). Workers answering
+// its requests and holders of its open operations use only the members marked "Shared": the
+// output path (send_bytes), the abandon marks, the open-operation calls and the reference
+// word; what they must tell the owner goes through its ConnectionNotifier. The listener closes
+// fd_ and destroys the Connection only once no worker or open operation holds it (refs() == 1:
 // only the listener's own reference left), so a reused fd never receives another connection's
 // bytes.
 #pragma once
@@ -12,23 +15,53 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/thread_annotations.h"
+#include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
 
 namespace numadir::listener {
 
-class Listener;
 class Request;
+
+// What another thread tells the connection's owner: the one call a worker, a helper or the
+// holder of an open operation needs. Implemented by the Listener.
+class ConnectionNotifier {
+ public:
+  // Any thread: asks the owner to look at connection `connection_id` again (a reference or an
+  //   operation went while it watched, an operation's end is due, or the output blocked or
+  //   failed). Never blocks.
+  virtual void notify(std::uint64_t connection_id) = 0;
+
+ protected:
+  ~ConnectionNotifier() = default;
+};
+
+// An open operation as its connection sees it (listener/detached_operation.h holds it). Every
+// field is guarded by the connection's lock; state is also read without it (abandoned()).
+struct OpenSlot {
+  enum class State : std::uint8_t {
+    kOpen,      // Outstanding: counted in Connection::operations().
+    kFinished,  // By its holder: finish(), or released unfinished. on_end never runs.
+    kEnded,     // By the owner: abandoned, unbound or closed. on_end runs once.
+  };
+  std::int32_t message_id = 0;
+  std::atomic<State> state{State::kOpen};
+  bool end_told = false;  // on_end was taken to be run.
+  std::function<void()> on_end;
+};
 
 class Connection {
  public:
-  Connection(int fd, ConnectionInfo info, Listener& owner);
+  // Owner thread: the calling thread becomes the owner.
+  Connection(int fd, ConnectionInfo info, ConnectionNotifier& owner);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   ~Connection();  // Owner thread, with refs() == 1. Closes fd_.
@@ -36,22 +69,24 @@ class Connection {
   int fd() const { return fd_; }
   std::uint64_t id() const { return info_.id; }
   const ConnectionInfo& info() const { return info_; }
-  Listener& owner() const { return owner_; }
 
   // --- Shared: any thread holding a reference. ---
 
   // Appends response bytes in order and writes them now when the output is idle (the caller
   // becomes the writer); when the socket is full, the rest waits for the owner's EPOLLOUT.
   void send_bytes(std::string_view bytes);
-  // Called by the owner on EPOLLOUT: writes what is pending. Returns true when all is written.
+  // Owner, on EPOLLOUT: writes what is pending. Returns true when all is written.
   bool flush_from_owner();
 
-  // References: the owner's (1, until close) plus one per request taken by a worker. The
-  // "watch" bit asks the worker that drops a reference to tell the owner (Listener::notify),
-  // which then finishes closing the connection.
+  // References: the owner's (1, until close) plus one per request taken by a worker and one per
+  // open operation. The "watch" bit asks the thread that drops a reference to tell the owner
+  // (ConnectionNotifier::notify), which then finishes closing the connection.
   void add_ref() { state_.fetch_add(kRefUnit, std::memory_order_relaxed); }
   // Owner: takes back a reference it added for a request the pool refused.
-  void release_from_owner() { state_.fetch_sub(kRefUnit, std::memory_order_seq_cst); }
+  void release_from_owner() {
+    NUMADIR_DCHECK_OWNER(owner_thread_);
+    state_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
+  }
   // Drops a worker's reference; tells the owner when it watches. The Connection may be
   // destroyed by the owner as soon as this returns: the caller must not touch it after.
   void release_from_worker();
@@ -63,17 +98,23 @@ class Connection {
   // per-connection rules count. An operation ends when its last bytes are queued for the socket,
   // before they are written, so a client that reacts to a response never finds the operation
   // still outstanding. With the watch bit set, the worker that ends one tells the owner, which
-  // then runs the requests it held back.
+  // then runs the requests it held back. An open operation counts until it ends (OpenOperation);
+  // while the handle() that opened it runs, it counts twice (its request and itself).
   std::uint64_t operations() const { return ops_.load(std::memory_order_seq_cst) >> 1; }
   // Owner: sets the watch bit. Returns: the operations outstanding now.
   std::uint64_t watch_operations() {
+    NUMADIR_DCHECK_OWNER(owner_thread_);
     return ops_.fetch_or(kWatchBit, std::memory_order_seq_cst) >> 1;
   }
-  void unwatch_operations() { ops_.fetch_and(~kWatchBit, std::memory_order_seq_cst); }
+  void unwatch_operations() {
+    NUMADIR_DCHECK_OWNER(owner_thread_);
+    ops_.fetch_and(~kWatchBit, std::memory_order_seq_cst);
+  }
 
-  // Abandon marks: AbandonRequest marks one message ID, Unbind / close mark everything.
+  // Abandon marks: AbandonRequest marks one message ID, Unbind / close mark everything. Owner:
+  // both also end the open operations they mark, and run their on_end on the calling thread.
   void abandon(std::int32_t message_id);
-  void abandon_all() { abandon_all_.store(true, std::memory_order_release); }
+  void abandon_all();
   bool is_abandoned(std::int32_t message_id) const;
   // Owner: registers an operation before a worker may run it (so an Abandon finds it).
   void begin_operation(std::int32_t message_id);
@@ -83,10 +124,31 @@ class Connection {
   // if it watches) and writes them when the output is idle.
   void finish_operation(std::int32_t message_id, std::string_view last_bytes);
 
+  // --- Open operations (Shared: the holder's thread, one call at a time per slot). ---
+
+  // A worker running the request `slot.message_id` keeps it open: registers `slot`, takes a
+  // reference for it and counts it as outstanding, unless it was abandoned already (then it is
+  // born ended). Requires: the caller holds a reference (its Request's).
+  void open_operation(OpenSlot& slot);
+  // Queues `bytes` for the socket, unless the slot is no longer open.
+  void send_open(OpenSlot& slot, std::string_view bytes);
+  // Queues `last_bytes` and ends the slot's operation, unless it is no longer open.
+  void finish_open(OpenSlot& slot, std::string_view last_bytes);
+  // Sets `on_end`; when the slot ended already and its on_end was not run, asks the owner to run
+  // it (run_due_ends).
+  void set_on_end(OpenSlot& slot, std::function<void()> on_end);
+  // The holder released the operation: ends it without a response if it is open, unregisters
+  // the slot and drops its reference. The Connection may be destroyed by the owner as soon as
+  // this returns: the caller must not touch it after.
+  void close_open(OpenSlot& slot);
+  // Owner: runs the on_end of every ended slot whose on_end was set after it ended.
+  void run_due_ends();
+
   bool output_failed() const { return output_failed_.load(std::memory_order_acquire); }
   // Returns: true when the socket was full and the owner must write on EPOLLOUT.
   bool output_blocked() const;
-  // Bytes written and waiting: a reader that does not read holds this much.
+  // Bytes written and waiting: a reader that does not read holds this much. (Where the output
+  // bound of the next step will be checked: see "Output backpressure" in request_handler.h.)
   std::size_t pending_output_bytes() const;
 
   // --- TLS (owner thread only): responses are encrypted by whoever queues them. ---
@@ -103,15 +165,17 @@ class Connection {
   TlsPeer tls_peer() const;
   std::string tls_error() const;
 
-  // --- Owner thread only. ---
+  // --- Owner thread only (listener/connection_rules.h and listener/listener.h use them). ---
   std::string input_;                          // Owner: listener. Bytes read, not yet framed.
   std::deque<std::unique_ptr<Request>> held_;  // Owner: listener. Waiting for their turn.
   std::unique_ptr<Session> session_;           // Owner: listener (workers borrow it).
   bool bind_running_ = false;                  // Owner: listener.
   bool closing_ = false;                       // Owner: listener.
   bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
-  bool reading_paused_ = false;                // Owner: listener. Backpressure.
-  std::int64_t last_read_ms_ = 0;              // Owner: listener. Steady clock, for idle_timeout.
+  // Owner: listener. Backpressure: requests are held. (The output bound of the next step will
+  // pause reading too: "Output backpressure" in request_handler.h.)
+  bool reading_paused_ = false;
+  std::int64_t last_read_ms_ = 0;  // Owner: listener. Steady clock, for idle_timeout.
   // Owner: listener. Steady clock: the TLS handshake must be done by then (0: none pending).
   std::int64_t handshake_deadline_ms_ = 0;
 
@@ -126,18 +190,35 @@ class Connection {
   void append_output(std::string_view bytes) NUMADIR_REQUIRES(mu_);
   // Removes `message_id` from the running and abandoned lists.
   void forget_operation(std::int32_t message_id) NUMADIR_REQUIRES(mu_);
+  // Queues `bytes` (none: nothing) and, if no one writes yet, makes the caller the writer.
+  // Returns: whether the caller is to write (write_as_writer) once it has unlocked.
+  bool queue_output(std::string_view bytes) NUMADIR_REQUIRES(mu_);
+  // Writes as the writer; tells the owner when the socket blocked or failed.
+  void write_as_writer();
+  // Ends the open operations `message_id` names (nullopt: every one);
+  // moves their on_end into `due`, for the caller to run once unlocked.
+  void end_open_locked(std::optional<std::int32_t> message_id,
+                       std::vector<std::function<void()>>& due) NUMADIR_REQUIRES(mu_);
+  void run_ends(std::vector<std::function<void()>>& due);
+  // One operation fewer; tells the owner when it watches. Requires: called once mu_ is released.
+  void operation_ended(std::uint64_t before);
 
-  const int fd_;
+  const int fd_;  // Closed by the owner, and only once nothing else holds the connection.
   const ConnectionInfo info_;
-  Listener& owner_;
+  ConnectionNotifier& owner_;  // Any thread: outlives the connection.
+  OwnerThread owner_thread_;   // Debug builds: the owner thread, for NUMADIR_DCHECK_OWNER.
   // Shared: references << 1 | watch bit (seq_cst: a worker's release and the owner's watch()
   // must see each other, so either the owner sees the last reference go or the worker sees the
   // watch bit and notifies).
   std::atomic<std::uint64_t> state_{kRefUnit};
   // Shared: outstanding operations << 1 | watch bit (seq_cst, as state_).
   std::atomic<std::uint64_t> ops_{0};
+  // Shared: set by the owner (release), read by workers (acquire) before they take mu_.
   std::atomic<bool> abandon_all_{false};
+  // Shared: abandoned_ids_.size(), written under mu_ (release) so that is_abandoned() skips the
+  // lock while nothing is abandoned.
   std::atomic<std::uint32_t> abandoned_count_{0};
+  // Shared: set once by the writer that failed (release); then nothing more is queued.
   std::atomic<bool> output_failed_{false};
   mutable Mutex mu_;
   std::string out_ NUMADIR_GUARDED_BY(mu_);  // Bytes waiting to be written, in order.
@@ -147,8 +228,9 @@ class Connection {
   bool blocked_ NUMADIR_GUARDED_BY(mu_) = false;  // The socket was full: the owner writes.
   std::vector<std::int32_t> running_ids_ NUMADIR_GUARDED_BY(mu_);
   std::vector<std::int32_t> abandoned_ids_ NUMADIR_GUARDED_BY(mu_);
+  std::vector<OpenSlot*> open_ NUMADIR_GUARDED_BY(mu_);      // Registered, not yet released.
   std::unique_ptr<TlsChannel> tls_ NUMADIR_GUARDED_BY(mu_);  // Set once by the owner.
-  bool tls_started_ = false;                                 // Owner: tls_ != nullptr.
+  bool tls_started_ = false;  // Owner: listener. Whether tls_ is set (read without the lock).
 };
 
 }  // namespace numadir::listener

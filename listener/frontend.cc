@@ -176,11 +176,14 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   frontend->dispatcher_ = options.dispatcher;
   std::size_t next_listener = 0;
   for (const PoolLayout& layout : pools) {
+    threadpool::WorkerPoolOptions pool_options = layout.pool;
+    // Workers (and listeners that help) keep the handler's state for the requests they run.
+    pool_options.make_worker_state = [&handler] { return handler.make_worker_state(); };
     std::unique_ptr<threadpool::TaskPool> pool;
     if (options.dispatcher == Dispatcher::kSingle) {
-      pool = std::make_unique<threadpool::LockedQueuePool>(layout.pool);
+      pool = std::make_unique<threadpool::LockedQueuePool>(std::move(pool_options));
     } else {
-      pool = std::make_unique<threadpool::WorkerPool>(layout.pool);
+      pool = std::make_unique<threadpool::WorkerPool>(std::move(pool_options));
     }
     pool->start();
     for (std::size_t i = 0; i < layout.listener_pins.size(); ++i) {

@@ -60,7 +60,8 @@ class Frontend {
 
   // Returns: the URLs as bound (ports resolved).
   const std::vector<ListenUrl>& bound_urls() const { return bound_urls_; }
-  // Stops accepting and reading, lets started requests finish, closes every connection, then
+  // Stops accepting and reading, lets started requests finish, ends the open operations (their
+  // on_end runs) and waits until their holders released them, closes every connection, then
   // stops the workers. Idempotent.
   void stop();
 

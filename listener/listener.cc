@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -20,8 +19,6 @@
 
 #include "base/check.h"
 #include "listener/request.h"
-#include "listener/wire/framing.h"
-#include "listener/wire/message_encoder.h"
 #include "threadpool/topology.h"
 
 namespace numadir::listener {
@@ -32,12 +29,7 @@ constexpr std::uint64_t kEventFdTag = 1;
 constexpr std::uint64_t kListenTagBase = 2;  // + index into listen_fds_ (pointers are larger).
 constexpr int kMaxEvents = 256;
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
-
-std::int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+constexpr std::int64_t kTimerPeriodMs = 1000;
 
 std::string peer_name(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = {};
@@ -62,22 +54,6 @@ std::uint16_t local_port(int fd) {
                    : reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
 }
 
-bool is_request(wire::ProtocolOp op) {
-  switch (op) {
-    case wire::ProtocolOp::kBindRequest:
-    case wire::ProtocolOp::kSearchRequest:
-    case wire::ProtocolOp::kModifyRequest:
-    case wire::ProtocolOp::kAddRequest:
-    case wire::ProtocolOp::kDelRequest:
-    case wire::ProtocolOp::kModifyDnRequest:
-    case wire::ProtocolOp::kCompareRequest:
-    case wire::ProtocolOp::kExtendedRequest:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
@@ -87,10 +63,11 @@ Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared
       shared_(shared),
       pool_(pool),
       pin_(pin),
+      epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
+      event_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      rules_(shared, pool, counters_),
       read_buffer_(new char[kReadChunkBytes]) {
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   NUMADIR_CHECK(epoll_fd_ >= 0, "epoll_create1 failed");
-  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   NUMADIR_CHECK(event_fd_ >= 0, "eventfd failed");
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   epoll_event event{};
@@ -107,6 +84,7 @@ Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared
 
 Listener::~Listener() {
   NUMADIR_CHECK(!thread_.joinable(), "Listener destroyed while running");
+  pool_.cancel_room_wait(*this);
   connections_.clear();
   if (!draining_) {
     for (const int fd : listen_fds_) {
@@ -146,8 +124,17 @@ void Listener::notify(std::uint64_t connection_id) {
   if (!mailbox_.bounded_push(connection_id)) {
     rescan_.store(true, std::memory_order_seq_cst);
   }
-  // seq_cst pairs with run(): either the listener sees the id before it sleeps, or this sees
-  // sleeping_ and wakes it.
+  wake_if_sleeping();
+}
+
+void Listener::on_room() {
+  pool_room_.store(true, std::memory_order_seq_cst);
+  wake_if_sleeping();
+}
+
+void Listener::wake_if_sleeping() {
+  // seq_cst pairs with sleep_timeout_ms(): either the listener sees the notice before it
+  // sleeps, or this sees sleeping_ and wakes it.
   if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
     wake();
   }
@@ -158,95 +145,160 @@ void Listener::wake() {
   [[maybe_unused]] const ssize_t n = ::write(event_fd_, &one, sizeof(one));
 }
 
+// The event loop, read as Redis's ae.c reads: each round works out how long it may sleep,
+// waits for events, dispatches them, runs what other threads asked for and the timers that
+// are due, and, with nothing left to read, runs one queued task for its pool (then the next
+// round only looks for events, without sleeping).
 void Listener::run() {
+  owner_thread_.claim();
+  // What the requests this thread runs for its pool get (made by the pool's own factory, as its
+  // workers' are, on this thread); none when it never helps.
+  if (shared_.help_pool) {
+    help_state_ = threadpool::make_worker_state(pool_.options());
+  }
   epoll_event events[kMaxEvents];
-  for (;;) {
-    drain_mailbox();
-    if (stop_requested_.load(std::memory_order_acquire) && !draining_) {
-      draining_ = true;
-      for (const int fd : listen_fds_) {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-        ::close(fd);
-      }
-      std::vector<Connection*> open;
-      for (auto& [id, connection] : connections_) {
-        open.push_back(connection.get());
-      }
-      for (Connection* connection : open) {
-        begin_close(*connection);
-      }
-    }
-    if (draining_ && connections_.empty()) {
-      return;
-    }
-    // Everything readable so far is read: rather than sleep while a request waits in the
-    // queue, run one (then only look for new events, without waiting).
-    int timeout_ms = 0;
-    if (shared_.help_pool && !draining_ && pool_.try_help()) {
-      threadpool::owner_add(counters_.helped);
-    } else {
-      sleeping_.store(true, std::memory_order_seq_cst);
-      if (!mailbox_.empty() || rescan_.load(std::memory_order_seq_cst)) {
-        sleeping_.store(false, std::memory_order_relaxed);
-        continue;
-      }
-      // No timeout unless a connection waits for room in the pool's queue, or idle
-      // connections are to be closed (then once a second).
-      timeout_ms = -1;
-      if (!stalled_.empty()) {
-        timeout_ms = 1;
-      } else if ((shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || handshakes_ > 0) {
-        timeout_ms = 1000;
-      }
-    }
+  bool helped = false;
+  while (!stopped()) {
+    const int timeout_ms = helped ? 0 : sleep_timeout_ms();
     const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     sleeping_.store(false, std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
-      const std::uint64_t tag = events[i].data.u64;
-      if (tag == kEventFdTag) {
-        std::uint64_t count = 0;
-        [[maybe_unused]] const ssize_t r = ::read(event_fd_, &count, sizeof(count));
-      } else if (tag < kListenTagBase + listen_fds_.size()) {
-        const std::size_t index = tag - kListenTagBase;
-        accept_all(listen_fds_[index], index < shared_.tls_urls.size() && shared_.tls_urls[index]);
-      } else {
-        Connection& connection = *static_cast<Connection*>(events[i].data.ptr);
-        if (connection.closing_) {
-          continue;
-        }
-        if ((events[i].events & EPOLLOUT) != 0 && connection.flush_from_owner()) {
-          connection.want_output_ = false;
-          set_interest(connection);
-        }
-        if (connection.output_failed()) {
-          begin_close(connection);
-        } else if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
-          on_readable(connection);
-        }
-      }
+      dispatch(events[i]);
     }
     graveyard_.clear();  // No event of this batch refers to them any more.
-    if (shared_.limits.idle_timeout_s != 0 || handshakes_ > 0) {
-      const std::int64_t now_ms = steady_ms();
-      if (now_ms >= next_idle_check_ms_) {
-        if (shared_.limits.idle_timeout_s != 0) {
-          close_idle(now_ms);
-        }
-        close_stalled_handshakes(now_ms);
-        next_idle_check_ms_ = now_ms + 1000;
-      }
+    run_notices();
+    run_timers();
+    helped = help_pool();
+  }
+  pool_.cancel_room_wait(*this);
+  help_state_.reset();  // On this thread, as it was made.
+}
+
+bool Listener::stopped() {
+  if (!draining_ && stop_requested_.load(std::memory_order_acquire)) {
+    draining_ = true;
+    for (const int fd : listen_fds_) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+      ::close(fd);
     }
-    if (!stalled_.empty()) {
-      std::vector<std::uint64_t> stalled;
-      stalled.swap(stalled_);
-      for (const std::uint64_t id : stalled) {
-        on_notified(id);
-      }
+    std::vector<Connection*> open;
+    for (auto& [id, connection] : connections_) {
+      open.push_back(connection.get());
     }
+    for (Connection* connection : open) {
+      begin_close(*connection);  // Their open operations end: each holder drops its own.
+    }
+    graveyard_.clear();
+  }
+  return draining_ && connections_.empty();
+}
+
+int Listener::sleep_timeout_ms() {
+  sleeping_.store(true, std::memory_order_seq_cst);
+  if (!mailbox_.empty() || rescan_.load(std::memory_order_seq_cst) ||
+      pool_room_.load(std::memory_order_seq_cst)) {
+    sleeping_.store(false, std::memory_order_relaxed);
+    return 0;
+  }
+  if (!timers_wanted()) {
+    return -1;
+  }
+  return static_cast<int>(
+      std::clamp<std::int64_t>(next_timer_ms_ - steady_ms(), 0, kTimerPeriodMs));
+}
+
+void Listener::dispatch(const epoll_event& event) {
+  const std::uint64_t tag = event.data.u64;
+  if (tag == kEventFdTag) {
+    std::uint64_t count = 0;
+    [[maybe_unused]] const ssize_t r = ::read(event_fd_, &count, sizeof(count));
+    return;  // The notices are run after the batch.
+  }
+  if (tag < kListenTagBase + listen_fds_.size()) {
+    const std::size_t index = tag - kListenTagBase;
+    accept_all(listen_fds_[index], index < shared_.tls_urls.size() && shared_.tls_urls[index]);
+    return;
+  }
+  Connection& connection = *static_cast<Connection*>(event.data.ptr);
+  if (connection.closing_) {
+    return;  // Closed by an earlier event of this batch.
+  }
+  // The socket drained: the owner writes what waited. (Where paused producers will be told to
+  // go on: "Output backpressure" in request_handler.h.)
+  if ((event.events & EPOLLOUT) != 0 && connection.flush_from_owner()) {
+    connection.want_output_ = false;
+    set_interest(connection);
+  }
+  if (connection.output_failed()) {
+    begin_close(connection);
+  } else if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
+    on_readable(connection);
   }
 }
 
+void Listener::run_notices() {
+  if (rescan_.exchange(false, std::memory_order_seq_cst)) {
+    std::vector<std::uint64_t> ids;
+    ids.reserve(connections_.size());
+    for (const auto& [id, connection] : connections_) {
+      ids.push_back(id);
+    }
+    for (const std::uint64_t id : ids) {
+      on_notified(id);
+    }
+  }
+  std::uint64_t id = 0;
+  while (mailbox_.pop(id)) {
+    on_notified(id);
+  }
+  if (pool_room_.exchange(false, std::memory_order_seq_cst)) {
+    waiting_for_room_ = false;
+    std::vector<std::uint64_t> stalled;
+    stalled.swap(stalled_);
+    for (const std::uint64_t stalled_id : stalled) {
+      on_notified(stalled_id);  // Refused again: stalled_ and a new registration.
+    }
+  }
+  graveyard_.clear();
+}
+
+bool Listener::timers_wanted() const {
+  return (shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || rules_.handshakes() > 0;
+}
+
+void Listener::run_timers() {
+  if (!timers_wanted()) {
+    return;
+  }
+  const std::int64_t now_ms = steady_ms();
+  if (now_ms < next_timer_ms_) {
+    return;
+  }
+  next_timer_ms_ = now_ms + kTimerPeriodMs;
+  std::vector<Connection*> expired;
+  for (const auto& [id, connection] : connections_) {
+    if (rules_.expired(*connection, now_ms)) {
+      expired.push_back(connection.get());
+    }
+  }
+  for (Connection* connection : expired) {
+    begin_close(*connection);
+  }
+  graveyard_.clear();
+}
+
+bool Listener::help_pool() {
+  // Everything readable so far is read: rather than sleep while a request waits in the queue,
+  // run one.
+  if (help_state_ == nullptr || draining_ || !pool_.try_help(*help_state_)) {
+    return false;
+  }
+  threadpool::owner_add(counters_.helped);
+  return true;
+}
+
 void Listener::accept_all(int listen_fd, bool tls) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   for (;;) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
@@ -290,20 +342,19 @@ void Listener::accept_all(int listen_fd, bool tls) {
       threadpool::owner_add(counters_.refused);
       continue;
     }
+    std::unique_ptr<TlsChannel> channel =
+        ssl != nullptr ? std::make_unique<TlsChannel>(ssl) : nullptr;
     auto connection = std::make_unique<Connection>(fd, std::move(info), *this);
-    if (ssl != nullptr) {
-      connection->start_tls(std::make_unique<TlsChannel>(ssl));
-      connection->handshake_deadline_ms_ =
-          steady_ms() + std::int64_t{1000} * shared_.tls->settings().handshake_timeout_s;
-      ++handshakes_;
-    }
-    connection->session_ = shared_.handler->open_session(connection->info());
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.ptr = connection.get();
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
       continue;  // The Connection's destructor closes fd.
     }
+    if (channel != nullptr) {
+      rules_.begin_tls(*connection, std::move(channel), steady_ms());
+    }
+    connection->session_ = shared_.handler->open_session(connection->info());
     shared_.connections.fetch_add(1, std::memory_order_relaxed);
     threadpool::owner_add(counters_.accepted);
     threadpool::owner_add(counters_.open);
@@ -314,6 +365,7 @@ void Listener::accept_all(int listen_fd, bool tls) {
 }
 
 void Listener::on_readable(Connection& connection) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   // Reads until EAGAIN, but no further than one PDU past what was buffered: the rest waits in
   // the socket (the kernel's buffer is the backpressure).
   for (;;) {
@@ -325,8 +377,8 @@ void Listener::on_readable(Connection& connection) {
     const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
       if (connection.tls_started()) {
-        if (!on_tls_input(connection,
-                          std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)))) {
+        if (!rules_.tls_input(connection,
+                              std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)))) {
           begin_close(connection);
           return;
         }
@@ -356,185 +408,40 @@ void Listener::on_readable(Connection& connection) {
 }
 
 void Listener::pump(Connection& connection) {
-  for (;;) {
-    if (connection.closing_) {
-      begin_close(connection);  // Finishes the close once no worker holds the connection.
-      return;
-    }
-    bool pool_full = false;
-    while (!connection.held_.empty()) {
-      const StartResult result = try_start(connection, connection.held_.front());
-      if (result != StartResult::kStarted) {
-        pool_full = result == StartResult::kPoolFull;
-        break;
-      }
-      connection.held_.pop_front();
-    }
-    if (connection.held_.empty() && !route_input(connection)) {
-      return;
-    }
-    if (connection.held_.empty()) {
-      connection.unwatch_operations();
-      if (connection.reading_paused_) {
-        connection.reading_paused_ = false;
-        set_interest(connection);
-      }
-      return;
-    }
-    if (!connection.reading_paused_) {
-      connection.reading_paused_ = true;  // Backpressure until the held requests start.
-      set_interest(connection);
-    }
-    if (pool_full) {
-      stalled_.push_back(connection.id());
-      return;
-    }
-    // Waits for a worker to release the connection, unless one did while this looked.
-    const std::uint64_t ops = connection.watch_operations();
-    const bool bind_waits = connection.bind_running_ && ops > 0;
-    const bool front_is_bind =
-        connection.held_.front()->message().op == wire::ProtocolOp::kBindRequest;
-    if (bind_waits || (front_is_bind && ops > 0) ||
-        ops >= shared_.limits.max_outstanding_per_connection) {
-      return;
-    }
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  const bool was_paused = connection.reading_paused_;
+  const PumpResult result = rules_.pump(connection);
+  if (result == PumpResult::kClose) {
+    begin_close(connection);
+    return;
+  }
+  if (connection.reading_paused_ != was_paused) {
+    set_interest(connection);
+  }
+  if (result == PumpResult::kPoolFull) {
+    wait_for_pool(connection);
   }
 }
 
-bool Listener::route_input(Connection& connection) {
-  std::size_t consumed = 0;
-  const std::string_view input = connection.input_;
-  bool open = true;
-  while (consumed < input.size()) {
-    if (connection.held_.size() >= shared_.limits.max_outstanding_per_connection) {
-      break;  // Enough waiting: the rest stays unread until these start.
-    }
-    const std::string_view rest = input.substr(consumed);
-    const wire::Frame frame = wire::frame_pdu(rest, shared_.limits.max_pdu_bytes);
-    if (frame.state == wire::FrameState::kNeedMore) {
-      break;
-    }
-    if (frame.state != wire::FrameState::kComplete) {
-      protocol_error(connection, frame.error);
-      open = false;
-      break;
-    }
-    auto request =
-        std::make_unique<Request>(connection, *shared_.handler, rest.substr(0, frame.pdu_bytes));
-    consumed += frame.pdu_bytes;
-    if (const Status decoded = request->decode({}); !decoded.ok()) {
-      protocol_error(connection, decoded.message());
-      open = false;
-      break;
-    }
-    const wire::LdapMessage& message = request->message();
-    if (message.op == wire::ProtocolOp::kUnbindRequest ||
-        message.op == wire::ProtocolOp::kAbandonRequest) {
-      shared_.handler->notice(message, *connection.session_);
-    }
-    if (message.op == wire::ProtocolOp::kUnbindRequest) {
-      connection.abandon_all();
-      begin_close(connection);
-      open = false;
-      break;
-    }
-    if (message.op == wire::ProtocolOp::kAbandonRequest) {
-      const std::int32_t target = message.abandon_id;
-      auto held = std::find_if(connection.held_.begin(), connection.held_.end(),
-                               [target](const std::unique_ptr<Request>& r) {
-                                 return r->message().message_id == target;
-                               });
-      if (held != connection.held_.end()) {
-        connection.held_.erase(held);  // Never started: it just goes.
-      } else {
-        connection.abandon(target);
-      }
-      continue;
-    }
-    if (message.op == wire::ProtocolOp::kExtendedRequest &&
-        message.extended.name == wire::kStartTlsOid && shared_.tls != nullptr) {
-      threadpool::owner_add(counters_.requests);
-      start_tls(connection, message);
-      if (connection.tls_started()) {
-        // Whatever the client sent after the request is already TLS.
-        std::string rest_bytes(input.substr(consumed));
-        connection.input_.clear();
-        if (!rest_bytes.empty() && !on_tls_input(connection, rest_bytes)) {
-          begin_close(connection);
-          return false;
-        }
-        return open;
-      }
-      continue;
-    }
-    if (!is_request(message.op)) {
-      protocol_error(connection,
-                     "a client sent " + std::string(wire::protocol_op_name(message.op)));
-      open = false;
-      break;
-    }
-    threadpool::owner_add(counters_.requests);
-    if (connection.held_.empty() && try_start(connection, request) == StartResult::kStarted) {
-      continue;
-    }
-    connection.held_.push_back(std::move(request));
+void Listener::wait_for_pool(Connection& connection) {
+  stalled_.push_back(connection.id());
+  if (!waiting_for_room_) {
+    waiting_for_room_ = true;
+    pool_.notify_when_room(*this);  // May call on_room() at once, which only sets pool_room_.
   }
-  connection.input_.erase(0, consumed);
-  return open;
-}
-
-Listener::StartResult Listener::try_start(Connection& connection,
-                                          std::unique_ptr<Request>& request) {
-  const std::uint64_t ops = connection.operations();
-  if (connection.bind_running_) {
-    if (ops > 0) {
-      return StartResult::kWait;  // Nothing runs beside a bind (RFC 4511 §4.2.1).
-    }
-    connection.bind_running_ = false;
-  }
-  const bool bind = request->message().op == wire::ProtocolOp::kBindRequest;
-  if ((bind && ops > 0) || ops >= shared_.limits.max_outstanding_per_connection) {
-    return StartResult::kWait;
-  }
-  const std::int32_t message_id = request->message().message_id;
-  connection.begin_operation(message_id);
-  request->start();
-  std::unique_ptr<threadpool::Task> task = std::move(request);
-  if (!pool_.try_submit(task)) {
-    request.reset(static_cast<Request*>(task.release()));
-    request->cancel_start();
-    connection.cancel_operation(message_id);
-    return StartResult::kPoolFull;
-  }
-  connection.bind_running_ = bind;
-  return StartResult::kStarted;
-}
-
-void Listener::protocol_error(Connection& connection, std::string_view why) {
-  wire::LdapMessage notice;
-  notice.reset(wire::kUnsolicitedMessageId, wire::ProtocolOp::kExtendedResponse);
-  notice.result.code = wire::ResultCode::kProtocolError;
-  notice.result.diagnostic_message = why;
-  notice.extended.name = wire::kNoticeOfDisconnectionOid;
-  wire::BerWriter writer;
-  wire::encode_message(notice, writer);
-  connection.send_bytes(writer.view());
-  begin_close(connection);
 }
 
 void Listener::begin_close(Connection& connection) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   if (!connection.closing_) {
     connection.closing_ = true;
-    if (connection.handshake_deadline_ms_ != 0) {
-      connection.handshake_deadline_ms_ = 0;
-      --handshakes_;
-    }
-    connection.abandon_all();
+    rules_.forget_handshake(connection);
+    connection.abandon_all();  // Ends its open operations: their on_end runs here.
     connection.held_.clear();
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd(), nullptr);
   }
   if (connection.watch() > 1) {
-    return;  // A worker still holds it; its release brings us back here.
+    return;  // A worker or an open operation still holds it; its release brings us back.
   }
   shared_.connections.fetch_sub(1, std::memory_order_relaxed);
   threadpool::owner_sub(counters_.open);
@@ -544,6 +451,7 @@ void Listener::begin_close(Connection& connection) {
 }
 
 void Listener::set_interest(Connection& connection) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   epoll_event event{};
   event.events = (connection.reading_paused_ ? 0u : static_cast<std::uint32_t>(EPOLLIN)) |
                  (connection.want_output_ ? static_cast<std::uint32_t>(EPOLLOUT) : 0u);
@@ -551,35 +459,15 @@ void Listener::set_interest(Connection& connection) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection.fd(), &event);
 }
 
-void Listener::drain_mailbox() {
-  if (rescan_.exchange(false, std::memory_order_seq_cst)) {
-    std::vector<std::uint64_t> ids;
-    ids.reserve(connections_.size());
-    for (const auto& [id, connection] : connections_) {
-      ids.push_back(id);
-    }
-    for (const std::uint64_t id : ids) {
-      on_notified(id);
-    }
-  }
-  std::uint64_t id = 0;
-  while (mailbox_.pop(id)) {
-    on_notified(id);
-  }
-  graveyard_.clear();
-}
-
 void Listener::on_notified(std::uint64_t connection_id) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
   const auto it = connections_.find(connection_id);
   if (it == connections_.end()) {
     return;  // Already closed: a late notice.
   }
   Connection& connection = *it->second;
-  if (connection.closing_) {
-    begin_close(connection);
-    return;
-  }
-  if (connection.output_failed()) {
+  connection.run_due_ends();
+  if (connection.closing_ || connection.output_failed()) {
     begin_close(connection);
     return;
   }
@@ -588,79 +476,6 @@ void Listener::on_notified(std::uint64_t connection_id) {
     set_interest(connection);
   }
   pump(connection);
-}
-
-bool Listener::on_tls_input(Connection& connection, std::string_view cipher) {
-  const TlsChannel::InputResult result = connection.tls_input(cipher);
-  if (connection.handshake_deadline_ms_ != 0 && connection.tls_handshake_done()) {
-    connection.handshake_deadline_ms_ = 0;
-    --handshakes_;
-    shared_.handler->tls_established(*connection.session_, connection.tls_peer());
-  }
-  if (result == TlsChannel::InputResult::kFailed) {
-    std::fprintf(stderr, "numadir: conn=%llu: TLS: %s\n",
-                 static_cast<unsigned long long>(connection.id()), connection.tls_error().c_str());
-  }
-  return result == TlsChannel::InputResult::kOk;
-}
-
-void Listener::start_tls(Connection& connection, const wire::LdapMessage& request) {
-  wire::LdapMessage response;
-  response.reset(request.message_id, wire::ProtocolOp::kExtendedResponse);
-  response.extended.name = wire::kStartTlsOid;
-  SSL* ssl = nullptr;
-  if (connection.tls_started()) {
-    response.result.code = wire::ResultCode::kOperationsError;
-    response.result.diagnostic_message = "TLS already started";
-  } else if (connection.operations() > 0 || !connection.held_.empty()) {
-    response.result.code = wire::ResultCode::kOperationsError;
-    response.result.diagnostic_message = "other operations are outstanding";
-  } else if ((ssl = shared_.tls->new_ssl()) == nullptr) {
-    response.result.code = wire::ResultCode::kUnavailable;
-    response.result.diagnostic_message = "TLS is not available";
-  }
-  wire::BerWriter writer;
-  wire::encode_message(response, writer);
-  // In plaintext: TLS starts with the first byte after this response (RFC 4511 §4.14.2).
-  connection.send_bytes(writer.view());
-  if (ssl != nullptr) {
-    connection.start_tls(std::make_unique<TlsChannel>(ssl));
-    connection.handshake_deadline_ms_ =
-        steady_ms() + std::int64_t{1000} * shared_.tls->settings().handshake_timeout_s;
-    ++handshakes_;
-  }
-}
-
-void Listener::close_stalled_handshakes(std::int64_t now_ms) {
-  if (handshakes_ == 0) {
-    return;
-  }
-  std::vector<Connection*> stalled;
-  for (const auto& [id, connection] : connections_) {
-    if (!connection->closing_ && connection->handshake_deadline_ms_ != 0 &&
-        now_ms >= connection->handshake_deadline_ms_) {
-      stalled.push_back(connection.get());
-    }
-  }
-  for (Connection* connection : stalled) {
-    begin_close(*connection);
-  }
-  graveyard_.clear();
-}
-
-void Listener::close_idle(std::int64_t now_ms) {
-  const std::int64_t limit_ms = std::int64_t{1000} * shared_.limits.idle_timeout_s;
-  std::vector<Connection*> idle;
-  for (const auto& [id, connection] : connections_) {
-    if (!connection->closing_ && connection->held_.empty() && connection->operations() == 0 &&
-        now_ms - connection->last_read_ms_ >= limit_ms) {
-      idle.push_back(connection.get());
-    }
-  }
-  for (Connection* connection : idle) {
-    begin_close(*connection);
-  }
-  graveyard_.clear();
 }
 
 }  // namespace numadir::listener

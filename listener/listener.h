@@ -1,11 +1,15 @@
 // listener/listener.h: one listener thread: its own SO_REUSEPORT socket per listen URL and its
-// own epoll; it accepts connections and owns them, reads until EAGAIN, frames and decodes PDUs,
-// applies the per-connection rules (bind exclusivity, unbind, abandon, outstanding limits) and
-// hands requests to the worker pool. Idle, it sleeps in epoll_wait with no timeout.
+// own epoll; it accepts connections and owns them, reads until EAGAIN, and lets its
+// ConnectionRules (listener/connection_rules.h) frame, decode and start what was read. Idle, it
+// sleeps in epoll_wait with no timeout (or until its once-a-second timer, when idle timeouts or
+// TLS handshakes are to be watched); a pool that refused a request wakes it once it has room.
 //
 // Thread contract: constructed, started and stopped by the controlling thread; everything else
-// of it runs on its own thread, except notify(), which any thread may call.
+// of it runs on its own thread (debug builds check), except notify() and the pool's on_room(),
+// which any thread may call.
 #pragma once
+
+#include <sys/epoll.h>
 
 #include <atomic>
 #include <boost/lockfree/queue.hpp>
@@ -21,6 +25,8 @@
 
 #include "base/cache_line.h"
 #include "listener/connection.h"
+#include "listener/connection_rules.h"
+#include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
 #include "threadpool/thread_counters.h"
@@ -65,9 +71,7 @@ struct ListenerShared {
   std::atomic<std::uint64_t> connections{0};
 };
 
-class Request;
-
-class Listener {
+class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter {
  public:
   // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets). Requests go to
   // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given.
@@ -79,75 +83,93 @@ class Listener {
 
   void start();
   // Stops accepting and reading, lets the requests already taken finish and write their
-  // responses, closes every connection and joins the thread.
+  // responses, ends the open operations (their on_end runs), waits until every one of them is
+  // released, closes every connection and joins the thread.
   void stop();
 
-  // Any thread: asks the listener to look at connection `id` again (a worker released it while
-  // the listener watched, or its output blocked or failed). Never blocks.
-  void notify(std::uint64_t connection_id);
+  // Any thread: asks the listener to look at connection `id` again (a worker or an open
+  // operation released it while the listener watched, an open operation's end is due, or its
+  // output blocked or failed). Never blocks.
+  void notify(std::uint64_t connection_id) override;
 
   // Any thread, while the listener lives.
   const ListenerCounters& counters() const { return counters_; }
   const std::string& name() const { return name_; }
 
  private:
+  // The loop (run()) and its steps, in the order it takes them.
   void run();
+  // Starts draining on a stop request. Returns: true once stopped and every connection closed.
+  bool stopped();
+  // Returns: how long epoll_wait may sleep: 0 when a notice came meanwhile, else until the next
+  //   timer (-1: none). Marks the thread sleeping (sleeping_) when it may.
+  int sleep_timeout_ms();
+  void dispatch(const epoll_event& event);
+  // Runs what other threads asked for: notify() (the mailbox or a rescan) and on_room().
+  void run_notices();
+  // Once a second while wanted: closes the connections whose idle time or TLS handshake ran out.
+  void run_timers();
+  // With nothing left to read, runs one queued task of the pool (ListenerShared::help_pool).
+  // Returns: whether it ran one.
+  bool help_pool();
+
   void accept_all(int listen_fd, bool tls);
-  // Feeds what was read to the connection's TLS; tells the handler when the handshake ends.
-  // Returns: false when the connection is to be closed (a TLS failure or close_notify).
-  bool on_tls_input(Connection& connection, std::string_view cipher);
-  // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
-  void start_tls(Connection& connection, const wire::LdapMessage& request);
-  void close_stalled_handshakes(std::int64_t now_ms);
   void on_readable(Connection& connection);
-  // Starts or holds what the connection has read, as far as its rules allow; watches the
-  // connection when it waits for workers.
+  // Lets the rules start or hold what the connection read, and carries out what they ask.
   void pump(Connection& connection);
-  // Frames, decodes and routes the PDUs in connection.input_. Returns false once the
-  // connection is closing.
-  bool route_input(Connection& connection);
-  enum class StartResult : std::uint8_t { kStarted, kWait, kPoolFull };
-  // Hands `request` to the pool if the connection's rules allow it now (a bind only with
-  // nothing outstanding, nothing while a bind runs, at most max_outstanding_per_connection).
-  // On kStarted `request` is left empty; otherwise the caller keeps it.
-  StartResult try_start(Connection& connection, std::unique_ptr<Request>& request);
-  // Sends a Notice of Disconnection (protocolError) and closes.
-  void protocol_error(Connection& connection, std::string_view why);
-  // Stops reading and marks what is outstanding abandoned; the connection is destroyed (and
-  // its fd closed) once no worker holds it.
+  // The pool refused `connection`'s request: retries once the pool says it has room.
+  void wait_for_pool(Connection& connection);
+  // Stops reading and ends what is outstanding; the connection is destroyed (and its fd closed)
+  // once no worker or open operation holds it.
   void begin_close(Connection& connection);
   void set_interest(Connection& connection);
-  void drain_mailbox();
-  // Closes the connections idle longer than limits.idle_timeout_s.
-  void close_idle(std::int64_t now_ms);
   void on_notified(std::uint64_t connection_id);
+  // The pool has room again (threadpool::RoomWaiter): any thread, under the pool's lock.
+  void on_room() override;
+  bool timers_wanted() const;
+  void wake_if_sleeping();
   void wake();
 
+  // Immutable after construction, read by any thread: name_, pin_, the fds (listen_fds_ are
+  // closed by the listener thread when it drains, by the destructor if it never ran; event_fd_
+  // is written by any thread, wake(), and read by the listener thread), and the shared parts
+  // (ListenerShared is immutable but for its atomics; the pool is thread-safe).
   const std::string name_;
   const std::vector<int> listen_fds_;
   ListenerShared& shared_;
   threadpool::TaskPool& pool_;
   const std::optional<unsigned> pin_;
-  int epoll_fd_ = -1;
-  int event_fd_ = -1;
-  int spare_fd_ = -1;  // Closed to accept-and-drop a connection when fds run out (EMFILE).
-  std::thread thread_;
-  ListenerCounters counters_;
-  // Owner: the listener thread.
+  const int epoll_fd_;
+  const int event_fd_;
+  int spare_fd_ = -1;   // Owner: listener thread. Closed to accept-and-drop when fds run out.
+  std::thread thread_;  // Owner: the controlling thread.
+  ListenerCounters counters_;  // Written by the listener thread only, read by any.
+  OwnerThread owner_thread_;   // Claimed by the listener thread when it runs.
+  // Owner: listener thread. The WorkerState the tasks it runs for its pool get, made and
+  // destroyed by run(); nullptr when it never helps.
+  std::unique_ptr<threadpool::WorkerState> help_state_;
+  ConnectionRules rules_;  // Owner: listener thread.
+  // Owner: listener thread.
   std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
-  std::unique_ptr<char[]> read_buffer_;                 // Owner: the listener thread.
-  std::vector<std::unique_ptr<Connection>> graveyard_;  // Closed: destroyed after the events.
-  std::vector<std::uint64_t> stalled_;  // Connections whose request the full pool refused.
-  bool draining_ = false;               // Stopping: no accepts, no reads.
-  std::int64_t next_idle_check_ms_ = 0;
-  std::size_t handshakes_ = 0;  // Connections whose TLS handshake is in progress.
+  std::unique_ptr<char[]> read_buffer_;                 // Owner: listener thread.
+  std::vector<std::unique_ptr<Connection>> graveyard_;  // Owner: listener thread. Closed ones,
+                                                        // destroyed after the events.
+  // Owner: listener thread. Connections whose request the full pool refused, retried when the
+  // pool has room; waiting_for_room_: registered with it (notify_when_room), not yet told.
+  std::vector<std::uint64_t> stalled_;
+  bool waiting_for_room_ = false;
+  bool draining_ = false;           // Owner: listener thread. Stopping: no accepts, no reads.
+  std::int64_t next_timer_ms_ = 0;  // Owner: listener thread. Steady clock.
   // Shared: connection ids from notify(). When it is full, rescan_ asks for a look at every
   // connection instead.
   boost::lockfree::queue<std::uint64_t, boost::lockfree::fixed_sized<true>> mailbox_{65000};
   std::atomic<bool> rescan_{false};
-  // True while the thread is (about to be) in epoll_wait: notify() then writes event_fd_.
+  // Shared: set by on_room() (seq_cst, as the mailbox), taken by the listener thread.
+  std::atomic<bool> pool_room_{false};
+  // True while the thread is (about to be) in epoll_wait: notify() and on_room() then write
+  // event_fd_.
   alignas(kCacheLineSize) std::atomic<bool> sleeping_{false};
-  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stop_requested_{false};  // Shared: set by stop(), read by the loop.
 };
 
 }  // namespace numadir::listener

@@ -5,7 +5,8 @@
 // Thread contract: created and decoded by the connection's listener thread; run() and the
 // destructor on the thread that took it from the pool: a worker, or a listener helping the pool
 // (any node listener, not only the connection's own), or the listener for a request dropped
-// unrun. A Request holds a reference to its Connection from construction to destruction.
+// unrun. A started Request holds a reference to its Connection until it is destroyed. An
+// operation the handler keeps open (detach()) holds a reference of its own.
 #pragma once
 
 #include <cstdint>
@@ -47,10 +48,11 @@ class Request final : public threadpool::Task, private ResponseSink {
   }
   const wire::LdapMessage& message() const { return message_; }
 
-  // Worker (or helping listener): runs the handler and writes its responses.
-  void run() override;
+  // Worker (or helping listener): runs the handler with the thread's `state` and writes its
+  // responses.
+  void run(threadpool::WorkerState& state) override;
   // Searches, compares and binds: reads that never wait for the writer or the disk.
-  bool listener_may_run() const override;
+  bool may_run_inline() const override;
 
  private:
   // Responses bigger than this go to the socket while the handler is still producing them.
@@ -58,10 +60,12 @@ class Request final : public threadpool::Task, private ResponseSink {
 
   void send(const wire::LdapMessage& response) override;
   bool abandoned() const override;
+  std::unique_ptr<OpenOperation> detach() override;
 
   Connection& connection_;
   RequestHandler& handler_;
   bool started_ = false;
+  bool detached_ = false;  // The handler keeps the operation open (detach()).
   std::string pdu_;
   wire::LdapMessage message_;
   wire::BerWriter out_;

@@ -9,15 +9,26 @@
 // connection; handle() calls for that connection may run concurrently on several workers (the
 // listener runs a BindRequest only when nothing else of the connection is outstanding, and
 // nothing else while a bind runs), so a Session locks whatever concurrent operations share. The
-// listener destroys the Session after the last handle() of its connection has returned.
+// listener destroys the Session after the last handle() of its connection has returned and the
+// last OpenOperation of its connection has been released.
+//
+// Most operations end when handle() returns. One that must stay open (a persistent search fed as
+// changes come, an update the single writer completes later) calls ResponseSink::detach() during
+// handle() and keeps the OpenOperation it returns: see OpenOperation.
+//
+// make_worker_state() runs on each thread that will call handle() (every pool worker, and each
+// listener that helps its pool) as that thread starts; the thread then passes its state to every
+// handle() it runs, and destroys it when it ends, before the Frontend's stop() returns.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
+#include "threadpool/task.h"
 
 namespace numadir::listener {
 
@@ -35,6 +46,62 @@ class Session {
   virtual ~Session() = default;
 };
 
+// An operation that outlives the handle() call that started it (ResponseSink::detach). Its
+// holder sends the operation's responses through it, from any thread, until it finishes the
+// operation or the listener ends it.
+//
+// While open, the operation counts as outstanding on its connection, as a running one does: a
+// BindRequest waits for it, it counts against max_outstanding_per_connection, StartTLS is
+// refused. It ends in one of three ways:
+//   - finish(): its last response is queued; it stops counting as outstanding.
+//   - the OpenOperation is destroyed unfinished: it ends without a response.
+//   - the listener ends it: an AbandonRequest for its message ID, an Unbind, or the connection
+//     closing (the client went, a protocol error, the server stops). abandoned() turns true,
+//     whatever the holder sends after is dropped, and on_end (set_on_end) runs so that whoever
+//     feeds the operation drops it.
+// In every case the connection (and its socket: a reused fd never gets another connection's
+// bytes) stays until the OpenOperation is destroyed: a connection closes only once every
+// OpenOperation of it has been released. Frontend::stop() waits for that too, so a holder must
+// drop the operation when on_end runs.
+//
+// Output backpressure (the next step, not built yet): a per-connection bound on queued response
+// bytes. Past it the connection is not read, and an open operation producing output pauses
+// without holding a worker: writable() will return false, and the holder will stop sending and
+// ask set_on_writable(callback) to be told, on the listener thread as on_end is, once the socket
+// has drained; send() will then stay as it is (never blocking, queueing what it is given). The
+// listener's side is Connection::pending_output_bytes() against the bound on every queueing, and
+// the EPOLLOUT flush (Listener::dispatch) where the socket drains.
+//
+// Thread contract: the holder calls send, finish, abandoned and set_on_end from any thread, one
+// call at a time (it serializes them, e.g. under its own lock), and may destroy the
+// OpenOperation on any thread, including inside on_end. on_end runs on the connection's
+// listener thread.
+class OpenOperation {
+ public:
+  // Ends the operation without a response unless it was finished or ended; releases the
+  // connection.
+  virtual ~OpenOperation() = default;
+  // Encodes `message` (an entry, a reference, an IntermediateResponse, with its controls; its
+  //   views need only live during the call) and queues it for the connection, after everything
+  //   the operation sent before. Does nothing once the operation ended.
+  // Requires: not finished.
+  virtual void send(const wire::LdapMessage& message) = 0;
+  // Encodes and queues the operation's final response and ends the operation. Does nothing
+  //   (the response is dropped) once the listener ended it.
+  // Requires: not finished.
+  virtual void finish(const wire::LdapMessage& last_message) = 0;
+  // Returns: true once the listener ended the operation (abandon, unbind, close).
+  virtual bool abandoned() const = 0;
+  // Sets what runs when the listener ends the operation: at most once, on the listener thread,
+  //   never if the holder finished or released the operation first. If the operation had
+  //   already ended, it runs soon after, on the listener thread. It may run while a send,
+  //   finish or destruction is under way on the holder's thread (those then do nothing), so it
+  //   should only tell the feeder to drop the operation (e.g. find it by message ID under the
+  //   feeder's lock) and must not assume the OpenOperation still exists. Must not block.
+  // Requires: called at most once.
+  virtual void set_on_end(std::function<void()> on_end) = 0;
+};
+
 // Where a handler sends the responses of one request. Owned by the listener; valid only during
 // the handle() call it was passed to.
 class ResponseSink {
@@ -48,6 +115,13 @@ class ResponseSink {
   // Returns: true once the operation was abandoned (AbandonRequest, Unbind, or the connection
   //   closed): a long search checks it between entries and stops without a SearchResultDone.
   virtual bool abandoned() const = 0;
+  // Keeps the operation open after handle() returns: what was sent so far is queued, and the
+  //   rest goes through the returned OpenOperation, which the handler may keep and hand to
+  //   another thread. The operation stays outstanding until that ends it (OpenOperation).
+  // Returns: the open operation, or nullptr if this sink cannot keep operations open (the
+  //   default: a sink wrapping another one, which has not been taught to pass detach() on).
+  // Requires: called at most once, during handle(); no send() on this sink after it.
+  virtual std::unique_ptr<OpenOperation> detach() { return nullptr; }
 };
 
 class RequestHandler {
@@ -55,11 +129,18 @@ class RequestHandler {
   virtual ~RequestHandler() = default;
   // Returns: the state for a new connection. Called on the accepting listener thread.
   virtual std::unique_ptr<Session> open_session(const ConnectionInfo& info) = 0;
+  // Returns: the per-worker state handle() gets on the calling thread (never nullptr). Called
+  //   concurrently by threads starting. The default holds nothing.
+  virtual std::unique_ptr<threadpool::WorkerState> make_worker_state() {
+    return std::make_unique<threadpool::WorkerState>();
+  }
   // Runs one request on a worker thread and sends its response(s) (none for operations that
   // have none). `request` is any operation but UnbindRequest and AbandonRequest, which the
-  // listener carries out itself; its views stay valid during the call. Never throws, never
-  // blocks on the network: a failure becomes an LDAP result code in a response.
-  virtual void handle(const wire::LdapMessage& request, Session& session, ResponseSink& sink) = 0;
+  // listener carries out itself; its views stay valid during the call. `state` is the calling
+  // thread's, made by this handler's make_worker_state(). Never throws, never blocks on the
+  // network: a failure becomes an LDAP result code in a response.
+  virtual void handle(const wire::LdapMessage& request, Session& session, ResponseSink& sink,
+                      threadpool::WorkerState& state) = 0;
   // Called on the listener thread with each UnbindRequest and AbandonRequest, which have no
   // response and which the listener carries out itself, just before it does (for the access
   // log). Must not block. The default does nothing.

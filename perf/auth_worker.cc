@@ -49,18 +49,20 @@ std::string_view auth_mode_name(AuthMode mode) {
       return "bind-only";
     case AuthMode::kSearchOnly:
       return "search-only";
+    case AuthMode::kModify:
+      return "modify";
   }
   return "unknown";
 }
 
 Result<AuthMode> parse_auth_mode(std::string_view name) {
-  for (AuthMode mode :
-       {AuthMode::kSame, AuthMode::kSplit, AuthMode::kBindOnly, AuthMode::kSearchOnly}) {
+  for (AuthMode mode : {AuthMode::kSame, AuthMode::kSplit, AuthMode::kBindOnly,
+                        AuthMode::kSearchOnly, AuthMode::kModify}) {
     if (name == auth_mode_name(mode)) {
       return mode;
     }
   }
-  return invalid_argument("--mode must be same, split, bind-only or search-only, not '" +
+  return invalid_argument("--mode must be same, split, bind-only, search-only or modify, not '" +
                           std::string(name) + "'");
 }
 
@@ -274,6 +276,19 @@ void AuthWorker::on_message(Connection& conn) {
         break;
       }
       conn.pending_id = 0;
+      if (slot.phase == Slot::Phase::kModify) {
+        on_modify_bind(slot, conn, message.result.code);
+      } else if (message.result.code != wire::ResultCode::kSuccess) {
+        fail_auth(slot, static_cast<std::int32_t>(message.result.code));
+      } else {
+        complete_auth(slot);
+      }
+      return;
+    case wire::ProtocolOp::kModifyResponse:
+      if (slot.phase != Slot::Phase::kModify || !conn.bound) {
+        break;
+      }
+      conn.pending_id = 0;
       if (message.result.code != wire::ResultCode::kSuccess) {
         fail_auth(slot, static_cast<std::int32_t>(message.result.code));
       } else {
@@ -284,6 +299,23 @@ void AuthWorker::on_message(Connection& conn) {
       break;
   }
   drop(conn, AuthError::kProtocolError, 0);
+}
+
+void AuthWorker::on_modify_bind(Slot& slot, Connection& conn, wire::ResultCode code) {
+  if (conn.bound) {
+    drop(conn, AuthError::kProtocolError, 0);  // Only the connection's first bind is ours.
+    return;
+  }
+  if (code != wire::ResultCode::kSuccess) {
+    // A refused bind would be refused again at once: count it and retry after a pause.
+    drop_with_code(conn, static_cast<std::int32_t>(code), kConnectRetryMs * kNsPerMs);
+    return;
+  }
+  conn.bound = true;
+  if (interval_ns_ == 0) {
+    slot.start_ns = monotonic_ns();  // Closed loop: the one-time bind is no modification's.
+  }
+  send_request(slot, conn);
 }
 
 AuthWorker::Connection& AuthWorker::phase_connection(Slot& slot) {
@@ -301,6 +333,8 @@ void AuthWorker::start_auth(Slot& slot, std::int64_t intended_ns) {
     slot.phase = Slot::Phase::kBind;
     config_.workload->bind_dn(slot.user, slot.dn);
     config_.workload->password(slot.user, slot.password);
+  } else if (config_.mode == AuthMode::kModify) {
+    slot.phase = Slot::Phase::kModify;
   } else {
     slot.phase = Slot::Phase::kSearch;
   }
@@ -337,6 +371,13 @@ void AuthWorker::send_request(Slot& slot, Connection& conn) {
     for (const std::string& attribute : options.attributes) {
       search.attributes.push_back(attribute);
     }
+  } else if (slot.phase == Slot::Phase::kModify && conn.bound) {
+    config_.workload->build_modify(id, slot.user, modifies_++, request, slot.dn, slot.value);
+  } else if (slot.phase == Slot::Phase::kModify) {
+    // The connection's one bind, before its first modification (on_modify_bind goes on).
+    request.reset(id, wire::ProtocolOp::kBindRequest);
+    request.bind_request.name = options.modify_bind_dn;
+    request.bind_request.simple_password = options.modify_bind_password;
   } else {
     request.reset(id, wire::ProtocolOp::kBindRequest);
     request.bind_request.name = slot.dn;

@@ -5,9 +5,10 @@
 // the generator waiting for it).
 //
 // A slot is one auth in flight: one connection, or two in split mode (search on one, bind on
-// the other, as slapd-auth and UnboundID's authrate do). Failures are counted, never fatal: a
-// dropped connection is reopened, a refused connect, refused StartTLS or failed TLS handshake
-// retried after kConnectRetryMs.
+// the other, as slapd-auth and UnboundID's authrate do). In modify mode a slot is one
+// modification in flight on a connection that bound once when it opened. Failures are counted,
+// never fatal: a dropped connection is reopened, a refused connect, refused StartTLS or failed TLS
+// handshake retried after kConnectRetryMs.
 //
 // With TLS (WorkerConfig::tls) each new connection first does StartTLS (if asked) and the TLS
 // handshake, non-blocking like everything else (SSL_connect / SSL_read / SSL_write retried on
@@ -40,8 +41,10 @@
 
 namespace numadir::perf {
 
-enum class AuthMode : std::uint8_t { kSame, kSplit, kBindOnly, kSearchOnly };
-// Returns: "same", "split", "bind-only" or "search-only".
+// kModify: no auth cycle; each connection binds once (WorkloadOptions::modify_bind_dn) and
+// each operation is a ModifyRequest (AuthWorkload::build_modify), counted as an auth is.
+enum class AuthMode : std::uint8_t { kSame, kSplit, kBindOnly, kSearchOnly, kModify };
+// Returns: "same", "split", "bind-only", "search-only" or "modify".
 std::string_view auth_mode_name(AuthMode mode);
 // Errors: kInvalidArgument for any other name.
 Result<AuthMode> parse_auth_mode(std::string_view name);
@@ -103,6 +106,8 @@ class AuthWorker {
   void flush(Connection& conn);
   void update_events(Connection& conn);
 
+  // Modify mode: the answer to the connection's bind; sends the slot's modification.
+  void on_modify_bind(Slot& slot, Connection& conn, listener::wire::ResultCode code);
   void start_auth(Slot& slot, std::int64_t intended_ns);
   void advance(Slot& slot);
   void send_request(Slot& slot, Connection& conn);
@@ -132,6 +137,7 @@ class AuthWorker {
   std::int64_t interval_ns_ = 0;  // Open loop: between intended sends.
   std::uint64_t started_ = 0;     // Open loop: auths started (numbered from 0).
   std::uint64_t due_ = 0;         // Open loop: auths whose intended time has come.
+  std::uint64_t modifies_ = 0;    // Modify mode: requests sent (each writes a new value).
   struct Scratch;
   std::unique_ptr<Scratch> scratch_;  // Request and response messages, reused.
 };

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "base/check.h"
 #include "listener/wire/framing.h"
@@ -35,13 +34,11 @@ void AuthWorker::open_connection(Connection& conn) {
   setsockopt(conn.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   conn.next_id = 1;
   conn.pending_id = 0;
-  conn.input_begin = conn.input_end = 0;
+  conn.bound = false;
+  conn.input.clear();
   conn.output.clear();
   conn.output_sent = 0;
-  if (!conn.input) {
-    conn.input = std::make_unique<char[]>(kInitialInputBytes);
-    conn.input_capacity = kInitialInputBytes;
-  }
+  conn.input.allocate_once(kInitialInputBytes);
   const int rc =
       ::connect(conn.fd, reinterpret_cast<const sockaddr*>(&config_.address), config_.address_len);
   if (rc != 0 && errno != EINPROGRESS) {
@@ -201,8 +198,8 @@ void AuthWorker::flush(Connection& conn) {
 }
 
 ssize_t AuthWorker::read_some(Connection& conn) {
-  char* const into = conn.input.get() + conn.input_end;
-  const std::size_t room = conn.input_capacity - conn.input_end;
+  char* const into = conn.input.free_space();
+  const std::size_t room = conn.input.free_bytes();
   if (conn.ssl != nullptr) {
     const int n =
         SSL_read(conn.ssl, into, static_cast<int>(std::min<std::size_t>(room, INT32_MAX)));
@@ -237,28 +234,14 @@ ssize_t AuthWorker::read_some(Connection& conn) {
 void AuthWorker::on_readable(Connection& conn) {
   const std::uint32_t generation = conn.generation;
   for (;;) {
-    if (conn.input_end == conn.input_capacity) {
-      // Move the partial PDU to the front; grow only when it fills the whole buffer.
-      const std::size_t kept = conn.input_end - conn.input_begin;
-      if (conn.input_begin > 0) {
-        std::memmove(conn.input.get(), conn.input.get() + conn.input_begin, kept);
-      } else {
-        auto bigger = std::make_unique<char[]>(conn.input_capacity * 2);
-        std::memcpy(bigger.get(), conn.input.get(), kept);
-        conn.input = std::move(bigger);
-        conn.input_capacity *= 2;
-      }
-      conn.input_begin = 0;
-      conn.input_end = kept;
-    }
+    conn.input.make_room();
     const ssize_t n = read_some(conn);
     if (n <= 0) {
       return;
     }
-    conn.input_end += static_cast<std::size_t>(n);
-    while (conn.fd >= 0 && conn.input_begin < conn.input_end) {
-      const std::string_view buffered(conn.input.get() + conn.input_begin,
-                                      conn.input_end - conn.input_begin);
+    conn.input.commit(static_cast<std::size_t>(n));
+    while (conn.fd >= 0 && !conn.input.empty()) {
+      const std::string_view buffered = conn.input.unconsumed();
       const wire::Frame frame = wire::frame_pdu(buffered);
       if (frame.state == wire::FrameState::kNeedMore) {
         break;
@@ -268,11 +251,8 @@ void AuthWorker::on_readable(Connection& conn) {
         drop(conn, AuthError::kProtocolError, 0);
         return;
       }
-      conn.input_begin += frame.pdu_bytes;
+      conn.input.consume(frame.pdu_bytes);
       on_message(conn);  // May close (or reopen) conn; the response's views die here.
-    }
-    if (conn.input_begin == conn.input_end) {
-      conn.input_begin = conn.input_end = 0;
     }
     // OpenSSL may hold decrypted bytes of a record that did not fit: epoll cannot see those.
     // Read on while the connection is the same one, still open.

@@ -41,7 +41,7 @@ void AuthWorker::on_start_tls_answer(Connection& conn) {
     drop_with_code(conn, static_cast<std::int32_t>(answer.result.code), kConnectRetryMs * kNsPerMs);
     return;
   }
-  if (conn.input_begin != conn.input_end) {
+  if (!conn.input.empty()) {
     // Bytes after the answer, before the handshake: nothing may come in the clear there.
     drop(conn, AuthError::kProtocolError, 0);
     return;

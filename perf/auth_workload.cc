@@ -199,4 +199,19 @@ void AuthWorkload::bind_dn(std::uint64_t user, std::string& out) const {
   expand_template(options_.bind_dn_template, user, out);
 }
 
+void AuthWorkload::build_modify(std::int32_t message_id, std::uint64_t user, std::uint64_t serial,
+                                listener::wire::LdapMessage& request, std::string& dn,
+                                std::string& value) const {
+  bind_dn(user, dn);
+  value.assign("authrate modify ");
+  expand_template("%d ", user, value);
+  expand_template("%d", serial, value);
+  request.reset(message_id, listener::wire::ProtocolOp::kModifyRequest);
+  listener::wire::ModifyRequest& modify = request.modify_request;
+  modify.object = dn;
+  modify.operations.push_back(listener::wire::ModifyOperation::kReplace);
+  modify.modifications.add(kModifyAttribute);
+  modify.modifications.add_value(value);
+}
+
 }  // namespace numadir::perf

@@ -1,7 +1,7 @@
 // perf/auth_workload.h: AuthWorkload, what authrate asks of the server: the user range and how
 // users are drawn from it (uniform or a hot set), the search filter, bind DN and password
-// templates ("%d" stands for the user number), and the free functions that parse and expand
-// those option values.
+// templates ("%d" stands for the user number), the ModifyRequest of modify mode, and the free
+// functions that parse and expand those option values.
 //
 // Thread contract: an AuthWorkload is immutable after create(); any thread may call its const
 // methods at once, each with its own Rng and output buffers.
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "listener/wire/ldap_message.h"
 #include "schema/filter.h"
 
 namespace numadir::perf {
@@ -23,6 +24,9 @@ using Rng = std::mt19937_64;
 // Appends `text` to `out` with every "%d" replaced by `number` in decimal and "%%" by "%".
 // Never allocates when `out` has the capacity.
 void expand_template(std::string_view text, std::uint64_t number, std::string& out);
+
+// The attribute modify mode replaces.
+inline constexpr std::string_view kModifyAttribute = "description";
 
 // `--hot X:Y`: X% of auths go to the first Y% of the user range.
 struct HotSet {
@@ -50,6 +54,10 @@ struct WorkloadOptions {
   std::string password_template = "password%d";
   std::vector<std::string> passwords;  // From --password-file; non-empty replaces the template.
   std::string bind_dn_template;        // Empty: "uid=user%d,<base>".
+  // Modify mode: each connection binds once as modify_bind_dn (-D) with modify_bind_password
+  // (-w, taken as given), then modifies users (DN: bind_dn_template).
+  std::string modify_bind_dn;
+  std::string modify_bind_password;
   std::vector<std::string> attributes = {"1.1"};
   std::uint64_t first_user = 0;
   std::uint64_t last_user = 999;
@@ -75,8 +83,15 @@ class AuthWorkload {
                     std::vector<std::string>& scratch) const;
   // Replaces `out` with the password of `user`.
   void password(std::uint64_t user, std::string& out) const;
-  // Replaces `out` with the bind DN of `user` (bind-only mode).
+  // Replaces `out` with the bind DN of `user` (bind-only mode; the entry modify mode changes).
   void bind_dn(std::uint64_t user, std::string& out) const;
+  // Makes `request` (reset to `message_id`) the modify mode's ModifyRequest: replace
+  // description of `user`'s entry with a value naming `user` and `serial` (so that each
+  // modification writes something new). `dn` and `value` receive the strings the message
+  // points to: both must outlive its encoding. Allocates only until they have grown.
+  void build_modify(std::int32_t message_id, std::uint64_t user, std::uint64_t serial,
+                    listener::wire::LdapMessage& request, std::string& dn,
+                    std::string& value) const;
 
   const WorkloadOptions& options() const { return options_; }
   std::uint64_t user_count() const { return options_.last_user - options_.first_user + 1; }

@@ -6,6 +6,12 @@
 //
 //   authrate -H ldap://127.0.0.1:3389 -t 2 -c 32 -d 30 --warmup 5 --server-pid 1234
 //   authrate -H ldaps://127.0.0.1:3636 --tls-ca ca.crt --reconnect --tls-resume
+//   authrate -H ldap://127.0.0.1:3389 --mode modify -D cn=admin,dc=example,dc=com -w secret
+//
+// --mode modify measures updates instead: each connection binds once as -D / -w, then, closed
+// loop (or at --rate), sends ModifyRequests replacing `description` of a random user in
+// [--first, --last] (DN from --bind-dn-template, uid=user%d,<base> by default); the figures
+// count modifications where the other modes count auths.
 //
 // TLS: ldaps:// URLs (TLS from the first byte) or --starttls (the StartTLS extended operation
 // on each new connection, before its first request); --tls-ca to verify the server (without
@@ -189,6 +195,17 @@ int run(Options& options) {
     }
     options.workload.hot = *hot;
   }
+  if (*mode == AuthMode::kModify) {
+    if (options.workload.modify_bind_dn.empty()) {
+      return usage_error("--mode modify needs -D (the DN each connection binds as) and -w");
+    }
+    if (!options.password_file.empty()) {
+      return usage_error("--mode modify binds as -D with -w: no --password-file");
+    }
+    options.workload.modify_bind_password = options.workload.password_template;
+  } else if (!options.workload.modify_bind_dn.empty()) {
+    return usage_error("-D is for --mode modify");
+  }
   if (!options.password_file.empty()) {
     std::ifstream in(options.password_file);
     if (!in) {
@@ -281,6 +298,7 @@ int run(Options& options) {
     });
   }
 
+  const char* noun = operation_noun(auth_mode_name(*mode));
   std::FILE* interval_out = options.json ? stderr : stdout;
   if (options.csv) {
     std::fputs(interval_csv_header().c_str(), interval_out);
@@ -324,9 +342,9 @@ int run(Options& options) {
     }
     if (live && now_ns >= next_live_ns && now_ns < next_tick_ns) {
       const AuthTotals current = snapshot(stats);
-      std::fprintf(stderr, "\r%7.1f s  %llu auths  %llu errors %s",
+      std::fprintf(stderr, "\r%7.1f s  %llu %s  %llu errors %s",
                    static_cast<double>(now_ns - start_ns) / 1e9,
-                   static_cast<unsigned long long>(current.auths),
+                   static_cast<unsigned long long>(current.auths), noun,
                    static_cast<unsigned long long>(current.error_total()),
                    measuring ? "" : "(warm-up)");
       std::fflush(stderr);
@@ -342,6 +360,7 @@ int run(Options& options) {
       const double span_s = static_cast<double>(now_ns - previous_tick_ns) / 1e9;
       previous_tick_ns = now_ns;
       IntervalLine line;
+      line.noun = noun;
       line.elapsed_s = static_cast<double>(now_ns - start_ns) / 1e9;
       line.auths_per_sec = static_cast<double>(recent.auths) / span_s;
       line.overall_auths_per_sec = static_cast<double>(current.auths) / line.elapsed_s;
@@ -414,8 +433,9 @@ int run(Options& options) {
   std::fputs(summary.c_str(), stdout);
   std::fflush(stdout);
   if (report.totals.auths == 0) {
-    std::fprintf(stderr, "authrate: no auth succeeded against %s (%llu errors)\n",
-                 options.url.c_str(), static_cast<unsigned long long>(report.totals.error_total()));
+    std::fprintf(stderr, "authrate: no %s succeeded against %s (%llu errors)\n",
+                 *mode == AuthMode::kModify ? "modification" : "auth", options.url.c_str(),
+                 static_cast<unsigned long long>(report.totals.error_total()));
     return kExitFailed;
   }
   return kExitOk;
@@ -439,8 +459,11 @@ int main(int argc, char** argv) {
   app.add_option("--last", options.workload.last_user, "last user number")->capture_default_str();
   app.add_option("--hot", options.hot, "X:Y: X% of auths on the first Y% of users");
   auto* password = app.add_option("-w,--password", options.workload.password_template,
-                                  "password template; %d is the user number")
+                                  "password template; %d is the user number (modify mode: "
+                                  "-D's password, as given)")
                        ->capture_default_str();
+  app.add_option("-D,--bind-dn", options.workload.modify_bind_dn,
+                 "modify mode: the DN each connection binds as, once (e.g. the rootdn)");
   app.add_option("--password-file", options.password_file,
                  "one password per line; line i is user i's")
       ->excludes(password);
@@ -454,7 +477,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--connections", options.connections, "connections in total")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--mode", options.mode, "same | split | bind-only | search-only")
+  app.add_option("--mode", options.mode, "same | split | bind-only | search-only | modify")
       ->capture_default_str();
   app.add_flag("--reconnect", options.reconnect, "a new connection for every auth");
   app.add_flag("--starttls", options.starttls,

@@ -22,13 +22,23 @@ double auths_per_sec(const AuthrateReport& report) {
   return report.duration_s > 0 ? static_cast<double>(report.totals.auths) / report.duration_s : 0;
 }
 
+// "auth" or "modification": the noun without its plural s.
+std::string singular(std::string_view mode) {
+  const std::string plural = operation_noun(mode);
+  return plural.substr(0, plural.size() - 1);
+}
+
 }  // namespace
+
+const char* operation_noun(std::string_view mode) {
+  return mode == "modify" ? "modifications" : "auths";
+}
 
 std::string format_interval_text(const IntervalLine& line) {
   std::string out;
-  append(out, "%7.1f s  auths/s %.0f  overall %.0f  mean %.3f ms  p99 %.3f ms  errors/s %.0f\n",
-         line.elapsed_s, line.auths_per_sec, line.overall_auths_per_sec, line.mean_ms, line.p99_ms,
-         line.errors_per_sec);
+  append(out, "%7.1f s  %s/s %.0f  overall %.0f  mean %.3f ms  p99 %.3f ms  errors/s %.0f\n",
+         line.elapsed_s, line.noun, line.auths_per_sec, line.overall_auths_per_sec, line.mean_ms,
+         line.p99_ms, line.errors_per_sec);
   return out;
 }
 
@@ -49,8 +59,10 @@ std::string format_summary_text(const AuthrateReport& report) {
   std::string out;
   append(out, "mode %s, %d connections on %d threads, measured %.1f s\n", report.mode.c_str(),
          report.connections, report.threads, report.duration_s);
-  append(out, "auths        %llu\n", static_cast<unsigned long long>(totals.auths));
-  append(out, "auths/s      %.1f\n", auths_per_sec(report));
+  const char* noun = operation_noun(report.mode);
+  const std::string per_sec = std::string(noun) + "/s";
+  append(out, "%-12s %llu\n", noun, static_cast<unsigned long long>(totals.auths));
+  append(out, "%-12s %.1f\n", per_sec.c_str(), auths_per_sec(report));
   append(out, "latency ms   p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n",
          ms(latency.value_at_percentile(50)), ms(latency.value_at_percentile(90)),
          ms(latency.value_at_percentile(99)), ms(latency.value_at_percentile(99.9)),
@@ -86,7 +98,8 @@ std::string format_summary_text(const AuthrateReport& report) {
     }
   }
   if (report.server_cpu_us_per_auth) {
-    append(out, "server CPU   %.1f us/auth\n", *report.server_cpu_us_per_auth);
+    append(out, "server CPU   %.1f us/%s\n", *report.server_cpu_us_per_auth,
+           singular(report.mode).c_str());
   }
   if (report.server_peak_rss_kib) {
     append(out, "server RSS   %llu KiB peak\n",
@@ -98,9 +111,10 @@ std::string format_summary_text(const AuthrateReport& report) {
 std::string format_summary_json(const AuthrateReport& report) {
   const AuthTotals& totals = report.totals;
   const LatencyHistogram& latency = totals.latency;
+  const char* noun = operation_noun(report.mode);
   std::string out = "{";
-  append(out, "\"auths\": %llu, \"auths_per_sec\": %.3f, ",
-         static_cast<unsigned long long>(totals.auths), auths_per_sec(report));
+  append(out, "\"%s\": %llu, \"%s_per_sec\": %.3f, ", noun,
+         static_cast<unsigned long long>(totals.auths), noun, auths_per_sec(report));
   append(out,
          "\"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"p999\": %.6f, "
          "\"max\": %.6f, \"mean\": %.6f}, ",
@@ -126,10 +140,11 @@ std::string format_summary_json(const AuthrateReport& report) {
     first = false;
   }
   out += "}}, ";
+  const std::string cpu_key = "server_cpu_us_per_" + singular(report.mode);
   if (report.server_cpu_us_per_auth) {
-    append(out, "\"server_cpu_us_per_auth\": %.3f, ", *report.server_cpu_us_per_auth);
+    append(out, "\"%s\": %.3f, ", cpu_key.c_str(), *report.server_cpu_us_per_auth);
   } else {
-    out += "\"server_cpu_us_per_auth\": null, ";
+    append(out, "\"%s\": null, ", cpu_key.c_str());
   }
   if (report.server_peak_rss_kib) {
     append(out, "\"server_peak_rss_kib\": %llu, ",

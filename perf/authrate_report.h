@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "perf/auth_stats.h"
 
 namespace numadir::perf {
 
 struct IntervalLine {
+  const char* noun = "auths";  // "modifications" in modify mode (operation_noun()).
   double elapsed_s = 0;
   double auths_per_sec = 0;          // In this interval.
   double overall_auths_per_sec = 0;  // Since the start of the run.
@@ -22,8 +24,12 @@ struct IntervalLine {
   double errors_per_sec = 0;
 };
 
+// Returns: "modifications" for mode "modify", else "auths": what the counts count.
+const char* operation_noun(std::string_view mode);
+
 // Returns: one line (with its newline), e.g.
-//   "    2.0 s  auths/s 31234  overall 30877  mean 0.126 ms  p99 0.410 ms  errors/s 0\n".
+//   "    2.0 s  auths/s 31234  overall 30877  mean 0.126 ms  p99 0.410 ms  errors/s 0\n"
+//   (with the line's noun in place of "auths").
 std::string format_interval_text(const IntervalLine& line);
 // Returns: the CSV header line, and one CSV line, each with its newline.
 std::string interval_csv_header();
@@ -41,13 +47,15 @@ struct AuthrateReport {
   std::optional<std::uint64_t> server_peak_rss_kib;
 };
 
-// Returns: the human-readable summary, several lines.
+// Returns: the human-readable summary, several lines (modify mode counts modifications where
+//   the others count auths).
 std::string format_summary_text(const AuthrateReport& report);
 // Returns: one JSON object and a newline, with keys auths, auths_per_sec, latency_ms {p50, p90,
 //   p99, p999, max, mean}, errors {total, by_kind {<kind>: n}, by_code {"<code>": n}},
 //   server_cpu_us_per_auth and server_peak_rss_kib (null without --server-pid), connections,
 //   threads, duration_s, mode, and tls: null in the clear, else {mode, resume, handshakes,
-//   resumed}.
+//   resumed}. In modify mode "modifications" stands for "auths" in the first three names
+//   (modifications, modifications_per_sec, server_cpu_us_per_modification).
 std::string format_summary_json(const AuthrateReport& report);
 
 }  // namespace numadir::perf

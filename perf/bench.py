@@ -6,6 +6,7 @@ point repeated and interleaved, medians reported. Run by perf/bench.sh (which bu
   perf/bench.py --build-dir build/release [--users 100000] [--connections 16,64,256]
                 [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
                 [--tls | --tls-only] [--tls-connections 16] [--tls-key-type rsa]
+                [--baseline-build DIR --servers slapd,percpu,percpu-base,single,single-base]
 
 Every server runs at once, idle while another is measured (an idle server costs nothing), so
 the points of one repetition follow each other within seconds. Each server's CPU (utime +
@@ -63,6 +64,48 @@ access to *
   by users read
   by anonymous read
 """
+
+
+# The [database] table of every numadir the benchmarks start: the generated users' suffix and
+# the indexes slapd gets too.
+DATABASE_TOML = f"""[database]
+path = "db"
+suffix = "{SUFFIX}"
+map_size = "8GiB"
+indexes = ["objectClass eq", "uid eq"]
+"""
+
+
+def generate_users(work, users, scheme=None):
+    """Writes perf/gen_users.py's `users` users (passwords stored per `scheme`, None: its
+    default) to `work`/users.ldif. Returns the file's path."""
+    ldif = os.path.join(work, "users.ldif")
+    command = ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "gen_users.py"), "--users", str(users)]
+    if scheme is not None:
+        command += ["--scheme", scheme]
+    with open(ldif, "w") as stream:
+        subprocess.run(command, stdout=stream, check=True)
+    return ldif
+
+
+def root_password(build):
+    """The rootdn's password "secret", hashed by `numadir passwd`."""
+    return subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def median_point(summaries, rate_key="auths_per_sec", cpu_key="server_cpu_us_per_auth"):
+    """One point from the authrate JSON summaries of its repetitions: median rate, latency and
+    server CPU per operation, peak RSS, and the errors of all of them."""
+    return {
+        "rate": statistics.median(s[rate_key] for s in summaries),
+        "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
+        "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
+        "cpu": statistics.median((s.get(cpu_key) or 0) for s in summaries),
+        "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
+        "errors": sum(s["errors"]["total"] for s in summaries),
+    }
 
 
 def free_port():
@@ -154,19 +197,15 @@ def make_certificate(work, key_type):
             "key": os.path.join(folder, "server.key")}
 
 
-def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None):
-    """`tls`: make_certificate()'s files: numadir also listens on ldaps://."""
+def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None,
+                  database_extra=""):
+    """`tls`: make_certificate()'s files: numadir also listens on ldaps://. `database_extra`:
+    more lines of the [database] table (e.g. 'durability = "sync"')."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
-    root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    root_pw = root_password(build)
     with open(os.path.join(folder, "numadir.toml"), "w") as stream:
-        stream.write(f"""[database]
-path = "db"
-suffix = "{SUFFIX}"
-map_size = "8GiB"
-indexes = ["objectClass eq", "uid eq"]
-
+        stream.write(f"""{DATABASE_TOML}{database_extra}
 [server]
 listen = ["ldap://127.0.0.1:0"{', "ldaps://127.0.0.1:0"' if tls else ""}]
 rootdn = "{ROOT_DN}"
@@ -298,7 +337,7 @@ def table(points, servers, connections):
 
 def ratios(points, servers, connections):
     pairs = [("percpu", "slapd"), ("percpu", "floor"), ("percpu", "single"),
-             ("single", "slapd")]
+             ("single", "slapd"), ("percpu", "percpu-base"), ("single", "single-base")]
     pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
     lines = ["| connections | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
                                              for a, b in pairs) + " |",
@@ -360,16 +399,10 @@ def summarize(runs):
     """Medians over the repetitions of each point."""
     points = {}
     for key, summaries in runs.items():
-        points[key] = {
-            "rate": statistics.median(s["auths_per_sec"] for s in summaries),
-            "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
-            "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
-            "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
-            "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
-            "errors": sum(s["errors"]["total"] for s in summaries),
-            "handshakes": sum((s.get("tls") or {}).get("handshakes", 0) for s in summaries),
-            "resumed": sum((s.get("tls") or {}).get("resumed", 0) for s in summaries),
-        }
+        points[key] = median_point(summaries)
+        points[key]["handshakes"] = sum((s.get("tls") or {}).get("handshakes", 0)
+                                        for s in summaries)
+        points[key]["resumed"] = sum((s.get("tls") or {}).get("resumed", 0) for s in summaries)
     return points
 
 
@@ -429,7 +462,12 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
-    parser.add_argument("--servers", default="floor,slapd,percpu,single")
+    parser.add_argument("--servers", default="floor,slapd,percpu,single",
+                        help="of floor, slapd, percpu, single, and with --baseline-build "
+                        "percpu-base and single-base")
+    parser.add_argument("--baseline-build", default="",
+                        help="a build directory of another commit: its numadir serves the "
+                        "percpu-base and single-base servers, for a before/after ratio")
     parser.add_argument("--slapd-extra", default="",
                         help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
     parser.add_argument("--slapd-loglevel", default="0",
@@ -461,12 +499,7 @@ def main():
     runs = {}
     tls_runs = {}
     try:
-        ldif = os.path.join(work, "users.ldif")
-        with open(ldif, "w") as stream:
-            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
-                                                             "gen_users.py"),
-                            "--users", str(args.users), "--scheme", args.scheme], stdout=stream,
-                           check=True)
+        ldif = generate_users(work, args.users, args.scheme)
         tls = make_certificate(work, args.tls_key_type) if with_tls else None
         print(f"bench: {args.users} users generated; starting {', '.join(names)}", flush=True)
         for name in names:
@@ -478,6 +511,14 @@ def main():
                     tls_missing[name] = "the floor server has no TLS"
             elif name == "slapd":
                 servers[name] = start_slapd(work, ldif, args, tls=tls)
+            elif name in ("percpu-base", "single-base"):
+                # The same dispatcher from another build (--baseline-build): a change's before
+                # and after, measured in one run. Cleartext points only.
+                if not args.baseline_build:
+                    raise SystemExit(f"bench: {name} needs --baseline-build")
+                servers[name] = start_numadir(os.path.abspath(args.baseline_build), work, name,
+                                              name.removesuffix("-base"), ldif,
+                                              args.scheme == "cleartext")
             elif name in ("percpu", "single"):
                 cleartext = args.scheme == "cleartext"
                 try:

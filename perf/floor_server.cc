@@ -17,6 +17,7 @@
 #include "listener/wire/ldap_message.h"
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
+#include "perf/detail/input_buffer.h"
 
 namespace numadir::perf {
 
@@ -37,10 +38,7 @@ struct Connection {
   int fd = -1;
   bool want_write = false;
   bool reading = true;
-  std::unique_ptr<char[]> input = std::make_unique<char[]>(kInitialInputBytes);
-  std::size_t input_capacity = kInitialInputBytes;
-  std::size_t input_begin = 0;
-  std::size_t input_end = 0;
+  detail::InputBuffer input;  // Allocated when the connection is accepted.
   wire::BerWriter output;
   std::size_t output_sent = 0;
 };
@@ -205,6 +203,7 @@ void FloorServer::Loop::accept_all() {
     }
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
+    conn->input.allocate_once(kInitialInputBytes);
     epoll_event event{EPOLLIN, {.fd = fd}};
     if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) {
       ::close(fd);
@@ -230,21 +229,8 @@ void FloorServer::Loop::on_event(Connection& conn, std::uint32_t events) {
 }
 
 bool FloorServer::Loop::read_and_answer(Connection& conn) {
-  if (conn.input_end == conn.input_capacity) {
-    const std::size_t kept = conn.input_end - conn.input_begin;
-    if (conn.input_begin > 0) {
-      std::memmove(conn.input.get(), conn.input.get() + conn.input_begin, kept);
-    } else {
-      auto bigger = std::make_unique<char[]>(conn.input_capacity * 2);
-      std::memcpy(bigger.get(), conn.input.get(), kept);
-      conn.input = std::move(bigger);
-      conn.input_capacity *= 2;
-    }
-    conn.input_begin = 0;
-    conn.input_end = kept;
-  }
-  const ssize_t n =
-      ::recv(conn.fd, conn.input.get() + conn.input_end, conn.input_capacity - conn.input_end, 0);
+  conn.input.make_room();
+  const ssize_t n = ::recv(conn.fd, conn.input.free_space(), conn.input.free_bytes(), 0);
   if (n <= 0) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       return true;
@@ -252,11 +238,10 @@ bool FloorServer::Loop::read_and_answer(Connection& conn) {
     close_connection(conn);
     return false;
   }
-  conn.input_end += static_cast<std::size_t>(n);
+  conn.input.commit(static_cast<std::size_t>(n));
   bool keep_open = true;
-  while (keep_open && conn.input_begin < conn.input_end) {
-    const std::string_view buffered(conn.input.get() + conn.input_begin,
-                                    conn.input_end - conn.input_begin);
+  while (keep_open && !conn.input.empty()) {
+    const std::string_view buffered = conn.input.unconsumed();
     const wire::Frame frame = wire::frame_pdu(buffered);
     if (frame.state == wire::FrameState::kNeedMore) {
       break;
@@ -271,11 +256,8 @@ bool FloorServer::Loop::read_and_answer(Connection& conn) {
       keep_open = false;
       break;
     }
-    conn.input_begin += frame.pdu_bytes;
+    conn.input.consume(frame.pdu_bytes);
     keep_open = answer(conn);
-  }
-  if (conn.input_begin == conn.input_end) {
-    conn.input_begin = conn.input_end = 0;
   }
   if (!flush(conn)) {
     return false;

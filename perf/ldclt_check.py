@@ -76,11 +76,7 @@ def main():
     slapd = None
     ldclt_rates, authrate_rates = [], []
     try:
-        ldif = os.path.join(work, "users.ldif")
-        with open(ldif, "w") as stream:
-            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
-                                                             "gen_users.py"),
-                            "--users", str(args.users)], stdout=stream, check=True)
+        ldif = bench.generate_users(work, args.users)
         credentials = os.path.join(work, "credentials")
         with open(credentials, "w") as stream:
             for n in range(args.users):

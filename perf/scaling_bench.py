@@ -82,12 +82,7 @@ def import_template(build, work, ldif, cleartext):
     os.makedirs(folder)
     config = os.path.join(folder, "numadir.toml")
     with open(config, "w") as stream:
-        stream.write(f"""[database]
-path = "db"
-suffix = "{bench.SUFFIX}"
-map_size = "8GiB"
-indexes = ["objectClass eq", "uid eq"]
-
+        stream.write(f"""{bench.DATABASE_TOML}
 [passwords]
 allow_cleartext = {"true" if cleartext else "false"}
 """)
@@ -103,8 +98,7 @@ def start_numadir(build, work, name, settings, template_db, max_connections, cle
     folder = os.path.join(work, name)
     os.makedirs(folder)
     shutil.copytree(template_db, os.path.join(folder, "db"))
-    root_pw = subprocess.run([f"{build}/server/numadir", "passwd", "-s", "secret"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    root_pw = bench.root_password(build)
     server_counts = ""
     for key in ("listeners", "workers"):
         if key in settings:
@@ -114,12 +108,7 @@ def start_numadir(build, work, name, settings, template_db, max_connections, cle
         pin += f"listener_helps = {settings['listener_helps']}\n"
     config = os.path.join(folder, "numadir.toml")
     with open(config, "w") as stream:
-        stream.write(f"""[database]
-path = "db"
-suffix = "{bench.SUFFIX}"
-map_size = "8GiB"
-indexes = ["objectClass eq", "uid eq"]
-
+        stream.write(f"""{bench.DATABASE_TOML}
 [server]
 listen = ["ldap://127.0.0.1:0"]
 rootdn = "{bench.ROOT_DN}"
@@ -233,15 +222,9 @@ def wait_fds_back(pid, target, timeout_s=60):
 
 
 def summarize(summaries):
-    return {
-        "rate": statistics.median(s["auths_per_sec"] for s in summaries),
-        "p50": statistics.median(s["latency_ms"]["p50"] for s in summaries),
-        "p99": statistics.median(s["latency_ms"]["p99"] for s in summaries),
-        "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
-        "rss": max((s.get("server_peak_rss_kib") or 0) for s in summaries),
-        "errors": sum(s["errors"]["total"] for s in summaries),
-        "rates": [s["auths_per_sec"] for s in summaries],
-    }
+    point = bench.median_point(summaries)
+    point["rates"] = [s["auths_per_sec"] for s in summaries]
+    return point
 
 
 def grid_table(points, names, connections):
@@ -381,12 +364,7 @@ def main():
     placements = {}
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     try:
-        ldif = os.path.join(work, "users.ldif")
-        with open(ldif, "w") as stream:
-            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__),
-                                                             "gen_users.py"),
-                            "--users", str(args.users), "--scheme", args.scheme], stdout=stream,
-                           check=True)
+        ldif = bench.generate_users(work, args.users, args.scheme)
         template_db = None
         for name in wanted:
             if name == "slapd":

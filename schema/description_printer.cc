@@ -1,5 +1,7 @@
 // schema/description_printer.cc: the canonical RFC 4512 form of the descriptions of
 // schema/schema_parser.h (their to_string() methods), as published in a subschema subentry.
+//
+// Thread contract: const methods that read only the description; any thread.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,21 +25,25 @@ void append_qdstring(std::string& out, std::string_view text) {
   out += '\'';
 }
 
-void append_names(std::string& out, const std::vector<std::string>& names) {
-  if (names.empty()) {
+// qdstrings (also qdescrs): one quoted string alone, or a parenthesized list of them.
+void append_qdstrings(std::string& out, const std::vector<std::string>& values) {
+  if (values.size() == 1) {
+    append_qdstring(out, values.front());
     return;
   }
-  out += " NAME ";
-  if (names.size() == 1) {
-    append_qdstring(out, names.front());
-    return;
-  }
-  out += "(";
-  for (const std::string& name : names) {
+  out += '(';
+  for (const std::string& value : values) {
     out += ' ';
-    append_qdstring(out, name);
+    append_qdstring(out, value);
   }
   out += " )";
+}
+
+void append_names(std::string& out, const std::vector<std::string>& names) {
+  if (!names.empty()) {
+    out += " NAME ";
+    append_qdstrings(out, names);
+  }
 }
 
 void append_description(std::string& out, const std::string& description) {
@@ -80,16 +86,7 @@ void append_extensions(std::string& out, const std::vector<SchemaExtension>& ext
     out += ' ';
     out += extension.name;
     out += ' ';
-    if (extension.values.size() == 1) {
-      append_qdstring(out, extension.values.front());
-      continue;
-    }
-    out += '(';
-    for (const std::string& value : extension.values) {
-      out += ' ';
-      append_qdstring(out, value);
-    }
-    out += " )";
+    append_qdstrings(out, extension.values);
   }
 }
 
@@ -107,16 +104,32 @@ std::string_view usage_keyword(AttributeUsage usage) {
   return "userApplications";
 }
 
+// Starts the form of `d`: "( " and its OID, then the clauses every kind has: NAME, DESC and
+// (when Description has the field) OBSOLETE.
+template <typename Description>
+std::string begin_description(const Description& d) {
+  std::string out = "( ";
+  out += d.oid;
+  append_names(out, d.names);
+  append_description(out, d.description);
+  if constexpr (requires { d.obsolete; }) {
+    if (d.obsolete) {
+      out += " OBSOLETE";
+    }
+  }
+  return out;
+}
+
+// Ends the form: the extensions, then " )".
+void end_description(std::string& out, const std::vector<SchemaExtension>& extensions) {
+  append_extensions(out, extensions);
+  out += " )";
+}
+
 }  // namespace
 
 std::string AttributeTypeDescription::to_string() const {
-  std::string out = "( ";
-  out += oid;
-  append_names(out, names);
-  append_description(out, description);
-  if (obsolete) {
-    out += " OBSOLETE";
-  }
+  std::string out = begin_description(*this);
   append_oid(out, "SUP", superior);
   append_oid(out, "EQUALITY", equality);
   append_oid(out, "ORDERING", ordering);
@@ -143,19 +156,12 @@ std::string AttributeTypeDescription::to_string() const {
     out += " USAGE ";
     out += usage_keyword(usage);
   }
-  append_extensions(out, extensions);
-  out += " )";
+  end_description(out, extensions);
   return out;
 }
 
 std::string ObjectClassDescription::to_string() const {
-  std::string out = "( ";
-  out += oid;
-  append_names(out, names);
-  append_description(out, description);
-  if (obsolete) {
-    out += " OBSOLETE";
-  }
+  std::string out = begin_description(*this);
   append_oids(out, "SUP", superiors);
   switch (kind) {
     case ObjectClassKind::kAbstract:
@@ -170,33 +176,21 @@ std::string ObjectClassDescription::to_string() const {
   }
   append_oids(out, "MUST", must);
   append_oids(out, "MAY", may);
-  append_extensions(out, extensions);
-  out += " )";
+  end_description(out, extensions);
   return out;
 }
 
 std::string SyntaxDescription::to_string() const {
-  std::string out = "( ";
-  out += oid;
-  append_names(out, names);
-  append_description(out, description);
-  append_extensions(out, extensions);
-  out += " )";
+  std::string out = begin_description(*this);
+  end_description(out, extensions);
   return out;
 }
 
 std::string MatchingRuleDescription::to_string() const {
-  std::string out = "( ";
-  out += oid;
-  append_names(out, names);
-  append_description(out, description);
-  if (obsolete) {
-    out += " OBSOLETE";
-  }
+  std::string out = begin_description(*this);
   out += " SYNTAX ";
   out += syntax;
-  append_extensions(out, extensions);
-  out += " )";
+  end_description(out, extensions);
   return out;
 }
 

@@ -6,29 +6,14 @@
 #include <utility>
 
 #include "base/check.h"
+#include "schema/ascii.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {
 
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 constexpr char kHexLower[] = "0123456789abcdef";
-
-bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-// Returns: the value of hex digit `c`, or -1.
-int hex_value(unsigned char c) {
-  if (is_digit(c)) {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 // RFC 4514 `special`: the characters a '\' may escape directly.
 bool is_special(unsigned char c) {
@@ -47,10 +32,6 @@ bool is_special(unsigned char c) {
     default:
       return false;
   }
-}
-
-unsigned char to_lower_ascii(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c - 'A' + 'a') : c;
 }
 
 // Returns: "'x'" for printable ASCII, "byte 0xNN" otherwise, for error messages.
@@ -78,72 +59,6 @@ Status limit_at(std::size_t offset, std::string_view problem) {
   message += ": ";
   message += problem;
   return limit_exceeded(std::move(message));
-}
-
-// Checks UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF) one byte at a
-// time, because a value's bytes come from raw text and \XX escapes interleaved.
-class Utf8Checker {
- public:
-  // Returns: false if `c` cannot continue a well-formed UTF-8 string.
-  bool feed(unsigned char c) {
-    if (remaining_ == 0) {
-      if (c < 0x80) {
-        return true;
-      }
-      lo_ = 0x80;
-      hi_ = 0xbf;
-      if (c >= 0xc2 && c <= 0xdf) {
-        remaining_ = 1;
-      } else if (c == 0xe0) {
-        remaining_ = 2;
-        lo_ = 0xa0;
-      } else if (c == 0xed) {
-        remaining_ = 2;
-        hi_ = 0x9f;
-      } else if (c >= 0xe1 && c <= 0xef) {
-        remaining_ = 2;
-      } else if (c == 0xf0) {
-        remaining_ = 3;
-        lo_ = 0x90;
-      } else if (c >= 0xf1 && c <= 0xf3) {
-        remaining_ = 3;
-      } else if (c == 0xf4) {
-        remaining_ = 3;
-        hi_ = 0x8f;
-      } else {
-        return false;
-      }
-      return true;
-    }
-    if (c < lo_ || c > hi_) {
-      return false;
-    }
-    --remaining_;
-    lo_ = 0x80;
-    hi_ = 0xbf;
-    return true;
-  }
-
-  bool complete() const { return remaining_ == 0; }
-
- private:
-  int remaining_ = 0;  // Continuation bytes still expected.
-  unsigned char lo_ = 0x80;
-  unsigned char hi_ = 0xbf;
-};
-
-// Returns: the length of the well-formed UTF-8 sequence that starts `s`, or 0 if none does.
-std::size_t utf8_sequence_length(std::string_view s) {
-  Utf8Checker checker;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (!checker.feed(static_cast<unsigned char>(s[i]))) {
-      return 0;
-    }
-    if (checker.complete()) {
-      return i + 1;
-    }
-  }
-  return 0;
 }
 
 // Appends `value` in the RFC 4514 §2.4 string form (see Dn::to_string).
@@ -190,13 +105,23 @@ void append_ava(std::string& out, const Ava& ava) {
   append_value(out, ava.value, ava.hex_form);
 }
 
+// Appends the AVAs of one RDN in the RFC 4514 string form, joined by '+'.
+void append_rdn(std::string& out, std::span<const Ava> avas) {
+  for (std::size_t j = 0; j < avas.size(); ++j) {
+    if (j > 0) {
+      out += '+';
+    }
+    append_ava(out, avas[j]);
+  }
+}
+
 void append_default_type(std::string& out, std::string_view type) {
-  if (!type.empty() && is_digit(static_cast<unsigned char>(type[0]))) {
+  if (!type.empty() && is_ascii_digit(type[0])) {
     out.append(type);  // A numericoid has no case.
     return;
   }
-  for (unsigned char c : type) {
-    out += static_cast<char>(to_lower_ascii(c));
+  for (char c : type) {
+    out += ascii_lower(c);
   }
 }
 
@@ -204,7 +129,7 @@ void append_default_type(std::string& out, std::string_view type) {
 void append_default_value(std::string& out, std::string_view value) {
   const std::size_t start = out.size();
   bool pending_space = false;
-  for (unsigned char c : value) {
+  for (char c : value) {
     if (c == ' ') {
       pending_space = out.size() > start;
       continue;
@@ -213,7 +138,7 @@ void append_default_value(std::string& out, std::string_view value) {
       out += ' ';
       pending_space = false;
     }
-    out += static_cast<char>(to_lower_ascii(c));
+    out += ascii_lower(c);
   }
 }
 
@@ -366,19 +291,19 @@ class DnParser {
   Status parse_type() {
     const std::size_t start = pos_;
     const unsigned char first = peek();
-    if (is_alpha(first)) {
-      while (!at_end() && (is_alpha(peek()) || is_digit(peek()) || peek() == '-')) {
+    if (is_ascii_alpha(first)) {
+      while (!at_end() && (is_ascii_alpha(peek()) || is_ascii_digit(peek()) || peek() == '-')) {
         ++pos_;
       }
-    } else if (is_digit(first)) {
+    } else if (is_ascii_digit(first)) {
       for (;;) {
-        if (at_end() || !is_digit(peek())) {
+        if (at_end() || !is_ascii_digit(peek())) {
           return malformed_at(pos_, "expected a digit after '.' in numeric OID");
         }
-        if (peek() == '0' && pos_ + 1 < text_.size() && is_digit(at(pos_ + 1))) {
+        if (peek() == '0' && pos_ + 1 < text_.size() && is_ascii_digit(at(pos_ + 1))) {
           return malformed_at(pos_, "leading zero in numeric OID arc");
         }
-        while (!at_end() && is_digit(peek())) {
+        while (!at_end() && is_ascii_digit(peek())) {
           ++pos_;
         }
         if (at_end() || peek() != '.') {
@@ -403,7 +328,7 @@ class DnParser {
   Status parse_hex_value() {
     const std::size_t sharp = pos_++;
     const std::size_t digits = pos_;
-    while (!at_end() && hex_value(peek()) >= 0) {
+    while (!at_end() && ascii_hex_value(peek()) >= 0) {
       ++pos_;
     }
     if (!at_end() && peek() != ' ' && peek() != ',' && peek() != '+') {
@@ -417,7 +342,7 @@ class DnParser {
       return malformed_at(sharp, "odd number of hex digits in '#' value");
     }
     for (std::size_t i = digits; i < pos_; i += 2) {
-      dn_.bytes_ += static_cast<char>(hex_value(at(i)) * 16 + hex_value(at(i + 1)));
+      dn_.bytes_ += static_cast<char>(ascii_hex_value(at(i)) * 16 + ascii_hex_value(at(i + 1)));
     }
     return Status();
   }
@@ -458,11 +383,12 @@ class DnParser {
         if (is_special(next)) {
           byte = next;
           pos_ += 2;
-        } else if (hex_value(next) >= 0) {
-          if (pos_ + 2 >= text_.size() || hex_value(at(pos_ + 2)) < 0) {
+        } else if (ascii_hex_value(next) >= 0) {
+          if (pos_ + 2 >= text_.size() || ascii_hex_value(at(pos_ + 2)) < 0) {
             return malformed_at(offset, "invalid escape: '\\' needs two hex digits");
           }
-          byte = static_cast<unsigned char>(hex_value(next) * 16 + hex_value(at(pos_ + 2)));
+          byte = static_cast<unsigned char>(ascii_hex_value(next) * 16 +
+                                            ascii_hex_value(at(pos_ + 2)));
           pos_ += 3;
         } else {
           return malformed_at(offset, "invalid escape: '\\' followed by " + describe_byte(next));
@@ -512,6 +438,13 @@ class DnParser {
 std::string DnValueNormalizer::normalize_type(std::string_view type) const {
   std::string out;
   append_default_type(out, type);
+  return out;
+}
+
+std::string DnValueNormalizer::default_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  append_default_value(out, value);
   return out;
 }
 
@@ -599,26 +532,14 @@ std::string Dn::to_string() const {
     if (i > 0) {
       out += ',';
     }
-    const std::span<const Ava> avas = rdn(i);
-    for (std::size_t j = 0; j < avas.size(); ++j) {
-      if (j > 0) {
-        out += '+';
-      }
-      append_ava(out, avas[j]);
-    }
+    append_rdn(out, rdn(i));
   }
   return out;
 }
 
 std::string Dn::rdn_string(std::size_t index) const {
   std::string out;
-  const std::span<const Ava> avas = rdn(index);
-  for (std::size_t j = 0; j < avas.size(); ++j) {
-    if (j > 0) {
-      out += '+';
-    }
-    append_ava(out, avas[j]);
-  }
+  append_rdn(out, rdn(index));
   return out;
 }
 

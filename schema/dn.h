@@ -57,6 +57,10 @@ class DnValueNormalizer {
   // the type up once instead of twice.
   virtual void normalize_ava(std::string_view type, std::string_view value, std::string& type_out,
                              std::string& value_out) const;
+
+  // Returns: `value` under the default value rule, the one Dn::normalized(nullptr) applies:
+  // spaces dropped at both ends and inner runs collapsed to one, ASCII letters lower-cased.
+  static std::string default_value(std::string_view value);
 };
 
 namespace detail {

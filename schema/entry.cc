@@ -3,30 +3,12 @@
 
 #include <cstddef>
 
+#include "schema/ascii.h"
+
 namespace numadir::schema {
-namespace {
-
-char to_lower_ascii(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool equals_ignore_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (to_lower_ascii(a[i]) != to_lower_ascii(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 const EntryAttribute* Entry::find(std::string_view description) const {
   for (const EntryAttribute& attribute : attributes) {
-    if (equals_ignore_case(attribute.description, description)) {
+    if (ascii_iequals(attribute.description, description)) {
       return &attribute;
     }
   }
@@ -35,7 +17,7 @@ const EntryAttribute* Entry::find(std::string_view description) const {
 
 EntryAttribute* Entry::find(std::string_view description) {
   for (EntryAttribute& attribute : attributes) {
-    if (equals_ignore_case(attribute.description, description)) {
+    if (ascii_iequals(attribute.description, description)) {
       return &attribute;
     }
   }

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "schema/ascii.h"
+#include "schema/utf8.h"
+
 namespace numadir::schema {
 namespace {
 
@@ -22,81 +25,6 @@ constexpr std::size_t kMaxBlockBytes = 64 * 1024;
 
 constexpr char kHexDigits[] = "0123456789abcdef";
 
-bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-// RFC 4512 keychar: ALPHA / DIGIT / HYPHEN.
-bool is_keychar(unsigned char c) { return is_alpha(c) || is_digit(c) || c == '-'; }
-
-// Returns: the value of hex digit `c`, or -1.
-int hex_value(unsigned char c) {
-  if (is_digit(c)) {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-bool equals_ignore_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](unsigned char c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; };
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Returns: the length (2 to 4) of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
-// no surrogates, nothing above U+10FFFF) that starts at s[i], or 0 if there is none.
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  std::size_t length = 0;
-  unsigned char second_min = 0x80;
-  unsigned char second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead == 0xE0) {
-    length = 3;
-    second_min = 0xA0;
-  } else if ((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF) {
-    length = 3;
-  } else if (lead == 0xED) {
-    length = 3;
-    second_max = 0x9F;
-  } else if (lead == 0xF0) {
-    length = 4;
-    second_min = 0x90;
-  } else if (lead >= 0xF1 && lead <= 0xF3) {
-    length = 4;
-  } else if (lead == 0xF4) {
-    length = 4;
-    second_max = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s.size() - i < length) {
-    return 0;
-  }
-  const auto second = static_cast<unsigned char>(s[i + 1]);
-  if (second < second_min || second > second_max) {
-    return 0;
-  }
-  for (std::size_t k = 2; k < length; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
-      return 0;
-    }
-  }
-  return length;
-}
-
 // Appends `value` in RFC 4515 valueencoding: printable ASCII other than the specials and
 // well-formed UTF-8 stay as they are; every other byte becomes \XX (lower-case hex).
 void append_escaped(std::string& out, std::string_view value) {
@@ -104,7 +32,7 @@ void append_escaped(std::string& out, std::string_view value) {
   while (i < value.size()) {
     const auto c = static_cast<unsigned char>(value[i]);
     if (c >= 0x80) {
-      const std::size_t length = utf8_sequence_length(value, i);
+      const std::size_t length = utf8_sequence_length(value.substr(i));
       if (length != 0) {
         out.append(value.substr(i, length));
         i += length;
@@ -323,19 +251,19 @@ Status Parser::parse_item(bool bare) {
 // oid = descr / numericoid (RFC 4512); descr = ALPHA *keychar; numericoid = number 1*("." number)
 // with no leading zeros.
 Status Parser::parse_oid(std::string_view what) {
-  if (!at_end() && is_alpha(peek())) {
+  if (!at_end() && is_ascii_alpha(peek())) {
     while (!at_end() && is_keychar(peek())) {
       ++pos_;
     }
     return Status();
   }
-  if (at_end() || !is_digit(peek())) {
+  if (at_end() || !is_ascii_digit(peek())) {
     return error(pos_, "expected " + std::string(what) + ", found " + describe(pos_));
   }
   const std::size_t oid_offset = pos_;
   while (true) {
     const std::size_t number_offset = pos_;
-    while (!at_end() && is_digit(peek())) {
+    while (!at_end() && is_ascii_digit(peek())) {
       ++pos_;
     }
     if (text_[number_offset] == '0' && pos_ - number_offset > 1) {
@@ -348,7 +276,7 @@ Status Parser::parse_oid(std::string_view what) {
       return Status();
     }
     ++pos_;
-    if (at_end() || !is_digit(peek())) {
+    if (at_end() || !is_ascii_digit(peek())) {
       return error(pos_, "expected a digit after '.' in numeric OID, found " + describe(pos_));
     }
   }
@@ -442,13 +370,13 @@ Status Parser::parse_extensible(std::string_view attribute, std::size_t item_off
   bool dn_attributes = false;
   std::string_view rule;
   if (count == 1) {
-    if (equals_ignore_case(components[0], "dn")) {
+    if (ascii_iequals(components[0], "dn")) {
       dn_attributes = true;
     } else {
       rule = components[0];
     }
   } else if (count == 2) {
-    if (!equals_ignore_case(components[0], "dn")) {
+    if (!ascii_iequals(components[0], "dn")) {
       return error(component_offsets[0], "expected ':dn' before the matching rule");
     }
     dn_attributes = true;
@@ -486,8 +414,8 @@ Status Parser::scan_value(bool stars_allowed) {
       case '\0':
         return error(pos_, "NUL byte in value (write \\00)");
       case '\\': {
-        const int high = pos_ + 1 < text_.size() ? hex_value(text_[pos_ + 1]) : -1;
-        const int low = pos_ + 2 < text_.size() ? hex_value(text_[pos_ + 2]) : -1;
+        const int high = pos_ + 1 < text_.size() ? ascii_hex_value(text_[pos_ + 1]) : -1;
+        const int low = pos_ + 2 < text_.size() ? ascii_hex_value(text_[pos_ + 2]) : -1;
         if (high < 0 || low < 0) {
           return error(pos_, "bad escape: '\\' must be followed by two hex digits");
         }

@@ -33,37 +33,13 @@
 #include <string>
 #include <string_view>
 
+#include "schema/ascii.h"
 #include "schema/dn.h"
 #include "schema/string_prep.h"
 #include "schema/syntax.h"
 
 namespace numadir::schema {
 namespace {
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (to_lower(a[i]) != to_lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool is_ascii(std::string_view v) {
-  for (char c : v) {
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      return false;
-    }
-  }
-  return true;
-}
 
 PrepTarget piece_target(SubstringPosition position) {
   switch (position) {
@@ -113,7 +89,7 @@ constexpr PrepInsignificant kTelephone = PrepInsignificant::kTelephone;
 bool numeric_digits(std::string_view value, std::string& out) {
   out.clear();
   for (char c : value) {
-    if (is_digit(c)) {
+    if (is_ascii_digit(c)) {
       out += c;
     } else if (c != ' ') {
       return false;
@@ -145,7 +121,7 @@ bool for_each_postal_line(std::string_view value, Fn fn) {
       const std::string_view code = value.substr(i + 1, 2);
       if (code == "24") {
         line += '$';
-      } else if (iequals(code, "5c")) {
+      } else if (ascii_iequals(code, "5c")) {
         line += '\\';
       } else {
         return false;
@@ -214,7 +190,7 @@ bool integer(std::string_view value, std::string& out) {
     return false;
   }
   for (char c : digits) {
-    if (!is_digit(c)) {
+    if (!is_ascii_digit(c)) {
       return false;
     }
   }
@@ -280,10 +256,10 @@ bool uuid(std::string_view value, std::string& out) {
   out.clear();
   for (std::size_t i = 0; i < value.size(); ++i) {
     const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash ? value[i] != '-' : !is_hex(value[i])) {
+    if (dash ? value[i] != '-' : ascii_hex_value(value[i]) < 0) {
       return false;
     }
-    out += to_lower(value[i]);
+    out += ascii_lower(value[i]);
   }
   return true;
 }
@@ -300,7 +276,7 @@ bool object_identifier(std::string_view value, std::string& out) {
   }
   out.clear();
   for (char c : value) {
-    out += to_lower(c);
+    out += ascii_lower(c);
   }
   return true;
 }
@@ -419,7 +395,7 @@ int read_number(std::string_view value, std::size_t& pos, std::size_t count) {
   int n = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const char c = value[pos + i];
-    if (!is_digit(c)) {
+    if (!is_ascii_digit(c)) {
       return -1;
     }
     n = n * 10 + (c - '0');
@@ -429,7 +405,7 @@ int read_number(std::string_view value, std::size_t& pos, std::size_t count) {
 }
 
 bool next_is_digit(std::string_view value, std::size_t pos) {
-  return pos < value.size() && is_digit(value[pos]);
+  return pos < value.size() && is_ascii_digit(value[pos]);
 }
 
 // RFC 4517 §3.3.13: century year month day hour [minute [second / leap-second]] [fraction]
@@ -555,7 +531,8 @@ bool generalized_time(std::string_view value, std::string& out) {
 // ---- authPassword (RFC 3112) ----
 
 bool is_auth_scheme_char(char c) {
-  return is_digit(c) || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '/' || c == '_';
+  return is_ascii_digit(c) || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '/' ||
+         c == '_';
 }
 
 bool is_auth_value_char(char c) { return c >= 0x21 && c <= 0x7E && c != '$'; }
@@ -672,9 +649,9 @@ constexpr std::array kRules = {
 }  // namespace
 
 const MatchingRule* find_matching_rule(std::string_view name_or_oid) {
-  const bool numeric = !name_or_oid.empty() && is_digit(name_or_oid.front());
+  const bool numeric = !name_or_oid.empty() && is_ascii_digit(name_or_oid.front());
   for (const MatchingRule& rule : kRules) {
-    if (numeric ? rule.oid == name_or_oid : iequals(rule.name, name_or_oid)) {
+    if (numeric ? rule.oid == name_or_oid : ascii_iequals(rule.name, name_or_oid)) {
       return &rule;
     }
   }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "schema/ascii.h"
 #include "schema/detail/schema_data.h"
 #include "schema/matching_rule.h"
 #include "schema/schema_parser.h"
@@ -30,12 +31,6 @@ using detail::kObjectClassOid;
 using detail::kTopOid;
 using detail::NameIndex;
 using detail::SchemaData;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), detail::to_lower_ascii);
-  return out;
-}
 
 Status load_error(std::string message) { return invalid_argument(std::move(message)); }
 
@@ -146,7 +141,7 @@ class SchemaBuilder {
       }
       const Syntax* substitute = nullptr;
       for (const SchemaExtension& extension : d.extensions) {
-        if (lower(extension.name) != "x-subst") {
+        if (ascii_lowered(extension.name) != "x-subst") {
           continue;
         }
         if (extension.values.size() != 1 ||

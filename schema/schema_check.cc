@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "schema/ascii.h"
 #include "schema/detail/schema_data.h"
 #include "schema/dn.h"
 #include "schema/matching_rule.h"
@@ -22,16 +23,6 @@ using detail::kTopOid;
 using detail::SchemaData;
 
 constexpr std::string_view kObjectIdentifierMatchOid = "2.5.13.0";
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), detail::to_lower_ascii);
-  return out;
-}
-
-bool is_keychar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-}
 
 std::string in_quotes(std::string_view text) {
   std::string out = "'";
@@ -71,7 +62,7 @@ bool canonical_options(std::string_view options, std::string& out) {
     if (part.empty() || !std::all_of(part.begin(), part.end(), is_keychar)) {
       return false;
     }
-    parts.push_back(lower(part));
+    parts.push_back(ascii_lowered(part));
     if (semicolon == std::string_view::npos) {
       break;
     }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "schema/ascii.h"
 #include "schema/detail/description_parser.h"
 #include "schema/schema_parser.h"
 
@@ -17,17 +18,6 @@ namespace {
 using detail::ParseError;
 
 bool is_space(unsigned char c) { return detail::is_schema_space(c); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-bool is_keychar(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-';
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; });
-  return out;
-}
 
 std::string in_quotes(std::string_view text) {
   std::string out = "'";
@@ -180,7 +170,7 @@ Status parse_openldap_statement(const Statement& statement, std::string_view ori
   while (i < text.size() && !is_space(static_cast<unsigned char>(text[i])) && text[i] != '(') {
     ++i;
   }
-  const std::string keyword = lower(text.substr(0, i));
+  const std::string keyword = ascii_lowered(text.substr(0, i));
   const std::string_view rest = text.substr(i);
   DefinitionKind kind = DefinitionKind::kAttributeType;
   if (keyword == "attributetype" || keyword == "attributetypes") {
@@ -346,7 +336,7 @@ Status parse_ldif_line(const LdifLine& line, std::string_view origin, OidMacros&
   }
   std::string_view attribute = text.substr(0, colon);
   attribute = attribute.substr(0, attribute.find(';'));  // Options play no part here.
-  const std::string name = lower(attribute);
+  const std::string name = ascii_lowered(attribute);
   DefinitionKind kind = DefinitionKind::kAttributeType;
   bool is_macro = false;
   if (name == "olcattributetypes" || name == "attributetypes") {
@@ -391,7 +381,7 @@ Status parse_ldif_line(const LdifLine& line, std::string_view origin, OidMacros&
   // OpenLDAP's X-ORDERED prefix: "{0}( 1.2.3 ..." or "{0}OLcfg 1.3.6...".
   if (!value.empty() && value.front() == '{') {
     std::size_t close = 1;
-    while (close < value.size() && is_digit(static_cast<unsigned char>(value[close]))) {
+    while (close < value.size() && is_ascii_digit(static_cast<unsigned char>(value[close]))) {
       ++close;
     }
     if (close > 1 && close < value.size() && value[close] == '}') {

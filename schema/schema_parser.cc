@@ -7,47 +7,21 @@
 #include <limits>
 #include <utility>
 
+#include "schema/ascii.h"
 #include "schema/detail/description_parser.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {
 
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 
-bool is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool is_space(unsigned char c) { return detail::is_schema_space(c); }
-
-char to_lower_ascii(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-char to_upper_ascii(char c) {
-  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), to_lower_ascii);
-  return out;
-}
 
 std::string upper(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), to_upper_ascii);
+  std::transform(out.begin(), out.end(), out.begin(), ascii_upper);
   return out;
-}
-
-int hex_value(unsigned char c) {
-  if (is_digit(c)) {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 // RFC 4512 `xstring`: "X" HYPHEN 1*( ALPHA / HYPHEN / USCORE ); "x-" accepted too.
@@ -56,50 +30,7 @@ bool is_xstring(std::string_view text) {
     return false;
   }
   return std::all_of(text.begin() + 2, text.end(),
-                     [](char c) { return is_alpha(c) || c == '-' || c == '_'; });
-}
-
-// Returns: true if `text` is well-formed UTF-8 (no overlongs, surrogates or values past
-// U+10FFFF).
-bool valid_utf8(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t extra = 0;
-    std::uint32_t code = 0;
-    if (c >= 0xc2 && c <= 0xdf) {
-      extra = 1;
-      code = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      extra = 2;
-      code = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      extra = 3;
-      code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) {
-      return false;
-    }
-    for (std::size_t k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xc0) != 0x80) {
-        return false;
-      }
-      code = (code << 6) | (cc & 0x3f);
-    }
-    if ((extra == 2 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-        (extra == 3 && (code < 0x10000 || code > 0x10ffff))) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
+                     [](char c) { return is_ascii_alpha(c) || c == '-' || c == '_'; });
 }
 
 // Returns: "'x'" for printable ASCII, a readable name otherwise, for error messages.
@@ -375,7 +306,7 @@ class DescriptionParser {
   bool read_usage(AttributeUsage& usage) {
     skip_space();
     const std::size_t at = pos_;
-    const std::string value = lower(word());
+    const std::string value = ascii_lowered(word());
     if (value == "userapplications") {
       usage = AttributeUsage::kUserApplications;
     } else if (value == "directoryoperation") {
@@ -453,7 +384,7 @@ class DescriptionParser {
       out = text;
       return true;
     }
-    if (macros_ != nullptr && !text.empty() && is_alpha(text.front())) {
+    if (macros_ != nullptr && !text.empty() && is_ascii_alpha(text.front())) {
       return expand(text, at, out);
     }
     return fail(at, std::string(what) + " needs a numeric OID, found " + in_quotes(text));
@@ -470,7 +401,7 @@ class DescriptionParser {
 
   bool parse_length(std::string_view digits, std::size_t at, std::uint32_t& length) {
     if (digits.empty() ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return is_digit(c); })) {
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return is_ascii_digit(c); })) {
       return fail(at, "bad SYNTAX length " + in_quotes(digits));
     }
     std::uint64_t value = 0;
@@ -520,8 +451,8 @@ class DescriptionParser {
         if (pos_ + 2 >= text_.size()) {
           return fail(pos_, "bad escape at the end of a string");
         }
-        const int high = hex_value(static_cast<unsigned char>(text_[pos_ + 1]));
-        const int low = hex_value(static_cast<unsigned char>(text_[pos_ + 2]));
+        const int high = ascii_hex_value(static_cast<unsigned char>(text_[pos_ + 1]));
+        const int low = ascii_hex_value(static_cast<unsigned char>(text_[pos_ + 2]));
         if (high < 0 || low < 0) {
           return fail(pos_, "bad escape in a string (only \\27 for ' and \\5C for \\)");
         }
@@ -532,7 +463,7 @@ class DescriptionParser {
       out += static_cast<char>(c);
       ++pos_;
     }
-    if (!valid_utf8(out)) {
+    if (!is_valid_utf8(out)) {
       return fail(start, "invalid UTF-8 in a string");
     }
     return true;
@@ -544,8 +475,12 @@ class DescriptionParser {
   ParseError error_;
 };
 
-bool parse_attribute_type_impl(std::string_view text, const OidMacros* macros,
-                               AttributeTypeDescription& out, ParseError& error) {
+// Parses a description with the clauses every kind has, NAME, DESC and (when Description has
+// the field) OBSOLETE, and those `clause(p, keyword, offset)` reads; `clause` ends with
+// p.unknown_keyword for any other keyword.
+template <typename Description, typename Clause>
+bool parse_description(std::string_view text, const OidMacros* macros, Description& out,
+                       ParseError& error, Clause clause) {
   DescriptionParser p(text, macros);
   const bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
     if (keyword == "NAME") {
@@ -554,132 +489,14 @@ bool parse_attribute_type_impl(std::string_view text, const OidMacros* macros,
     if (keyword == "DESC") {
       return p.read_single_qdstring(out.description);
     }
-    if (keyword == "OBSOLETE") {
-      out.obsolete = true;
-      return true;
-    }
-    if (keyword == "SUP") {
-      return p.read_oid(out.superior);
-    }
-    if (keyword == "EQUALITY") {
-      return p.read_oid(out.equality);
-    }
-    if (keyword == "ORDERING") {
-      return p.read_oid(out.ordering);
-    }
-    if (keyword == "SUBSTR") {
-      return p.read_oid(out.substrings);
-    }
-    if (keyword == "SYNTAX") {
-      return p.read_noidlen(out.syntax, out.syntax_length);
-    }
-    if (keyword == "SINGLE-VALUE") {
-      out.single_value = true;
-      return true;
-    }
-    if (keyword == "COLLECTIVE") {
-      out.collective = true;
-      return true;
-    }
-    if (keyword == "NO-USER-MODIFICATION") {
-      out.no_user_modification = true;
-      return true;
-    }
-    if (keyword == "USAGE") {
-      return p.read_usage(out.usage);
-    }
-    return p.unknown_keyword(keyword, at);
-  });
-  if (!ok) {
-    error = p.error();
-  }
-  return ok;
-}
-
-bool parse_object_class_impl(std::string_view text, const OidMacros* macros,
-                             ObjectClassDescription& out, ParseError& error) {
-  DescriptionParser p(text, macros);
-  bool kind_given = false;
-  const bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
-    if (keyword == "NAME") {
-      return p.read_qdescrs(out.names);
-    }
-    if (keyword == "DESC") {
-      return p.read_single_qdstring(out.description);
-    }
-    if (keyword == "OBSOLETE") {
-      out.obsolete = true;
-      return true;
-    }
-    if (keyword == "SUP") {
-      return p.read_oids(out.superiors);
-    }
-    if (keyword == "ABSTRACT" || keyword == "STRUCTURAL" || keyword == "AUXILIARY") {
-      if (kind_given) {
-        return p.fail(at, "more than one of ABSTRACT, STRUCTURAL and AUXILIARY");
+    if constexpr (requires { out.obsolete; }) {
+      if (keyword == "OBSOLETE") {
+        out.obsolete = true;
+        return true;
       }
-      kind_given = true;
-      out.kind = keyword == "ABSTRACT"     ? ObjectClassKind::kAbstract
-                 : keyword == "STRUCTURAL" ? ObjectClassKind::kStructural
-                                           : ObjectClassKind::kAuxiliary;
-      return true;
     }
-    if (keyword == "MUST") {
-      return p.read_oids(out.must);
-    }
-    if (keyword == "MAY") {
-      return p.read_oids(out.may);
-    }
-    return p.unknown_keyword(keyword, at);
+    return clause(p, keyword, at);
   });
-  if (!ok) {
-    error = p.error();
-  }
-  return ok;
-}
-
-bool parse_syntax_impl(std::string_view text, const OidMacros* macros, SyntaxDescription& out,
-                       ParseError& error) {
-  DescriptionParser p(text, macros);
-  const bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
-    if (keyword == "NAME") {
-      return p.read_qdescrs(out.names);
-    }
-    if (keyword == "DESC") {
-      return p.read_single_qdstring(out.description);
-    }
-    return p.unknown_keyword(keyword, at);
-  });
-  if (!ok) {
-    error = p.error();
-  }
-  return ok;
-}
-
-bool parse_matching_rule_impl(std::string_view text, const OidMacros* macros,
-                              MatchingRuleDescription& out, ParseError& error) {
-  DescriptionParser p(text, macros);
-  bool has_syntax = false;
-  bool ok = p.parse(out.oid, out.extensions, [&](const std::string& keyword, std::size_t at) {
-    if (keyword == "NAME") {
-      return p.read_qdescrs(out.names);
-    }
-    if (keyword == "DESC") {
-      return p.read_single_qdstring(out.description);
-    }
-    if (keyword == "OBSOLETE") {
-      out.obsolete = true;
-      return true;
-    }
-    if (keyword == "SYNTAX") {
-      has_syntax = true;
-      return p.read_numeric_oid(out.syntax, "SYNTAX");
-    }
-    return p.unknown_keyword(keyword, at);
-  });
-  if (ok && !has_syntax) {
-    ok = p.fail(text.size(), "a matching rule needs SYNTAX");
-  }
   if (!ok) {
     error = p.error();
   }
@@ -708,22 +525,97 @@ namespace detail {
 
 bool parse_attribute_type(std::string_view text, const OidMacros* macros,
                           AttributeTypeDescription& out, ParseError& error) {
-  return parse_attribute_type_impl(text, macros, out, error);
+  return parse_description(text, macros, out, error,
+                           [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+                             if (keyword == "SUP") {
+                               return p.read_oid(out.superior);
+                             }
+                             if (keyword == "EQUALITY") {
+                               return p.read_oid(out.equality);
+                             }
+                             if (keyword == "ORDERING") {
+                               return p.read_oid(out.ordering);
+                             }
+                             if (keyword == "SUBSTR") {
+                               return p.read_oid(out.substrings);
+                             }
+                             if (keyword == "SYNTAX") {
+                               return p.read_noidlen(out.syntax, out.syntax_length);
+                             }
+                             if (keyword == "SINGLE-VALUE") {
+                               out.single_value = true;
+                               return true;
+                             }
+                             if (keyword == "COLLECTIVE") {
+                               out.collective = true;
+                               return true;
+                             }
+                             if (keyword == "NO-USER-MODIFICATION") {
+                               out.no_user_modification = true;
+                               return true;
+                             }
+                             if (keyword == "USAGE") {
+                               return p.read_usage(out.usage);
+                             }
+                             return p.unknown_keyword(keyword, at);
+                           });
 }
 
 bool parse_object_class(std::string_view text, const OidMacros* macros, ObjectClassDescription& out,
                         ParseError& error) {
-  return parse_object_class_impl(text, macros, out, error);
+  bool kind_given = false;
+  return parse_description(
+      text, macros, out, error,
+      [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+        if (keyword == "SUP") {
+          return p.read_oids(out.superiors);
+        }
+        if (keyword == "ABSTRACT" || keyword == "STRUCTURAL" || keyword == "AUXILIARY") {
+          if (kind_given) {
+            return p.fail(at, "more than one of ABSTRACT, STRUCTURAL and AUXILIARY");
+          }
+          kind_given = true;
+          out.kind = keyword == "ABSTRACT"     ? ObjectClassKind::kAbstract
+                     : keyword == "STRUCTURAL" ? ObjectClassKind::kStructural
+                                               : ObjectClassKind::kAuxiliary;
+          return true;
+        }
+        if (keyword == "MUST") {
+          return p.read_oids(out.must);
+        }
+        if (keyword == "MAY") {
+          return p.read_oids(out.may);
+        }
+        return p.unknown_keyword(keyword, at);
+      });
 }
 
 bool parse_syntax(std::string_view text, const OidMacros* macros, SyntaxDescription& out,
                   ParseError& error) {
-  return parse_syntax_impl(text, macros, out, error);
+  return parse_description(text, macros, out, error,
+                           [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+                             return p.unknown_keyword(keyword, at);
+                           });
 }
 
 bool parse_matching_rule(std::string_view text, const OidMacros* macros,
                          MatchingRuleDescription& out, ParseError& error) {
-  return parse_matching_rule_impl(text, macros, out, error);
+  bool has_syntax = false;
+  if (!parse_description(text, macros, out, error,
+                         [&](DescriptionParser& p, const std::string& keyword, std::size_t at) {
+                           if (keyword == "SYNTAX") {
+                             has_syntax = true;
+                             return p.read_numeric_oid(out.syntax, "SYNTAX");
+                           }
+                           return p.unknown_keyword(keyword, at);
+                         })) {
+    return false;
+  }
+  if (!has_syntax) {
+    error = ParseError{text.size(), "a matching rule needs SYNTAX"};
+    return false;
+  }
+  return true;
 }
 
 }  // namespace detail
@@ -738,7 +630,7 @@ Status OidMacros::define(std::string_view name, std::string_view oid) {
   if (!value.ok()) {
     return value.status();
   }
-  auto [it, inserted] = oids_.emplace(lower(name), *value);
+  auto [it, inserted] = oids_.emplace(ascii_lowered(name), *value);
   if (!inserted && it->second != *value) {
     return Status(StatusCode::kAlreadyExists,
                   "objectidentifier " + in_quotes(name) + " already stands for " + it->second);
@@ -755,7 +647,7 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
   if (!is_descr(name)) {
     return malformed("expected a numeric OID or an OID macro, found " + in_quotes(text));
   }
-  const auto it = oids_.find(lower(name));
+  const auto it = oids_.find(ascii_lowered(name));
   if (it == oids_.end()) {
     return malformed("unknown OID macro " + in_quotes(name));
   }
@@ -774,20 +666,20 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
 
 Result<AttributeTypeDescription> parse_attribute_type(std::string_view text,
                                                       const OidMacros* macros) {
-  return parse_alone<AttributeTypeDescription>(text, macros, parse_attribute_type_impl);
+  return parse_alone<AttributeTypeDescription>(text, macros, detail::parse_attribute_type);
 }
 
 Result<ObjectClassDescription> parse_object_class(std::string_view text, const OidMacros* macros) {
-  return parse_alone<ObjectClassDescription>(text, macros, parse_object_class_impl);
+  return parse_alone<ObjectClassDescription>(text, macros, detail::parse_object_class);
 }
 
 Result<SyntaxDescription> parse_syntax(std::string_view text, const OidMacros* macros) {
-  return parse_alone<SyntaxDescription>(text, macros, parse_syntax_impl);
+  return parse_alone<SyntaxDescription>(text, macros, detail::parse_syntax);
 }
 
 Result<MatchingRuleDescription> parse_matching_rule(std::string_view text,
                                                     const OidMacros* macros) {
-  return parse_alone<MatchingRuleDescription>(text, macros, parse_matching_rule_impl);
+  return parse_alone<MatchingRuleDescription>(text, macros, detail::parse_matching_rule);
 }
 
 }  // namespace numadir::schema

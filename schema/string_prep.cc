@@ -13,53 +13,23 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "schema/ascii.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {
 
 // Decodes the code point at in[pos] and advances `pos`. Returns false on ill-formed UTF-8.
 bool decode_utf8(std::string_view in, std::size_t& pos, char32_t& cp) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(in[i]); };
-  const unsigned char b0 = byte(pos);
-  if (b0 < 0x80) {
-    cp = b0;
-    ++pos;
-    return true;
-  }
-  std::size_t length = 0;
-  unsigned char low = 0x80;   // Bounds of the second byte, which exclude overlong forms,
-  unsigned char high = 0xBF;  // surrogates and code points above U+10FFFF.
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    length = 2;
-    cp = b0 & 0x1F;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    length = 3;
-    cp = b0 & 0x0F;
-    if (b0 == 0xE0) {
-      low = 0xA0;
-    } else if (b0 == 0xED) {
-      high = 0x9F;
-    }
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    length = 4;
-    cp = b0 & 0x07;
-    if (b0 == 0xF0) {
-      low = 0x90;
-    } else if (b0 == 0xF4) {
-      high = 0x8F;
-    }
-  } else {
+  const std::size_t length = utf8_sequence_length(in.substr(pos));
+  if (length == 0) {
     return false;
   }
-  if (in.size() - pos < length) {
-    return false;
-  }
+  // The lead byte keeps 7, 5, 4 or 3 bits; each continuation byte 6.
+  static constexpr unsigned char kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  cp = static_cast<unsigned char>(in[pos]) & kLeadMask[length];
   for (std::size_t i = 1; i < length; ++i) {
-    const unsigned char b = byte(pos + i);
-    if (b < (i == 1 ? low : 0x80) || b > (i == 1 ? high : 0xBF)) {
-      return false;
-    }
-    cp = (cp << 6) | (b & 0x3F);
+    cp = (cp << 6) | (static_cast<unsigned char>(in[pos + i]) & 0x3F);
   }
   pos += length;
   return true;
@@ -191,14 +161,6 @@ class SpaceWriter {
   std::string& out_;
 };
 
-bool is_ascii(std::string_view in) {
-  unsigned char any = 0;
-  for (unsigned char c : in) {
-    any |= c;
-  }
-  return any < 0x80;
-}
-
 // The whole of RFC 4518 for ASCII input: NFKC and full case folding are the identity on ASCII
 // but for A-Z, and no ASCII character is prohibited.
 void prepare_ascii(std::string_view in, const PrepOptions& options, std::string& out) {
@@ -214,14 +176,11 @@ void prepare_ascii(std::string_view in, const PrepOptions& options, std::string&
       if (c == ' ' || in_range(c, 0x09, 0x0D)) {
         pending = write != begin;
       } else if (c >= 0x20 && c != 0x7F) {
-        if (options.case_fold && c >= 'A' && c <= 'Z') {
-          c = static_cast<unsigned char>(c - 'A' + 'a');
-        }
         if (pending) {
           *write++ = ' ';
           pending = false;
         }
-        *write++ = static_cast<char>(c);
+        *write++ = options.case_fold ? ascii_lower(static_cast<char>(c)) : static_cast<char>(c);
       }
     }
     if (write == begin) {
@@ -240,10 +199,7 @@ void prepare_ascii(std::string_view in, const PrepOptions& options, std::string&
     } else if (c == '-' && options.insignificant == PrepInsignificant::kTelephone) {
       continue;
     } else {
-      if (options.case_fold && c >= 'A' && c <= 'Z') {
-        c = static_cast<unsigned char>(c - 'A' + 'a');
-      }
-      writer.text(static_cast<char>(c));
+      writer.text(options.case_fold ? ascii_lower(static_cast<char>(c)) : static_cast<char>(c));
     }
   }
   writer.finish();
@@ -354,20 +310,6 @@ bool prepare(std::string_view in, const PrepOptions& options, std::string& out) 
     return true;
   }
   return prepare_unicode(in, options, out);
-}
-
-bool is_valid_utf8(std::string_view bytes) {
-  for (std::size_t pos = 0; pos < bytes.size();) {
-    if (static_cast<unsigned char>(bytes[pos]) < 0x80) {
-      ++pos;
-      continue;
-    }
-    char32_t cp = 0;
-    if (!decode_utf8(bytes, pos, cp)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace numadir::schema

@@ -61,8 +61,4 @@ struct PrepOptions {
 //   unspecified. The output is valid UTF-8 without control characters (U+0000-001F, U+007F).
 [[nodiscard]] bool prepare(std::string_view in, const PrepOptions& options, std::string& out);
 
-// Returns: true if `bytes` is well-formed UTF-8 (no overlong forms, no surrogates, nothing
-//   above U+10FFFF). The empty string is valid.
-[[nodiscard]] bool is_valid_utf8(std::string_view bytes);
-
 }  // namespace numadir::schema

@@ -1,11 +1,13 @@
-// schema/syntax.cc: the built-in syntaxes and their validators (RFC 4517 §3.3 grammars, RFC 4512
-// §4.1 descriptions, RFC 4530, RFC 2307, RFC 3112).
+// schema/syntax.cc: the table of built-in syntaxes and their validators (RFC 4517 §3.3 grammars,
+// RFC 4530, RFC 2307, RFC 3112); the RFC 4512 §4.1 description syntaxes are validated in
+// schema/syntax_description.cc.
 //
 // ABNF string literals are case-insensitive, so keywords (TRUE excepted, which RFC 4517 spells
-// out in upper case) compare case-insensitively. Schema descriptions accept their clauses in any
-// order (as OpenLDAP does), each at most once, and tab / CR / LF as well as SPACE between
-// tokens. Generalized Time, Name And Optional UID, UUID and authPassword values are checked by
-// their matching rules' normalizers, so the two cannot disagree.
+// out in upper case) compare case-insensitively. Generalized Time, Name And Optional UID, UUID and
+// authPassword values are checked by their matching rules' normalizers, so the two cannot
+// disagree.
+//
+// Thread contract: as schema/syntax.h; the table is constant, and any thread may read it.
 #include "schema/syntax.h"
 
 #include <array>
@@ -15,37 +17,19 @@
 #include <string>
 #include <string_view>
 
+#include "schema/ascii.h"
+#include "schema/detail/syntax_validators.h"
 #include "schema/dn.h"
 #include "schema/matching_rule.h"
-#include "schema/string_prep.h"
+#include "schema/utf8.h"
 
 namespace numadir::schema {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (to_lower(a[i]) != to_lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool is_one_of(std::string_view value, std::span<const std::string_view> keywords) {
-  for (std::string_view keyword : keywords) {
-    if (iequals(value, keyword)) {
-      return true;
-    }
-  }
-  return false;
-}
+using detail::escapes_ok;
+using detail::is_number;
+using detail::is_oid;
+using detail::is_one_of;
 
 // RFC 4517 PrintableCharacter.
 bool is_printable_char(char c) {
@@ -64,7 +48,7 @@ bool is_printable_char(char c) {
     case ' ':
       return true;
     default:
-      return is_alpha(c) || is_digit(c);
+      return is_ascii_alpha(c) || is_ascii_digit(c);
   }
 }
 
@@ -83,21 +67,6 @@ bool is_printable_string(std::string_view value) {
 bool is_ia5_string(std::string_view value) {
   for (char c : value) {
     if (static_cast<unsigned char>(c) >= 0x80) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool is_oid(std::string_view value) { return is_numericoid(value) || is_descr(value); }
-
-// RFC 4512 number: DIGIT / LDIGIT 1*DIGIT.
-bool is_number(std::string_view value) {
-  if (value.empty() || (value.front() == '0' && value.size() > 1)) {
-    return false;
-  }
-  for (char c : value) {
-    if (!is_digit(c)) {
       return false;
     }
   }
@@ -131,323 +100,10 @@ std::string_view trim(std::string_view value, char c = ' ') {
   return value;
 }
 
-// Returns: true if every '\' in `value` starts the escape "\<escaped_hex>" or "\5C" (the hex
-// digits case-insensitive).
-bool escapes_ok(std::string_view value, std::string_view escaped_hex) {
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (value[i] != '\\') {
-      continue;
-    }
-    const std::string_view code = value.substr(i + 1, 2);
-    if (!iequals(code, escaped_hex) && !iequals(code, "5c")) {
-      return false;
-    }
-    i += 2;
-  }
-  return true;
-}
-
 // Returns: true if `rule` (nullptr: never) can normalize `value`.
 bool accepted_by_rule(const MatchingRule* rule, std::string_view value) {
   std::string scratch;
   return rule != nullptr && rule->normalize(value, scratch);
-}
-
-// ---- RFC 4512 §4.1 descriptions ----
-
-enum class Arg : std::uint8_t {
-  kNone,
-  kQdescrs,
-  kQdstring,
-  kOid,
-  kOids,
-  kNoidlen,
-  kNumericoid,
-  kUsage,
-  kRuleids,
-};
-
-struct Clause {
-  std::string_view keyword;
-  Arg arg;
-  bool required = false;
-  std::uint8_t group = 0;  // Clauses of one non-zero group exclude each other.
-};
-
-struct DescriptionGrammar {
-  bool ruleid_first;  // DIT structure rules start with a ruleid, the others with a numericoid.
-  std::span<const Clause> clauses;
-  bool sup_or_syntax;  // Attribute types: at least one of SUP and SYNTAX.
-};
-
-class DescriptionParser {
- public:
-  explicit DescriptionParser(std::string_view text) : s_(text) {}
-
-  bool parse(const DescriptionGrammar& grammar) {
-    if (!is_valid_utf8(s_)) {
-      return false;
-    }
-    skip_ws();
-    if (!eat('(')) {
-      return false;
-    }
-    skip_ws();
-    if (grammar.ruleid_first ? !number() : !numericoid()) {
-      return false;
-    }
-    std::uint32_t seen = 0;
-    for (;;) {
-      const std::size_t spaces = skip_ws();
-      if (eat(')')) {
-        break;
-      }
-      if (spaces == 0) {
-        return false;
-      }
-      const std::string_view keyword =
-          read_while([](char c) { return is_alpha(c) || c == '-' || c == '_'; });
-      if (keyword.size() > 2 && (keyword[0] == 'X' || keyword[0] == 'x') && keyword[1] == '-') {
-        if (skip_ws() == 0 || !qdstrings()) {
-          return false;
-        }
-        continue;
-      }
-      std::size_t index = 0;
-      while (index < grammar.clauses.size() && !iequals(grammar.clauses[index].keyword, keyword)) {
-        ++index;
-      }
-      if (index == grammar.clauses.size() || (seen & (1U << index)) != 0) {
-        return false;
-      }
-      const Clause& clause = grammar.clauses[index];
-      for (std::size_t other = 0; other < grammar.clauses.size(); ++other) {
-        if ((seen & (1U << other)) != 0 && clause.group != 0 &&
-            grammar.clauses[other].group == clause.group) {
-          return false;
-        }
-      }
-      seen |= 1U << index;
-      if (clause.arg != Arg::kNone && (skip_ws() == 0 || !arg(clause.arg))) {
-        return false;
-      }
-    }
-    skip_ws();
-    if (pos_ != s_.size()) {
-      return false;
-    }
-    bool has_sup_or_syntax = false;
-    for (std::size_t i = 0; i < grammar.clauses.size(); ++i) {
-      const bool present = (seen & (1U << i)) != 0;
-      if (grammar.clauses[i].required && !present) {
-        return false;
-      }
-      if (present &&
-          (grammar.clauses[i].keyword == "SUP" || grammar.clauses[i].keyword == "SYNTAX")) {
-        has_sup_or_syntax = true;
-      }
-    }
-    return !grammar.sup_or_syntax || has_sup_or_syntax;
-  }
-
- private:
-  static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-  std::size_t skip_ws() {
-    const std::size_t start = pos_;
-    while (pos_ < s_.size() && is_ws(s_[pos_])) {
-      ++pos_;
-    }
-    return pos_ - start;
-  }
-
-  bool eat(char c) {
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  template <typename Pred>
-  std::string_view read_while(Pred pred) {
-    const std::size_t start = pos_;
-    while (pos_ < s_.size() && pred(s_[pos_])) {
-      ++pos_;
-    }
-    return s_.substr(start, pos_ - start);
-  }
-
-  bool numericoid() {
-    return is_numericoid(read_while([](char c) { return is_digit(c) || c == '.'; }));
-  }
-  bool number() { return is_number(read_while(is_digit)); }
-  bool oid() {
-    return is_oid(
-        read_while([](char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '.'; }));
-  }
-
-  // A parenthesized list of `item`s separated by whitespace (or by '$' when `dollar`), or one
-  // item alone. `allow_empty`: "( )" is accepted.
-  template <typename Item>
-  bool list(Item item, bool dollar, bool allow_empty) {
-    if (!eat('(')) {
-      return item();
-    }
-    skip_ws();
-    if (eat(')')) {
-      return allow_empty;
-    }
-    for (;;) {
-      if (!item()) {
-        return false;
-      }
-      const std::size_t spaces = skip_ws();
-      if (eat(')')) {
-        return true;
-      }
-      if (dollar) {
-        if (!eat('$')) {
-          return false;
-        }
-        skip_ws();
-      } else if (spaces == 0) {
-        return false;
-      }
-    }
-  }
-
-  bool qdescr() {
-    return eat('\'') && is_descr(read_while([](char c) { return c != '\''; })) && eat('\'');
-  }
-
-  // qdstring: a non-empty dstring whose only escapes are \27 and \5C.
-  bool qdstring() {
-    if (!eat('\'')) {
-      return false;
-    }
-    const std::string_view body = read_while([](char c) { return c != '\''; });
-    return eat('\'') && !body.empty() && escapes_ok(body, "27");
-  }
-
-  bool qdstrings() {
-    return list([this] { return qdstring(); }, false, true);
-  }
-
-  bool arg(Arg kind) {
-    switch (kind) {
-      case Arg::kNone:
-        return true;
-      case Arg::kQdescrs:
-        return list([this] { return qdescr(); }, false, true);
-      case Arg::kQdstring:
-        return qdstring();
-      case Arg::kOid:
-        return oid();
-      case Arg::kOids:
-        return list([this] { return oid(); }, true, false);
-      case Arg::kNoidlen:
-        if (!numericoid()) {
-          return false;
-        }
-        if (eat('{')) {
-          return number() && eat('}');
-        }
-        return true;
-      case Arg::kNumericoid:
-        return numericoid();
-      case Arg::kUsage: {
-        static constexpr std::array<std::string_view, 4> kUsages = {
-            "userApplications", "directoryOperation", "distributedOperation", "dSAOperation"};
-        return is_one_of(read_while(is_alpha), kUsages);
-      }
-      case Arg::kRuleids:
-        return list([this] { return number(); }, false, false);
-    }
-    return false;
-  }
-
-  std::string_view s_;
-  std::size_t pos_ = 0;
-};
-
-constexpr Clause kName{"NAME", Arg::kQdescrs};
-constexpr Clause kDesc{"DESC", Arg::kQdstring};
-constexpr Clause kObsolete{"OBSOLETE", Arg::kNone};
-
-constexpr std::array kAttributeTypeClauses = {
-    kName,
-    kDesc,
-    kObsolete,
-    Clause{"SUP", Arg::kOid},
-    Clause{"EQUALITY", Arg::kOid},
-    Clause{"ORDERING", Arg::kOid},
-    Clause{"SUBSTR", Arg::kOid},
-    Clause{"SYNTAX", Arg::kNoidlen},
-    Clause{"SINGLE-VALUE", Arg::kNone},
-    Clause{"COLLECTIVE", Arg::kNone},
-    Clause{"NO-USER-MODIFICATION", Arg::kNone},
-    Clause{"USAGE", Arg::kUsage},
-};
-constexpr std::array kObjectClassClauses = {
-    kName,
-    kDesc,
-    kObsolete,
-    Clause{"SUP", Arg::kOids},
-    Clause{"ABSTRACT", Arg::kNone, false, 1},
-    Clause{"STRUCTURAL", Arg::kNone, false, 1},
-    Clause{"AUXILIARY", Arg::kNone, false, 1},
-    Clause{"MUST", Arg::kOids},
-    Clause{"MAY", Arg::kOids},
-};
-constexpr std::array kMatchingRuleClauses = {kName, kDesc, kObsolete,
-                                             Clause{"SYNTAX", Arg::kNumericoid, true}};
-constexpr std::array kMatchingRuleUseClauses = {kName, kDesc, kObsolete,
-                                                Clause{"APPLIES", Arg::kOids, true}};
-constexpr std::array kSyntaxDescriptionClauses = {kDesc};
-constexpr std::array kDitContentRuleClauses = {
-    kName,
-    kDesc,
-    kObsolete,
-    Clause{"AUX", Arg::kOids},
-    Clause{"MUST", Arg::kOids},
-    Clause{"MAY", Arg::kOids},
-    Clause{"NOT", Arg::kOids},
-};
-constexpr std::array kDitStructureRuleClauses = {
-    kName, kDesc, kObsolete, Clause{"FORM", Arg::kOid, true}, Clause{"SUP", Arg::kRuleids}};
-constexpr std::array kNameFormClauses = {
-    kName,
-    kDesc,
-    kObsolete,
-    Clause{"OC", Arg::kOid, true},
-    Clause{"MUST", Arg::kOids, true},
-    Clause{"MAY", Arg::kOids},
-};
-
-bool attribute_type_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kAttributeTypeClauses, true});
-}
-bool object_class_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kObjectClassClauses, false});
-}
-bool matching_rule_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kMatchingRuleClauses, false});
-}
-bool matching_rule_use_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kMatchingRuleUseClauses, false});
-}
-bool ldap_syntax_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kSyntaxDescriptionClauses, false});
-}
-bool dit_content_rule_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kDitContentRuleClauses, false});
-}
-bool dit_structure_rule_description(std::string_view v) {
-  return DescriptionParser(v).parse({true, kDitStructureRuleClauses, false});
-}
-bool name_form_description(std::string_view v) {
-  return DescriptionParser(v).parse({false, kNameFormClauses, false});
 }
 
 // ---- Guide and Enhanced Guide (RFC 4517 §3.3.10, §3.3.14) ----
@@ -509,14 +165,14 @@ class CriteriaParser {
       return criteria(depth + 1) && eat(')');
     }
     if (eat('?')) {
-      const std::string_view word = read_while(is_alpha);
-      return iequals(word, "true") || iequals(word, "false");
+      const std::string_view word = read_while(is_ascii_alpha);
+      return ascii_iequals(word, "true") || ascii_iequals(word, "false");
     }
-    const std::string_view type =
-        read_while([](char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '.'; });
+    const std::string_view type = read_while(
+        [](char c) { return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '.'; });
     static constexpr std::array<std::string_view, 5> kMatchTypes = {"EQ", "SUBSTR", "GE", "LE",
                                                                     "APPROX"};
-    return is_oid(type) && eat('$') && is_one_of(read_while(is_alpha), kMatchTypes);
+    return is_oid(type) && eat('$') && is_one_of(read_while(is_ascii_alpha), kMatchTypes);
   }
 
   std::string_view s_;
@@ -620,7 +276,7 @@ bool numeric_string(std::string_view v) {
     return false;
   }
   for (char c : v) {
-    if (!is_digit(c) && c != ' ') {
+    if (!is_ascii_digit(c) && c != ' ') {
       return false;
     }
   }
@@ -676,7 +332,7 @@ bool telex_number(std::string_view v) {
 // RFC 4517 §3.3.34: YYMMDDHHMM[SS][Z / (+|-)HHMM].
 bool utc_time(std::string_view v) {
   const auto two = [&](std::size_t at, int low, int high) {
-    if (at + 2 > v.size() || !is_digit(v[at]) || !is_digit(v[at + 1])) {
+    if (at + 2 > v.size() || !is_ascii_digit(v[at]) || !is_ascii_digit(v[at + 1])) {
       return false;
     }
     const int n = (v[at] - '0') * 10 + (v[at + 1] - '0');
@@ -751,10 +407,12 @@ bool boot_parameter(std::string_view v) {
     return true;
   };
   return all(v.substr(0, equals),
-             [](char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '_'; }) &&
+             [](char c) {
+               return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '_';
+             }) &&
          all(v.substr(equals + 1, colon - equals - 1),
              [](char c) {
-               return is_alpha(c) || is_digit(c) || c == '-' || c == '_' || c == '.';
+               return is_ascii_alpha(c) || is_ascii_digit(c) || c == '-' || c == '_' || c == '.';
              }) &&
          all(v.substr(colon + 1), [](char c) { return c > ' ' && c < 0x7F; });
 }
@@ -774,7 +432,8 @@ bool mail_preference(std::string_view v) {
 
 // Sorted by OID arc, then the non-RFC 4517 ones.
 constexpr std::array kSyntaxes = {
-    Syntax{NUMADIR_SYNTAX(3), "Attribute Type Description", attribute_type_description, true},
+    Syntax{NUMADIR_SYNTAX(3), "Attribute Type Description", detail::attribute_type_description,
+           true},
     Syntax{NUMADIR_SYNTAX(4), "Audio", any_bytes, false},
     Syntax{NUMADIR_SYNTAX(5), "Binary", any_bytes, false},
     Syntax{NUMADIR_SYNTAX(6), "Bit String", bit_string, true},
@@ -787,9 +446,10 @@ constexpr std::array kSyntaxes = {
     Syntax{NUMADIR_SYNTAX(13), "Data Quality Syntax", directory_string, true},
     Syntax{NUMADIR_SYNTAX(14), "Delivery Method", delivery_method, true},
     Syntax{NUMADIR_SYNTAX(15), "Directory String", directory_string, true},
-    Syntax{NUMADIR_SYNTAX(16), "DIT Content Rule Description", dit_content_rule_description, true},
-    Syntax{NUMADIR_SYNTAX(17), "DIT Structure Rule Description", dit_structure_rule_description,
+    Syntax{NUMADIR_SYNTAX(16), "DIT Content Rule Description", detail::dit_content_rule_description,
            true},
+    Syntax{NUMADIR_SYNTAX(17), "DIT Structure Rule Description",
+           detail::dit_structure_rule_description, true},
     Syntax{NUMADIR_SYNTAX(19), "DSA Quality Syntax", directory_string, true},
     Syntax{NUMADIR_SYNTAX(21), "Enhanced Guide", enhanced_guide, true},
     Syntax{NUMADIR_SYNTAX(22), "Facsimile Telephone Number", facsimile_telephone_number, true},
@@ -799,15 +459,16 @@ constexpr std::array kSyntaxes = {
     Syntax{NUMADIR_SYNTAX(26), "IA5 String", ia5_string, true},
     Syntax{NUMADIR_SYNTAX(27), "INTEGER", integer, true},
     Syntax{NUMADIR_SYNTAX(28), "JPEG", any_bytes, false},
-    Syntax{NUMADIR_SYNTAX(30), "Matching Rule Description", matching_rule_description, true},
-    Syntax{NUMADIR_SYNTAX(31), "Matching Rule Use Description", matching_rule_use_description,
+    Syntax{NUMADIR_SYNTAX(30), "Matching Rule Description", detail::matching_rule_description,
            true},
+    Syntax{NUMADIR_SYNTAX(31), "Matching Rule Use Description",
+           detail::matching_rule_use_description, true},
     Syntax{NUMADIR_SYNTAX(32), "Mail Preference", mail_preference, true},
     Syntax{NUMADIR_SYNTAX(33), "MHS OR Address", directory_string, true},
     Syntax{NUMADIR_SYNTAX(34), "Name And Optional UID", name_and_optional_uid, true},
-    Syntax{NUMADIR_SYNTAX(35), "Name Form Description", name_form_description, true},
+    Syntax{NUMADIR_SYNTAX(35), "Name Form Description", detail::name_form_description, true},
     Syntax{NUMADIR_SYNTAX(36), "Numeric String", numeric_string, true},
-    Syntax{NUMADIR_SYNTAX(37), "Object Class Description", object_class_description, true},
+    Syntax{NUMADIR_SYNTAX(37), "Object Class Description", detail::object_class_description, true},
     Syntax{NUMADIR_SYNTAX(38), "OID", oid, true},
     Syntax{NUMADIR_SYNTAX(39), "Other Mailbox", other_mailbox, true},
     Syntax{NUMADIR_SYNTAX(40), "Octet String", any_bytes, true},
@@ -820,7 +481,7 @@ constexpr std::array kSyntaxes = {
     Syntax{NUMADIR_SYNTAX(51), "Teletex Terminal Identifier", teletex_terminal_identifier, true},
     Syntax{NUMADIR_SYNTAX(52), "Telex Number", telex_number, true},
     Syntax{NUMADIR_SYNTAX(53), "UTC Time", utc_time, true},
-    Syntax{NUMADIR_SYNTAX(54), "LDAP Syntax Description", ldap_syntax_description, true},
+    Syntax{NUMADIR_SYNTAX(54), "LDAP Syntax Description", detail::ldap_syntax_description, true},
     Syntax{NUMADIR_SYNTAX(58), "Substring Assertion", substring_assertion, true},
     Syntax{"1.3.6.1.1.16.1", "UUID", uuid, true},
     Syntax{"1.3.6.1.1.1.0.0", "RFC2307 NIS Netgroup Triple", nis_netgroup_triple, true},
@@ -837,7 +498,7 @@ bool is_numericoid(std::string_view value) {
   std::size_t i = 0;
   while (true) {
     const std::size_t start = i;
-    while (i < value.size() && is_digit(value[i])) {
+    while (i < value.size() && is_ascii_digit(value[i])) {
       ++i;
     }
     if (i == start || (value[start] == '0' && i - start > 1)) {
@@ -855,11 +516,11 @@ bool is_numericoid(std::string_view value) {
 }
 
 bool is_descr(std::string_view value) {
-  if (value.empty() || !is_alpha(value.front())) {
+  if (value.empty() || !is_ascii_alpha(value.front())) {
     return false;
   }
   for (char c : value) {
-    if (!is_alpha(c) && !is_digit(c) && c != '-') {
+    if (!is_ascii_alpha(c) && !is_ascii_digit(c) && c != '-') {
       return false;
     }
   }

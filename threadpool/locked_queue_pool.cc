@@ -9,22 +9,9 @@
 
 namespace numadir::threadpool {
 
-LockedQueuePool::LockedQueuePool(WorkerPoolOptions options)
-    : options_(std::move(options)), counters_(new WorkerCounters[options_.threads]) {
-  NUMADIR_CHECK(options_.threads > 0 && options_.queue_capacity > 0,
-                "LockedQueuePool needs threads and queue capacity");
-}
+LockedQueuePool::LockedQueuePool(WorkerPoolOptions options) : TaskPool(std::move(options)) {}
 
 LockedQueuePool::~LockedQueuePool() { stop(); }
-
-void LockedQueuePool::start() {
-  NUMADIR_CHECK(threads_.empty(), "LockedQueuePool started twice");
-  for (std::size_t i = 0; i < options_.threads; ++i) {
-    threads_.emplace_back([this, i] { run_worker(i); });
-    const std::string name = (options_.name + "-" + std::to_string(i)).substr(0, 15);
-    pthread_setname_np(threads_.back().native_handle(), name.c_str());
-  }
-}
 
 void LockedQueuePool::stop() {
   {
@@ -35,10 +22,7 @@ void LockedQueuePool::stop() {
     stopping_ = true;
   }
   not_empty_.notify_all();
-  for (std::thread& thread : threads_) {
-    thread.join();
-  }
-  threads_.clear();
+  join_threads();
 }
 
 bool LockedQueuePool::try_submit(std::unique_ptr<Task>& task) {
@@ -59,6 +43,11 @@ std::size_t LockedQueuePool::queue_depth() const {
   return queue_.size();
 }
 
+bool LockedQueuePool::has_room() const {
+  std::lock_guard lock(mu_);
+  return !stopping_ && queue_.size() <= room_mark();
+}
+
 std::size_t LockedQueuePool::queue_high_water() const {
   std::lock_guard lock(mu_);
   return high_water_;
@@ -66,10 +55,12 @@ std::size_t LockedQueuePool::queue_high_water() const {
 
 void LockedQueuePool::run_worker(std::size_t index) {
   pin_worker(options_, index);
+  const std::unique_ptr<WorkerState> state = make_worker_state(options_);
   WorkerCounters& counters = counters_[index];
   counters.on_start();
   for (;;) {
     std::unique_ptr<Task> task;
+    std::size_t left = 0;
     {
       std::unique_lock lock(mu_);
       while (queue_.empty() && !stopping_) {
@@ -83,8 +74,10 @@ void LockedQueuePool::run_worker(std::size_t index) {
       }
       task = std::move(queue_.front());
       queue_.pop_front();
+      left = stopping_ ? room_mark() + 1 : queue_.size();
     }
-    task->run();
+    took_task(left);
+    task->run(*state);
     task.reset();
     owner_add(counters.tasks);
   }

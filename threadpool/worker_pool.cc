@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <bit>
 #include <climits>
 #include <iostream>
@@ -25,13 +26,71 @@ constexpr std::uint32_t kSignalled = 3;
 
 }  // namespace
 
-WorkerPool::WorkerPool(WorkerPoolOptions options)
+TaskPool::TaskPool(WorkerPoolOptions options)
     : options_(std::move(options)),
-      reads_(options_.queue_capacity),
-      updates_(options_.queue_capacity),
-      idle_words_((options_.threads + 63) / 64),
-      counters_(new WorkerCounters[options_.threads]) {
-  NUMADIR_CHECK(options_.threads > 0, "WorkerPool needs at least one thread");
+      counters_(new WorkerCounters[options_.threads]),
+      room_mark_(options_.queue_capacity / 2) {
+  NUMADIR_CHECK(options_.threads > 0 && options_.queue_capacity > 0,
+                "a pool needs threads and queue capacity");
+}
+
+TaskPool::~TaskPool() { NUMADIR_CHECK(threads_.empty(), "a pool destroyed while running"); }
+
+void TaskPool::start() {
+  NUMADIR_CHECK(threads_.empty(), "a pool started twice");
+  threads_.reserve(options_.threads);
+  for (std::size_t i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this, i] { run_worker(i); });
+    const std::string name = (options_.name + "-" + std::to_string(i)).substr(0, 15);
+    pthread_setname_np(threads_.back().native_handle(), name.c_str());
+  }
+}
+
+void TaskPool::join_threads() {
+  for (std::thread& thread : threads_) {
+    thread.join();
+  }
+  threads_.clear();
+}
+
+void TaskPool::notify_when_room(RoomWaiter& waiter) {
+  {
+    MutexLock lock(room_mu_);
+    if (std::find(room_waiters_.begin(), room_waiters_.end(), &waiter) == room_waiters_.end()) {
+      room_waiters_.push_back(&waiter);
+    }
+    room_wanted_.store(true, std::memory_order_seq_cst);
+  }
+  // The tasks may all have been taken before the store: then no taker saw it, and this does.
+  if (has_room()) {
+    wake_room_waiters();
+  }
+}
+
+void TaskPool::cancel_room_wait(RoomWaiter& waiter) {
+  MutexLock lock(room_mu_);
+  std::erase(room_waiters_, &waiter);
+}
+
+void TaskPool::wake_room_waiters() {
+  // Cleared before the lock: a waiter registering meanwhile sets it again and is either found
+  // in the list below or calls this itself.
+  if (!room_wanted_.exchange(false, std::memory_order_seq_cst)) {
+    return;
+  }
+  // Called under the lock, so that cancel_room_wait waits for a call under way.
+  MutexLock lock(room_mu_);
+  for (RoomWaiter* waiter : room_waiters_) {
+    waiter->on_room();
+  }
+  room_waiters_.clear();
+}
+
+WorkerPool::WorkerPool(WorkerPoolOptions options)
+    : TaskPool(std::move(options)),
+      high_priority_(options_.queue_capacity),
+      low_priority_(options_.queue_capacity),
+      idle_words_((options_.threads + 63) / 64) {
   idle_.reset(new std::atomic<std::uint64_t>[idle_words_]);
   for (std::size_t i = 0; i < idle_words_; ++i) {
     idle_[i].store(0, std::memory_order_relaxed);
@@ -40,16 +99,6 @@ WorkerPool::WorkerPool(WorkerPoolOptions options)
 }
 
 WorkerPool::~WorkerPool() { stop(); }
-
-void WorkerPool::start() {
-  NUMADIR_CHECK(threads_.empty(), "WorkerPool started twice");
-  threads_.reserve(options_.threads);
-  for (std::size_t i = 0; i < options_.threads; ++i) {
-    threads_.emplace_back([this, i] { run_worker(i); });
-    const std::string name = (options_.name + "-" + std::to_string(i)).substr(0, 15);
-    pthread_setname_np(threads_.back().native_handle(), name.c_str());
-  }
-}
 
 void WorkerPool::stop() {
   if (stopping_.exchange(true, std::memory_order_seq_cst)) {
@@ -60,16 +109,13 @@ void WorkerPool::stop() {
   queued_.fetch_add(kStopWake, std::memory_order_seq_cst);
   while (wake_idle_worker()) {
   }
-  for (std::thread& thread : threads_) {
-    thread.join();
-  }
-  threads_.clear();
+  join_threads();
 }
 
 bool WorkerPool::try_submit(std::unique_ptr<Task>& task) {
   // queue_capacity bounds the pool, both queues together (each could hold it all). The check
   // and the push are not one step: submitters racing here may pass it by one task each.
-  BoundedQueue<Task>& queue = task->listener_may_run() ? reads_ : updates_;
+  BoundedQueue<Task>& queue = task->may_run_inline() ? low_priority_ : high_priority_;
   if (stopping_.load(std::memory_order_relaxed) ||
       queued_.load(std::memory_order_relaxed) >=
           static_cast<std::int64_t>(options_.queue_capacity) ||
@@ -108,14 +154,19 @@ void WorkerPool::signal(std::size_t index) {
   }
 }
 
-bool WorkerPool::try_help() {
-  std::unique_ptr<Task> task = reads_.try_pop();
+bool WorkerPool::try_help(WorkerState& state) {
+  std::unique_ptr<Task> task = low_priority_.try_pop();
   if (task == nullptr) {
     return false;
   }
-  queued_.fetch_sub(1, std::memory_order_relaxed);
-  task->run();
+  count_taken();
+  task->run(state);
   return true;
+}
+
+bool WorkerPool::has_room() const {
+  // While stopping, kStopWake keeps the count above any mark.
+  return queued_.load(std::memory_order_seq_cst) <= static_cast<std::int64_t>(room_mark());
 }
 
 std::size_t WorkerPool::queue_depth() const {
@@ -125,6 +176,13 @@ std::size_t WorkerPool::queue_depth() const {
 
 std::size_t WorkerPool::queue_high_water() const {
   return static_cast<std::size_t>(high_water_.load(std::memory_order_relaxed));
+}
+
+std::unique_ptr<WorkerState> make_worker_state(const WorkerPoolOptions& options) {
+  std::unique_ptr<WorkerState> state =
+      options.make_worker_state ? options.make_worker_state() : std::make_unique<WorkerState>();
+  NUMADIR_CHECK(state != nullptr, "the worker state factory made no state");
+  return state;
 }
 
 void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
@@ -138,19 +196,21 @@ void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
 
 void WorkerPool::run_worker(std::size_t index) {
   pin_worker(options_, index);
+  // Made after pinning: its memory comes from the worker's node.
+  const std::unique_ptr<WorkerState> state = make_worker_state(options_);
   WorkerCounters& counters = counters_[index];
   counters.on_start();
   std::uint32_t idle_rounds = 0;
   for (;;) {
-    // Updates first: a flood of reads (which helping listeners also take) never starves them.
-    std::unique_ptr<Task> task = updates_.try_pop();
+    // High priority first: a flood of the others (which helpers also take) never starves them.
+    std::unique_ptr<Task> task = high_priority_.try_pop();
     if (task == nullptr) {
-      task = reads_.try_pop();
+      task = low_priority_.try_pop();
     }
     if (task != nullptr) {
-      queued_.fetch_sub(1, std::memory_order_relaxed);
+      count_taken();
       idle_rounds = 0;
-      task->run();
+      task->run(*state);
       owner_add(counters.tasks);
       continue;
     }

@@ -1,11 +1,15 @@
 // threadpool/worker_pool.h: a pool of worker threads taking tasks from bounded lock-free
-// queues (one for the tasks a helping listener may run, one for the rest); idle workers park
-// (each on its own futex) after a short bounded spin, so an idle pool costs no CPU, and a
-// submitter wakes exactly one parked worker per task it queues.
+// queues, one per priority class; idle workers park (each on its own futex) after a short
+// bounded spin, so an idle pool costs no CPU, and a submitter wakes exactly one parked worker per
+// task it queues. Also TaskPool, what submitters see of any pool, and RoomWaiter, how a refused
+// submitter learns that the pool has room again.
 //
-// Thread contract: create/start/stop/destroy on one controlling thread. try_submit and
-// try_help may be called from any thread, concurrently. Tasks run on the pool's threads, or on
-// a listener that helps (try_help); a task's run() must not block for long (it holds a worker).
+// Thread contract: create/start/stop/destroy on one controlling thread. try_submit, try_help,
+// notify_when_room and cancel_room_wait may be called from any thread, concurrently. Tasks run
+// on the pool's threads, or inline on a thread that helps (try_help); a task's run() must not
+// block for long (it holds a worker). Each worker thread makes its WorkerState
+// (threadpool/task.h) with options.make_worker_state when it starts and destroys it when it
+// exits (stop() or the destructor); a thread that helps lends its own.
 #pragma once
 
 #include <atomic>
@@ -18,92 +22,151 @@
 #include <vector>
 
 #include "base/cache_line.h"
+#include "base/thread_annotations.h"
 #include "threadpool/bounded_queue.h"
+#include "threadpool/task.h"
 #include "threadpool/thread_counters.h"
 
 namespace numadir::threadpool {
 
-// A unit of work. The pool owns a task from a successful try_submit until run() returns, then
-// destroys it.
-class Task {
- public:
-  virtual ~Task() = default;
-  virtual void run() = 0;
-  // Returns: whether a listener helping its pool (TaskPool::try_help) may run this task itself:
-  //   only tasks that never wait for a lock held across I/O (the single writer) or the disk.
-  virtual bool listener_may_run() const { return false; }
-};
-
 struct WorkerPoolOptions {
   std::string name = "worker";  // Thread names: "<name>-<i>".
   std::size_t threads = 2;
-  // Tasks queued at most (WorkerPool: its read and update queues together; submitters racing
+  // Tasks queued at most (WorkerPool: its two priority classes together; submitters racing
   // may pass it by one each). <= BoundedQueue::kMaxCapacity.
   std::size_t queue_capacity = 4096;
   // Pops tried before a worker parks, giving up its PU (sched_yield) every yield_every of them
   // (0: never). Bounded: an idle worker sleeps within tens of microseconds. A request that comes
-  // within the spin needs no futex wake-up and no context switch, and the yields let a
-  // listener pinned to the same PU run instead of waiting for the spin to end.
+  // within the spin needs no futex wake-up and no context switch, and the yields let another
+  // thread pinned to the same PU (a submitter, a helper) run instead of waiting for the spin.
   std::uint32_t spin_before_park = 1024;
   std::uint32_t yield_every = 64;
   // pins[i]: the PU (OS index) worker i pins itself to when it starts; absent or nullopt: it
   // floats. A pin the kernel refuses is reported once on standard error and the worker floats.
   std::vector<std::optional<unsigned>> pins;
+  // Makes each worker's WorkerState, on the worker's thread as it starts (concurrently for
+  // several workers); a listener that helps the pool makes its own with it too. The default
+  // makes empty ones.
+  WorkerStateFactory make_worker_state = empty_worker_state();
 };
 
-// What a listener submits to: the lock-free WorkerPool here, or the classic LockedQueuePool
-// (threadpool/locked_queue_pool.h) kept for comparison.
+// Told when a pool that refused a task has room again (TaskPool::notify_when_room).
+class RoomWaiter {
+ public:
+  // Called once per registration, on a thread that took a task from the pool (a worker or a
+  // helper) or on the registering thread itself, with the pool's waiter lock held: must not
+  // block and must not call into the pool.
+  virtual void on_room() = 0;
+
+ protected:
+  ~RoomWaiter() = default;
+};
+
+// What submitters use: the lock-free WorkerPool here, or the classic LockedQueuePool
+// (threadpool/locked_queue_pool.h) kept for comparison. It holds what the two share: the
+// options, the worker threads and their counters, and the room signal.
 class TaskPool {
  public:
-  virtual ~TaskPool() = default;
-  virtual void start() = 0;
-  // Lets the workers finish the tasks already queued, then joins them.
+  TaskPool(const TaskPool&) = delete;
+  TaskPool& operator=(const TaskPool&) = delete;
+  // Requires: stopped (each pool's destructor stops it first).
+  virtual ~TaskPool();
+
+  // Starts options().threads workers, named "<name>-<i>". Requires: not started.
+  void start();
+  // Lets the workers finish the tasks already queued, then joins them. try_submit fails after.
+  // Idempotent.
   virtual void stop() = 0;
-  // Returns false when the queue is full or the pool is stopping; the caller keeps `task`.
+  // Returns false when the queue is full (backpressure: the caller keeps `task` and retries
+  // once the pool has room, see notify_when_room) or the pool is stopping. On success `task` is
+  // left empty.
   [[nodiscard]] virtual bool try_submit(std::unique_ptr<Task>& task) = 0;
-  virtual std::size_t threads() const = 0;
-  // Returns: the options the pool was built with (its name, threads and queue capacity).
-  virtual const WorkerPoolOptions& options() const = 0;
-  // Returns: worker `worker`'s counters (threadpool/thread_counters.h), readable from any
-  //   thread while the pool lives. Requires: worker < threads().
-  virtual const WorkerCounters& counters(std::size_t worker) const = 0;
+  // A thread with nothing else to do helps the pool: takes the oldest queued task for which
+  // may_run_inline() holds and runs it on the calling thread with `state`, the caller's own
+  // (made by options().make_worker_state); the others are left to the workers. Any thread;
+  // never blocks except inside the task it runs.
+  // Returns: true if a task ran on the calling thread.
+  [[nodiscard]] virtual bool try_help(WorkerState& state) = 0;
   // Returns: tasks queued and not yet taken (approximate while threads run).
   virtual std::size_t queue_depth() const = 0;
   // Returns: the most tasks ever queued at once (approximate).
   virtual std::size_t queue_high_water() const = 0;
-  // A listener with nothing left to read helps the pool: takes the oldest queued task for which
-  // listener_may_run() holds and runs it on the calling thread; the others are left to the
-  // workers. Any thread; never blocks except inside the task it runs.
-  // Returns: true if a task ran on the calling thread.
-  [[nodiscard]] virtual bool try_help() = 0;
+
+  std::size_t threads() const { return options_.threads; }
+  // Returns: the options the pool was built with (its name, threads and queue capacity).
+  const WorkerPoolOptions& options() const { return options_; }
+  // Returns: worker `worker`'s counters (threadpool/thread_counters.h), readable from any
+  //   thread while the pool lives. Requires: worker < threads().
+  const WorkerCounters& counters(std::size_t worker) const { return counters_[worker]; }
+
+  // The room signal, for a submitter whose task was refused: `waiter.on_room()` is called once,
+  // as soon as no more than room_mark() tasks are queued (at once if that is so already). A
+  // waiter registered again before it was called is called once. A stopping pool calls nobody.
+  // Requires: `waiter` stays valid until it was called or cancel_room_wait(waiter) returned.
+  void notify_when_room(RoomWaiter& waiter);
+  // Withdraws `waiter`; once this returns, the pool never calls it (unless registered again).
+  void cancel_room_wait(RoomWaiter& waiter);
+  // Returns: the queue depth at which waiters are told: half the capacity, so that a refused
+  //   submitter retries once for many tasks, not once per task taken.
+  std::size_t room_mark() const { return room_mark_; }
+
+ protected:
+  // Requires: 0 < options.threads; 0 < options.queue_capacity.
+  explicit TaskPool(WorkerPoolOptions options);
+
+  // The loop of worker `index`: runs tasks until stop() and the queue is drained.
+  virtual void run_worker(std::size_t index) = 0;
+  // Returns: whether no more than room_mark() tasks are queued and the pool is not stopping;
+  //   ordered after a registration's store (seq_cst or under a lock), so notify_when_room
+  //   never misses the last task taken.
+  virtual bool has_room() const = 0;
+  // Joins the workers (stop(), once they were told to exit).
+  void join_threads();
+  // A task was taken, `depth` are left: tells the room waiters when depth reaches the mark.
+  // Any thread; called after the depth was lowered (seq_cst or under a lock).
+  void took_task(std::size_t depth) {
+    if (depth <= room_mark_ && room_wanted_.load(std::memory_order_seq_cst)) {
+      wake_room_waiters();
+    }
+  }
+
+  const WorkerPoolOptions options_;
+  const std::unique_ptr<WorkerCounters[]> counters_;
+
+ private:
+  void wake_room_waiters();
+
+  const std::size_t room_mark_;
+  std::vector<std::thread> threads_;  // Owner: the controlling thread.
+  // Whether a waiter is registered. seq_cst: a registration stores it before looking at the
+  // depth, a taker lowers the depth before loading it, so one of the two sees the other.
+  alignas(kCacheLineSize) std::atomic<bool> room_wanted_{false};
+  Mutex room_mu_;
+  std::vector<RoomWaiter*> room_waiters_ NUMADIR_GUARDED_BY(room_mu_);
 };
 
 // Pins the calling worker thread as options.pins[index] says (used by both pools).
 void pin_worker(const WorkerPoolOptions& options, std::size_t index);
+// Returns: a new state from options.make_worker_state (an empty one when it is not set). Aborts
+//   if the factory returns nullptr (a bug of the caller's factory). Used by both pools' workers.
+std::unique_ptr<WorkerState> make_worker_state(const WorkerPoolOptions& options);
 
+// Tasks come in two priority classes. High: the tasks that must not run inline (they may wait
+// for a lock held across I/O or for the disk); workers take them first, so a flood of the
+// others never starves them. Low: the tasks that may run inline (Task::may_run_inline), which
+// helpers (try_help) take too.
 class WorkerPool final : public TaskPool {
  public:
   // Requires: 0 < options.threads; 0 < options.queue_capacity <= BoundedQueue::kMaxCapacity.
   explicit WorkerPool(WorkerPoolOptions options);
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
   // Stops the pool if running; tasks still queued are destroyed without running.
   ~WorkerPool() override;
 
-  void start() override;
-  // Lets the workers finish the tasks already queued, then joins them. try_submit fails after.
   void stop() override;
-
-  // Returns false when the queue is full (backpressure: the caller keeps `task` and retries
-  // later) or the pool is stopping. On success `task` is left empty.
   [[nodiscard]] bool try_submit(std::unique_ptr<Task>& task) override;
-
-  std::size_t threads() const override { return options_.threads; }
-  const WorkerPoolOptions& options() const override { return options_; }
-  const WorkerCounters& counters(std::size_t worker) const override { return counters_[worker]; }
+  [[nodiscard]] bool try_help(WorkerState& state) override;
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;
-  [[nodiscard]] bool try_help() override;
 
  private:
   // A worker's parking place, on its own cache line: the futex it sleeps on.
@@ -112,20 +175,27 @@ class WorkerPool final : public TaskPool {
     std::atomic<std::uint32_t> state{0};
   };
 
-  void run_worker(std::size_t index);
+  void run_worker(std::size_t index) override;
+  bool has_room() const override;
   // Parks worker `index` until a submitter signals it, unless work arrived meanwhile.
   void park(std::size_t index, WorkerCounters& counters);
   // Claims one idle worker (clears its bit) and signals it. Returns: false if none was idle.
   bool wake_idle_worker();
   void signal(std::size_t index);
+  // One task was popped: lowers queued_ and tells the room waiters when it reaches the mark.
+  void count_taken() {
+    // Below 0 for a moment when the pop came before its submitter's increment: then empty.
+    const std::int64_t left = queued_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+    took_task(left < 0 ? 0 : static_cast<std::size_t>(left));
+  }
 
-  const WorkerPoolOptions options_;
-  // The tasks a helping listener may run (Task::listener_may_run) and the others, which only
-  // workers take. Each can hold options.queue_capacity; try_submit bounds the two together.
-  BoundedQueue<Task> reads_;
-  BoundedQueue<Task> updates_;
-  // Queued tasks, maintained beside the queue for depth figures and for parking: a worker parks
-  // only while it reads 0 (seq_cst with the submitter's increment, so no wake-up is lost).
+  // The two priority classes. Each can hold options.queue_capacity; try_submit bounds the two
+  // together.
+  BoundedQueue<Task> high_priority_;
+  BoundedQueue<Task> low_priority_;
+  // Queued tasks, maintained beside the queues for depth figures, parking and the room signal:
+  // a worker parks only while it reads 0 (seq_cst with the submitter's increment, so no
+  // wake-up is lost).
   alignas(kCacheLineSize) std::atomic<std::int64_t> queued_{0};
   alignas(kCacheLineSize) std::atomic<std::int64_t> high_water_{0};
   // Idle workers, a bit each (worker i: bit i % 64 of word i / 64). A worker sets its bit
@@ -136,8 +206,6 @@ class WorkerPool final : public TaskPool {
   std::size_t idle_words_ = 0;
   std::unique_ptr<Slot[]> slots_;
   alignas(kCacheLineSize) std::atomic<bool> stopping_{false};
-  std::unique_ptr<WorkerCounters[]> counters_;
-  std::vector<std::thread> threads_;  // Owner: the controlling thread.
 };
 
 }  // namespace numadir::threadpool

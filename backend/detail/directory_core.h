@@ -4,8 +4,8 @@
 // import.cc).
 //
 // Thread contract: a DirectoryCore is built by Directory::open and immutable afterwards except
-// for write_mu (held by every update, and by an Importer for its whole life). A ReadState is
-// owned by the thread that uses its ReadTxn.
+// for write_mu (held by the Writer for each batch, and by an Importer for its whole life). A
+// ReadState is owned by the thread that uses its ReadTxn.
 #pragma once
 
 #include <atomic>
@@ -60,7 +60,8 @@ struct DirectoryCore {
   // slots (64 KiB), far more than the auths in flight at once. Internally synchronized.
   mutable DnHints dn_hints{8192};
   // Serializes writers: LMDB has one write transaction at a time, and the writer mutex keeps
-  // that wait out of LMDB's lock (an Importer holds it for the whole import).
+  // that wait out of LMDB's lock. The Writer holds it from a batch's begin to its commit; an
+  // Importer, a BulkImporter and rebuild_indexes for their whole run.
   mutable Mutex write_mu;
   // Unindexed filter items already logged, one bit per attribute (see note_unindexed).
   mutable Mutex log_mu;
@@ -68,7 +69,8 @@ struct DirectoryCore {
 };
 
 // The state of one ReadTxn: an MDB_NOTLS read transaction renewed per operation, its cursors,
-// and scratch space reused across searches.
+// and scratch space reused across operations (a worker's ReadTxn is its backend scratch: no
+// read path keeps anything in per-thread globals).
 struct ReadState {
   ReadState() = default;
   ReadState(const ReadState&) = delete;
@@ -82,6 +84,9 @@ struct ReadState {
 
   MDB_txn* txn = nullptr;  // Reset between operations.
   CursorCache cursors;
+  // Scratch of the lookups by name: the dn key and what keying a DN goes through.
+  std::string key;
+  DnKeyScratch dn_scratch;
   CompiledFilter filter;
   FilterEvaluator evaluator;
   IdList candidates;
@@ -148,14 +153,30 @@ Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec&
 Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::string_view dn);
 Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
                   const std::function<void(const EntryRef&)>& on_entry);
+Status run_lookup_normalized(const DirectoryCore& core, ReadState& state, std::string_view ndn,
+                             const std::function<void(const EntryRef&)>& on_entry);
 
-Status run_add(DirectoryCore& core, const schema::Entry& entry, const UpdateContext& context);
-Status run_remove(DirectoryCore& core, std::string_view dn, const UpdateContext& context);
-Status run_modify(DirectoryCore& core, std::string_view dn,
-                  std::span<const Modification> modifications, const UpdateContext& context);
-Status run_rename(DirectoryCore& core, std::string_view dn, std::string_view new_rdn,
-                  bool delete_old_rdn, std::optional<std::string_view> new_superior,
-                  const UpdateContext& context);
+// Passes entry `id`, read as `view` in the transaction `cursors` is bound to, to `on_entry` as
+// an EntryRef (search results' kind: values() in place, materialize() in full).
+void deliver_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
+                   const EntryView& view, const std::function<void(const EntryRef&)>& on_entry);
+
+// The changes behind the updates, each inside `txn`, a write transaction of the writer thread
+// (which holds write_mu): every check and every write of the change, without committing. On
+// success `change` has everything of the change record but its sequence number.
+// Errors: as Directory::add / remove / modify / rename; after an error the transaction holds
+// partial writes and must be aborted.
+Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
+                 ChangeRecord* change);
+Status apply_remove(DirectoryCore& core, MDB_txn* txn, std::string_view dn, const Stamp& stamp,
+                    ChangeRecord* change);
+Status apply_modify(DirectoryCore& core, MDB_txn* txn, std::string_view dn,
+                    std::span<const Modification> modifications, const Stamp& stamp,
+                    ChangeRecord* change);
+Status apply_rename(DirectoryCore& core, MDB_txn* txn, std::string_view dn,
+                    std::string_view new_rdn, bool delete_old_rdn,
+                    std::optional<std::string_view> new_superior, const Stamp& stamp,
+                    ChangeRecord* change);
 
 Result<std::unique_ptr<Directory::Importer>> run_begin_import(DirectoryCore& core,
                                                               const UpdateContext& context);
@@ -183,6 +204,8 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
                   const AddOptions& options, AddScratch& scratch, EntryId* next_id);
 Result<EntryId> load_next_id(const DirectoryCore& core, MDB_txn* txn);
 Status store_next_id(const DirectoryCore& core, MDB_txn* txn, EntryId next_id);
-Stamp make_stamp(const UpdateContext& context);
+// The stamp of one update: its actor, its time (context.now or the clock) and the next CSN,
+// carrying the directory's server id.
+Stamp make_stamp(const DirectoryCore& core, const UpdateContext& context);
 
 }  // namespace numadir::backend::detail

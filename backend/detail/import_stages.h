@@ -36,6 +36,7 @@ struct ImportItem {
 // Per-thread state of prepare_import_item.
 struct PrepareScratch {
   Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
+  DnKeyScratch dn;
 };
 
 // Prepares `item` (see the file comment), setting item.status: kInvalidDnSyntax,

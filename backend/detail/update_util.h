@@ -2,7 +2,8 @@
 // rename.cc, admin.cc). Each runs inside the caller's write transaction, with the writer mutex
 // held.
 //
-// Thread contract: called only by the thread holding DirectoryCore::write_mu.
+// Thread contract: called only by the thread holding DirectoryCore::write_mu (the writer
+// thread, or an import's or rebuild's thread).
 #pragma once
 
 #include <span>

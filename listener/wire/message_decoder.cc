@@ -5,6 +5,7 @@
 #include <string>
 
 #include "listener/wire/ber_reader.h"
+#include "listener/wire/detail/message_tags.h"
 #include "listener/wire/filter_codec.h"
 
 namespace numadir::listener::wire {
@@ -12,19 +13,6 @@ namespace {
 
 constexpr std::int32_t kMaxInt = std::numeric_limits<std::int32_t>::max();
 constexpr std::int32_t kMinInt = std::numeric_limits<std::int32_t>::min();
-
-constexpr std::uint8_t kControlsTag = ber::context_constructed(0);
-constexpr std::uint8_t kReferralTag = ber::context_constructed(3);
-constexpr std::uint8_t kSimpleAuthTag = ber::context(0);
-constexpr std::uint8_t kSaslAuthTag = ber::context_constructed(3);
-constexpr std::uint8_t kServerSaslCredsTag = ber::context(7);
-constexpr std::uint8_t kNewSuperiorTag = ber::context(0);
-constexpr std::uint8_t kRequestNameTag = ber::context(0);
-constexpr std::uint8_t kRequestValueTag = ber::context(1);
-constexpr std::uint8_t kResponseNameTag = ber::context(10);
-constexpr std::uint8_t kResponseValueTag = ber::context(11);
-constexpr std::uint8_t kIntermediateNameTag = ber::context(0);
-constexpr std::uint8_t kIntermediateValueTag = ber::context(1);
 
 // Reads an OPTIONAL primitive element with identifier `tag` if it comes next.
 bool read_optional(BerReader& reader, std::uint8_t tag, std::optional<std::string_view>& out) {
@@ -64,8 +52,8 @@ bool read_result(BerReader& reader, LdapResult& result) {
   }
   result.code = static_cast<ResultCode>(code);
   std::uint8_t tag = 0;
-  if (reader.peek_tag(tag) && tag == kReferralTag) {
-    if (!read_string_sequence(reader, kReferralTag, result.referrals)) {
+  if (reader.peek_tag(tag) && tag == detail::kReferralTag) {
+    if (!read_string_sequence(reader, detail::kReferralTag, result.referrals)) {
       return false;
     }
     if (result.referrals.empty()) {
@@ -109,13 +97,13 @@ bool read_bind_request(BerReader& op, BindRequest& bind) {
   if (!op.peek_tag(tag)) {
     return op.fail("bind authentication choice expected");
   }
-  if (tag == kSimpleAuthTag) {
+  if (tag == detail::kSimpleAuthTag) {
     bind.method = BindMethod::kSimple;
-    return op.read_octets(kSimpleAuthTag, bind.simple_password);
+    return op.read_octets(detail::kSimpleAuthTag, bind.simple_password);
   }
-  if (tag == kSaslAuthTag) {
+  if (tag == detail::kSaslAuthTag) {
     bind.method = BindMethod::kSasl;
-    BerReader sasl = op.enter(kSaslAuthTag);
+    BerReader sasl = op.enter(detail::kSaslAuthTag);
     return sasl.read_octets(ber::kOctetString, bind.sasl_mechanism) &&
            read_optional(sasl, ber::kOctetString, bind.sasl_credentials) && sasl.expect_end();
   }
@@ -185,7 +173,7 @@ bool read_modify_dn_request(BerReader& op, ModifyDnRequest& modify_dn) {
   return op.read_octets(ber::kOctetString, modify_dn.entry) &&
          op.read_octets(ber::kOctetString, modify_dn.new_rdn) &&
          op.read_boolean(ber::kBoolean, modify_dn.delete_old_rdn) &&
-         read_optional(op, kNewSuperiorTag, modify_dn.new_superior);
+         read_optional(op, detail::kNewSuperiorTag, modify_dn.new_superior);
 }
 
 bool read_compare_request(BerReader& op, CompareRequest& compare) {
@@ -198,7 +186,7 @@ bool read_compare_request(BerReader& op, CompareRequest& compare) {
 }
 
 bool read_controls(BerReader& message, std::vector<Control>& controls) {
-  BerReader list = message.enter(kControlsTag);
+  BerReader list = message.enter(detail::kControlsTag);
   while (!list.failed() && !list.at_end()) {
     BerReader element = list.enter(ber::kSequence);
     Control control;
@@ -225,7 +213,7 @@ bool read_constructed_op(BerReader& op, LdapMessage& message) {
       return read_bind_request(op, message.bind_request);
     case ProtocolOp::kBindResponse:
       return read_result(op, message.result) &&
-             read_optional(op, kServerSaslCredsTag, message.server_sasl_creds);
+             read_optional(op, detail::kServerSaslCredsTag, message.server_sasl_creds);
     case ProtocolOp::kSearchRequest:
       return read_search_request(op, message.search_request);
     case ProtocolOp::kSearchResultEntry:
@@ -251,19 +239,19 @@ bool read_constructed_op(BerReader& op, LdapMessage& message) {
       return read_compare_request(op, message.compare_request);
     case ProtocolOp::kExtendedRequest: {
       std::string_view name;
-      if (!op.read_octets(kRequestNameTag, name)) {
+      if (!op.read_octets(detail::kRequestNameTag, name)) {
         return false;
       }
       message.extended.name = name;
-      return read_optional(op, kRequestValueTag, message.extended.value);
+      return read_optional(op, detail::kRequestValueTag, message.extended.value);
     }
     case ProtocolOp::kExtendedResponse:
       return read_result(op, message.result) &&
-             read_optional(op, kResponseNameTag, message.extended.name) &&
-             read_optional(op, kResponseValueTag, message.extended.value);
+             read_optional(op, detail::kResponseNameTag, message.extended.name) &&
+             read_optional(op, detail::kResponseValueTag, message.extended.value);
     case ProtocolOp::kIntermediateResponse:
-      return read_optional(op, kIntermediateNameTag, message.extended.name) &&
-             read_optional(op, kIntermediateValueTag, message.extended.value);
+      return read_optional(op, detail::kIntermediateNameTag, message.extended.name) &&
+             read_optional(op, detail::kIntermediateValueTag, message.extended.value);
     case ProtocolOp::kSearchResultDone:
     case ProtocolOp::kModifyResponse:
     case ProtocolOp::kAddResponse:
@@ -356,7 +344,7 @@ bool read_message(BerReader& top, LdapMessage& message) {
       return false;
     }
   }
-  if (body.peek_tag(tag) && tag == kControlsTag && !read_controls(body, message.controls)) {
+  if (body.peek_tag(tag) && tag == detail::kControlsTag && !read_controls(body, message.controls)) {
     return false;
   }
   return body.expect_end();

@@ -4,23 +4,11 @@
 
 #include "base/check.h"
 #include "listener/wire/ber_reader.h"
+#include "listener/wire/detail/message_tags.h"
 #include "listener/wire/filter_codec.h"
 
 namespace numadir::listener::wire {
 namespace {
-
-constexpr std::uint8_t kControlsTag = ber::context_constructed(0);
-constexpr std::uint8_t kReferralTag = ber::context_constructed(3);
-constexpr std::uint8_t kSimpleAuthTag = ber::context(0);
-constexpr std::uint8_t kSaslAuthTag = ber::context_constructed(3);
-constexpr std::uint8_t kServerSaslCredsTag = ber::context(7);
-constexpr std::uint8_t kNewSuperiorTag = ber::context(0);
-constexpr std::uint8_t kRequestNameTag = ber::context(0);
-constexpr std::uint8_t kRequestValueTag = ber::context(1);
-constexpr std::uint8_t kResponseNameTag = ber::context(10);
-constexpr std::uint8_t kResponseValueTag = ber::context(11);
-constexpr std::uint8_t kIntermediateNameTag = ber::context(0);
-constexpr std::uint8_t kIntermediateValueTag = ber::context(1);
 
 void write_optional(BerWriter& writer, std::uint8_t tag,
                     const std::optional<std::string_view>& value) {
@@ -40,7 +28,7 @@ void write_result(BerWriter& writer, const LdapResult& result) {
   writer.write_octets(ber::kOctetString, result.matched_dn);
   writer.write_octets(ber::kOctetString, result.diagnostic_message);
   if (!result.referrals.empty()) {
-    writer.begin(kReferralTag);
+    writer.begin(detail::kReferralTag);
     write_strings(writer, result.referrals);
     writer.end();
   }
@@ -71,14 +59,14 @@ void write_bind_request(BerWriter& writer, const BindRequest& bind) {
   writer.write_integer(ber::kInteger, bind.version);
   writer.write_octets(ber::kOctetString, bind.name);
   if (bind.method == BindMethod::kSimple) {
-    writer.write_octets(kSimpleAuthTag, bind.simple_password);
+    writer.write_octets(detail::kSimpleAuthTag, bind.simple_password);
     return;
   }
   if (bind.method == BindMethod::kUnsupported) {
     writer.write_octets(bind.unsupported_tag, bind.unsupported_credentials);
     return;
   }
-  writer.begin(kSaslAuthTag);
+  writer.begin(detail::kSaslAuthTag);
   writer.write_octets(ber::kOctetString, bind.sasl_mechanism);
   write_optional(writer, ber::kOctetString, bind.sasl_credentials);
   writer.end();
@@ -118,7 +106,7 @@ void write_op_content(BerWriter& writer, const LdapMessage& message) {
       return;
     case ProtocolOp::kBindResponse:
       write_result(writer, message.result);
-      write_optional(writer, kServerSaslCredsTag, message.server_sasl_creds);
+      write_optional(writer, detail::kServerSaslCredsTag, message.server_sasl_creds);
       return;
     case ProtocolOp::kSearchRequest:
       write_search_request(writer, message.search_request);
@@ -141,7 +129,7 @@ void write_op_content(BerWriter& writer, const LdapMessage& message) {
       writer.write_octets(ber::kOctetString, message.modify_dn_request.entry);
       writer.write_octets(ber::kOctetString, message.modify_dn_request.new_rdn);
       writer.write_boolean(ber::kBoolean, message.modify_dn_request.delete_old_rdn);
-      write_optional(writer, kNewSuperiorTag, message.modify_dn_request.new_superior);
+      write_optional(writer, detail::kNewSuperiorTag, message.modify_dn_request.new_superior);
       return;
     case ProtocolOp::kCompareRequest:
       writer.write_octets(ber::kOctetString, message.compare_request.entry);
@@ -152,17 +140,17 @@ void write_op_content(BerWriter& writer, const LdapMessage& message) {
       return;
     case ProtocolOp::kExtendedRequest:
       NUMADIR_CHECK(message.extended.name.has_value(), "ExtendedRequest without a name");
-      writer.write_octets(kRequestNameTag, *message.extended.name);
-      write_optional(writer, kRequestValueTag, message.extended.value);
+      writer.write_octets(detail::kRequestNameTag, *message.extended.name);
+      write_optional(writer, detail::kRequestValueTag, message.extended.value);
       return;
     case ProtocolOp::kExtendedResponse:
       write_result(writer, message.result);
-      write_optional(writer, kResponseNameTag, message.extended.name);
-      write_optional(writer, kResponseValueTag, message.extended.value);
+      write_optional(writer, detail::kResponseNameTag, message.extended.name);
+      write_optional(writer, detail::kResponseValueTag, message.extended.value);
       return;
     case ProtocolOp::kIntermediateResponse:
-      write_optional(writer, kIntermediateNameTag, message.extended.name);
-      write_optional(writer, kIntermediateValueTag, message.extended.value);
+      write_optional(writer, detail::kIntermediateNameTag, message.extended.name);
+      write_optional(writer, detail::kIntermediateValueTag, message.extended.value);
       return;
     case ProtocolOp::kSearchResultDone:
     case ProtocolOp::kModifyResponse:
@@ -202,7 +190,7 @@ void encode_message(const LdapMessage& message, BerWriter& writer) {
       break;
   }
   if (!message.controls.empty()) {
-    writer.begin(kControlsTag);
+    writer.begin(detail::kControlsTag);
     for (const Control& control : message.controls) {
       writer.begin(ber::kSequence);
       writer.write_octets(ber::kOctetString, control.type);

@@ -14,6 +14,7 @@
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/ldap_message.h"
 #include "perf/auth_worker.h"
+#include "perf/detail/input_buffer.h"
 #include "perf/tls_client.h"
 
 namespace numadir::perf {
@@ -39,10 +40,8 @@ struct AuthWorker::Connection {
   bool write_wants_read = false;  // An SSL_write waits for the socket's data.
   std::int32_t next_id = 1;       // The next request's message ID.
   std::int32_t pending_id = 0;    // The outstanding request's ID; 0 = none.
-  std::unique_ptr<char[]> input;
-  std::size_t input_capacity = 0;
-  std::size_t input_begin = 0;  // Unconsumed bytes are [input_begin, input_end).
-  std::size_t input_end = 0;
+  bool bound = false;             // Modify mode: the connection's bind succeeded.
+  detail::InputBuffer input;      // Allocated at the first open, kept across reopens.
   listener::wire::BerWriter output;
   std::size_t output_sent = 0;
   SSL* ssl = nullptr;  // Owned (SSL_free) while the socket is open over TLS.
@@ -50,7 +49,7 @@ struct AuthWorker::Connection {
 };
 
 struct AuthWorker::Slot {
-  enum class Phase : std::uint8_t { kSearch, kBind };
+  enum class Phase : std::uint8_t { kSearch, kBind, kModify };
 
   Connection connections[2];  // [1] only in split mode (the bind connection).
   bool active = false;        // An auth is in progress.
@@ -61,8 +60,9 @@ struct AuthWorker::Slot {
   std::int64_t start_ns = 0;
   std::uint32_t entries = 0;
   std::int64_t retry_ns = 0;
-  std::string dn;  // The found entry's DN, or the bind-only DN.
+  std::string dn;  // The found entry's DN, the bind-only DN, or the modified entry's DN.
   std::string password;
+  std::string value;  // Modify mode: the value written.
 };
 
 struct AuthWorker::Scratch {

@@ -5,7 +5,6 @@
 // may read it. Element pointers point into its own storage and live as long as it does.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "schema/ascii.h"
 #include "schema/attribute_type.h"
 #include "schema/object_class.h"
 #include "schema/schema.h"
@@ -24,10 +24,6 @@ inline constexpr std::string_view kTopOid = "2.5.6.0";
 inline constexpr std::string_view kExtensibleObjectOid = "1.3.6.1.4.1.1466.101.120.111";
 inline constexpr std::string_view kObjectClassOid = "2.5.4.0";
 
-inline char to_lower_ascii(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
 // Case-insensitive (ASCII) hashing and comparison, transparent so that lookups by
 // string_view do not allocate.
 struct CaseInsensitiveHash {
@@ -35,7 +31,7 @@ struct CaseInsensitiveHash {
   std::size_t operator()(std::string_view text) const {
     std::size_t hash = 14695981039346656037ull;  // FNV-1a.
     for (const char c : text) {
-      hash ^= static_cast<unsigned char>(to_lower_ascii(c));
+      hash ^= static_cast<unsigned char>(ascii_lower(c));
       hash *= 1099511628211ull;
     }
     return hash;
@@ -44,11 +40,7 @@ struct CaseInsensitiveHash {
 
 struct CaseInsensitiveEqual {
   using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return to_lower_ascii(x) == to_lower_ascii(y);
-           });
-  }
+  bool operator()(std::string_view a, std::string_view b) const { return ascii_iequals(a, b); }
 };
 
 template <typename T>

@@ -2,25 +2,17 @@
 #include "server/commands/stats_view.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdio>
+
+#include "schema/ascii.h"
 
 namespace numadir::server {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 std::string text_of(const schema::Entry& entry, std::string_view type) {
-  const std::string wanted = lower(type);
   for (const schema::EntryAttribute& attribute : entry.attributes) {
-    if (lower(attribute.description) == wanted && !attribute.values.empty()) {
+    if (schema::ascii_iequals(attribute.description, type) && !attribute.values.empty()) {
       return attribute.values[0];
     }
   }
@@ -119,7 +111,7 @@ Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries
   bool server = false;
   bool operations = false;
   for (const schema::Entry& entry : entries) {
-    const std::string ndn = lower(entry.dn);
+    const std::string ndn = schema::ascii_lowered(entry.dn);
     if (ndn == "cn=monitor") {
       server = true;
       sample.version = text_of(entry, "numadirVersion");

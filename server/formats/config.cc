@@ -1,3 +1,9 @@
+// server/formats/config.cc: numadir.toml read into a Config (see config.h): the check of the
+// raw text, the [database], [schema], [passwords], [server], [limits], [log] and [threads]
+// sections, and the pieces config.h exports (sizes, index specs, the placement). The typed key
+// readers are in config_toml.cc; [tls] and [[access]] in config_security.cc.
+//
+// Thread contract: as config.h; a config is parsed by one thread, once, at startup.
 #include "server/formats/config.h"
 
 #include <charconv>
@@ -6,131 +12,25 @@
 #include <set>
 #include <sstream>
 
+#include "schema/ascii.h"
 #include "schema/dn.h"
-#include "schema/filter.h"
-
-// Only this file uses toml++; without exceptions it reports errors as values (STYLE.md: no
-// exceptions on our side of a library call). Debian's shared libtomlplusplus is built with
-// exceptions, so the no-exception flavour is compiled here from the headers.
-#define TOML_EXCEPTIONS 0
-#define TOML_HEADER_ONLY 1
-#include <toml++/toml.h>
+#include "server/formats/detail/config_toml.h"
 
 namespace numadir::server {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
-// Collects the first error, prefixed with the origin and the key.
-class Problems {
- public:
-  explicit Problems(std::string_view origin) : origin_(origin) {}
-
-  void add(std::string_view key, std::string_view problem) {
-    if (first_.empty()) {
-      first_ = origin_ + ": " + std::string(key) + ": " + std::string(problem);
-    }
-  }
-  bool any() const { return !first_.empty(); }
-  Status status() const { return invalid_argument(first_); }
-
- private:
-  std::string origin_;
-  std::string first_;
-};
-
-// Rejects keys of `table` not in `known`.
-void check_keys(const toml::table& table, std::string_view prefix,
-                std::initializer_list<std::string_view> known, Problems& problems) {
-  for (const auto& [key, value] : table) {
-    bool found = false;
-    for (std::string_view k : known) {
-      found = found || key.str() == k;
-    }
-    if (!found) {
-      const std::string full =
-          prefix.empty() ? std::string(key.str()) : std::string(prefix) + "." + std::string(key);
-      problems.add(full, "unknown key");
-    }
-  }
-}
-
-// Reads an optional string key.
-bool get_string(const toml::table& table, std::string_view prefix, std::string_view key,
-                std::string& out, Problems& problems) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) {
-    return false;
-  }
-  if (const auto* value = node->as_string()) {
-    out = value->get();
-    return true;
-  }
-  problems.add(std::string(prefix) + "." + std::string(key), "must be a string");
-  return false;
-}
-
-bool get_bool(const toml::table& table, std::string_view prefix, std::string_view key, bool& out,
-              Problems& problems) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) {
-    return false;
-  }
-  if (const auto* value = node->as_boolean()) {
-    out = value->get();
-    return true;
-  }
-  problems.add(std::string(prefix) + "." + std::string(key), "must be true or false");
-  return false;
-}
-
-// Reads an optional array of strings.
-bool get_strings(const toml::table& table, std::string_view prefix, std::string_view key,
-                 std::vector<std::string>& out, Problems& problems) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) {
-    return false;
-  }
-  const std::string full = std::string(prefix) + "." + std::string(key);
-  const toml::array* array = node->as_array();
-  if (array == nullptr) {
-    problems.add(full, "must be an array of strings");
-    return false;
-  }
-  for (const toml::node& element : *array) {
-    const auto* value = element.as_string();
-    if (value == nullptr) {
-      problems.add(full, "must be an array of strings");
-      return false;
-    }
-    out.push_back(value->get());
-  }
-  return true;
-}
-
-const toml::table* get_table(const toml::table& root, std::string_view key, Problems& problems) {
-  const toml::node* node = root.get(key);
-  if (node == nullptr) {
-    return nullptr;
-  }
-  if (const auto* table = node->as_table()) {
-    return table;
-  }
-  problems.add(key, "must be a table");
-  return nullptr;
-}
+using detail::check_keys;
+using detail::get_bool;
+using detail::get_count;
+using detail::get_string;
+using detail::get_strings;
+using detail::get_table;
+using detail::Problems;
 
 void parse_database(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
                     Problems& problems) {
-  check_keys(table, "database", {"path", "suffix", "map_size", "durability", "indexes"}, problems);
+  check_keys(table, "database",
+             {"path", "suffix", "map_size", "durability", "indexes", "server_id"}, problems);
   backend::DirectoryOptions& db = config.database;
   std::string text;
   if (get_string(table, "database", "path", text, problems)) {
@@ -175,6 +75,9 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
     } else {
       problems.add("database.durability", "must be \"sync\" or \"nosync\"");
     }
+  }
+  if (std::uint64_t id = 0; get_count(table, "database", "server_id", 4095, id, problems)) {
+    db.server_id = static_cast<std::uint32_t>(id);  // 4095: backend::kMaxServerId.
   }
   std::vector<std::string> indexes;
   if (get_strings(table, "database", "indexes", indexes, problems)) {
@@ -293,7 +196,7 @@ Result<std::uint64_t> parse_size_bytes(std::string_view text) {
   while (!unit.empty() && unit.front() == ' ') {
     unit.remove_prefix(1);
   }
-  const std::string u = lower(unit);
+  const std::string u = schema::ascii_lowered(unit);
   std::uint64_t multiplier = 1;
   if (u.empty() || u == "b") {
     multiplier = 1;
@@ -353,23 +256,6 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text) {
 }
 
 namespace {
-
-// Reads an optional non-negative integer key no larger than `max`.
-bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
-               std::uint64_t max, std::uint64_t& out, Problems& problems) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) {
-    return false;
-  }
-  const auto* value = node->as_integer();
-  if (value == nullptr || value->get() < 0 || static_cast<std::uint64_t>(value->get()) > max) {
-    problems.add(std::string(prefix) + "." + std::string(key),
-                 "must be an integer from 0 to " + std::to_string(max));
-    return false;
-  }
-  out = static_cast<std::uint64_t>(value->get());
-  return true;
-}
 
 void parse_server(const toml::table& table, Config& config, Problems& problems) {
   check_keys(table, "server",
@@ -512,164 +398,6 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
   }
 }
 
-// [tls]: certificate and key (required), CAs for client certificates, protocol and cipher
-// policy, the client certificate mode, SASL EXTERNAL's mapping and RFC 4513 options.
-void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
-               Problems& problems) {
-  check_keys(table, "tls",
-             {"certificate", "key", "ca_file", "ca_dir", "min_version", "ciphers", "ciphersuites",
-              "verify_client", "external_map", "handshake_timeout", "simple_bind_requires_tls"},
-             problems);
-  listener::TlsSettings& tls = config.tls.emplace();
-  std::string text;
-  const auto path = [&](std::string_view key, std::filesystem::path& out, bool required) {
-    if (get_string(table, "tls", key, text, problems)) {
-      const std::filesystem::path value(text);
-      out = value.is_absolute() ? value : base_dir / value;
-    } else if (required && !problems.any()) {
-      problems.add("tls." + std::string(key), "missing");
-    }
-  };
-  path("certificate", tls.certificate, true);
-  path("key", tls.key, true);
-  path("ca_file", tls.ca_file, false);
-  path("ca_dir", tls.ca_dir, false);
-  if (get_string(table, "tls", "min_version", text, problems)) {
-    if (text == "1.3") {
-      tls.tls13_only = true;
-    } else if (text != "1.2") {
-      problems.add("tls.min_version", "must be \"1.2\" or \"1.3\"");
-    }
-  }
-  get_string(table, "tls", "ciphers", tls.ciphers, problems);
-  get_string(table, "tls", "ciphersuites", tls.ciphersuites, problems);
-  if (get_string(table, "tls", "verify_client", text, problems)) {
-    if (text == "never") {
-      tls.client_certificates = listener::ClientCertificates::kNever;
-    } else if (text == "allow") {
-      tls.client_certificates = listener::ClientCertificates::kAllow;
-    } else if (text == "demand") {
-      tls.client_certificates = listener::ClientCertificates::kDemand;
-    } else {
-      problems.add("tls.verify_client", "must be \"never\", \"allow\" or \"demand\"");
-    }
-    if (tls.client_certificates == listener::ClientCertificates::kDemand && tls.ca_file.empty() &&
-        tls.ca_dir.empty()) {
-      problems.add("tls.verify_client", "\"demand\" needs tls.ca_file or tls.ca_dir");
-    }
-  }
-  if (get_string(table, "tls", "external_map", config.external_map, problems)) {
-    if (config.external_map.empty()) {
-      problems.add("tls.external_map", "must not be empty (default \"{subject}\")");
-    }
-  }
-  std::uint64_t number = 0;
-  if (get_count(table, "tls", "handshake_timeout", 3600, number, problems)) {
-    if (number == 0) {
-      problems.add("tls.handshake_timeout", "must be at least 1");
-    }
-    tls.handshake_timeout_s = static_cast<std::uint32_t>(number);
-  }
-  get_bool(table, "tls", "simple_bind_requires_tls", config.simple_bind_requires_tls, problems);
-}
-
-// [[access]]: the ordered access rules (server/operations/access_control.h). Their attribute names
-// and DNs are checked against the schema when the server builds them (OperationHandler).
-void parse_access_rules(const toml::node& node, Config& config, Problems& problems) {
-  const toml::array* array = node.as_array();
-  if (array == nullptr || !array->is_array_of_tables()) {
-    problems.add("access", "must be an array of tables ([[access]])");
-    return;
-  }
-  for (std::size_t i = 0; i < array->size(); ++i) {
-    const toml::table& table = *array->get(i)->as_table();
-    AccessRuleSpec rule;
-    rule.origin = "access[" + std::to_string(i) + "]";
-    const std::string& prefix = rule.origin;
-    check_keys(table, prefix, {"dn", "scope", "filter", "attrs", "by"}, problems);
-    if (get_string(table, prefix, "dn", rule.dn, problems)) {
-      if (Result<schema::Dn> dn = schema::Dn::parse(rule.dn); !dn.ok()) {
-        problems.add(prefix + ".dn", dn.status().message());
-      }
-    }
-    std::string text;
-    if (get_string(table, prefix, "scope", text, problems)) {
-      Result<DnScope> scope = parse_dn_scope(text);
-      if (!scope.ok()) {
-        problems.add(prefix + ".scope", scope.status().message());
-      } else if (rule.dn.empty()) {
-        problems.add(prefix + ".scope", "set without dn");
-      } else {
-        rule.scope = *scope;
-      }
-    }
-    if (get_string(table, prefix, "filter", rule.filter, problems)) {
-      if (Result<schema::Filter> filter = schema::Filter::parse(rule.filter); !filter.ok()) {
-        problems.add(prefix + ".filter", filter.status().message());
-      }
-    }
-    get_strings(table, prefix, "attrs", rule.attrs, problems);
-    const toml::node* by = table.get("by");
-    const toml::array* clauses = by != nullptr ? by->as_array() : nullptr;
-    if (clauses == nullptr || clauses->empty() || !clauses->is_array_of_tables()) {
-      problems.add(prefix + ".by",
-                   by == nullptr ? "missing (who gets which access)"
-                                 : "must be an array of tables, e.g. [{ who = \"*\", access = "
-                                   "\"read\" }]");
-      continue;
-    }
-    for (std::size_t j = 0; j < clauses->size(); ++j) {
-      const toml::table& clause = *clauses->get(j)->as_table();
-      const std::string at = prefix + ".by[" + std::to_string(j) + "]";
-      check_keys(clause, at, {"who", "dn", "scope", "group", "access"}, problems);
-      AccessSubjectSpec subject;
-      const int kinds = int{get_string(clause, at, "who", subject.who, problems)} +
-                        int{get_string(clause, at, "dn", subject.dn, problems)} +
-                        int{get_string(clause, at, "group", subject.group, problems)};
-      if (kinds != 1) {
-        problems.add(at, "needs exactly one of who, dn or group");
-      }
-      if (!subject.who.empty() && subject.who != "*") {
-        const std::string who = lower(subject.who);
-        if (who != "anonymous" && who != "users" && who != "self" && who != "rootdn") {
-          problems.add(at + ".who", "\"" + subject.who +
-                                        "\" is not a subject: use *, anonymous, users, self or "
-                                        "rootdn (or dn = \"...\", group = \"...\")");
-        }
-      }
-      for (const std::string* dn : {&subject.dn, &subject.group}) {
-        if (!dn->empty()) {
-          if (Result<schema::Dn> parsed = schema::Dn::parse(*dn); !parsed.ok()) {
-            problems.add(at + (dn == &subject.dn ? ".dn" : ".group"), parsed.status().message());
-          }
-        }
-      }
-      if (get_string(clause, at, "scope", text, problems)) {
-        Result<DnScope> scope = parse_dn_scope(text);
-        if (!scope.ok()) {
-          problems.add(at + ".scope", scope.status().message());
-        } else if (subject.dn.empty()) {
-          problems.add(at + ".scope", "set without dn");
-        } else {
-          subject.dn_scope = *scope;
-        }
-      }
-      if (get_string(clause, at, "access", text, problems)) {
-        Result<AccessMask> access = parse_access(text);
-        if (!access.ok()) {
-          problems.add(at + ".access", access.status().message());
-        } else {
-          subject.access = *access;
-        }
-      } else if (!problems.any()) {
-        problems.add(at + ".access", "missing");
-      }
-      rule.by.push_back(std::move(subject));
-    }
-    config.access.push_back(std::move(rule));
-  }
-}
-
 }  // namespace
 
 Result<Config> parse_config(std::string_view text, std::string_view origin,
@@ -733,7 +461,7 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
     parse_server(*server, config, problems);
   }
   if (const toml::node* access = root.get("access")) {
-    parse_access_rules(*access, config, problems);
+    detail::parse_access_rules(*access, config, problems);
   }
   if (const toml::table* limits = get_table(root, "limits", problems)) {
     parse_limits(*limits, config, problems);
@@ -758,7 +486,7 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
     parse_threads(*threads, config, problems);
   }
   if (const toml::table* tls = get_table(root, "tls", problems)) {
-    parse_tls(*tls, base_dir, config, problems);
+    detail::parse_tls(*tls, base_dir, config, problems);
   }
   if (config.server.listen.empty()) {
     config.server.listen.push_back(listener::ListenUrl{"ldap", "", 389});

@@ -8,6 +8,7 @@
 //   map_size = "8GiB"                    # LMDB map size (bytes, or with KiB/MiB/GiB/TiB)
 //   durability = "sync"                  # "sync" (default) or "nosync" (see README)
 //   indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub"]
+//   server_id = 0                        # 0..4095: the server id in every CSN (entryCSN)
 //
 //   [schema]
 //   files = ["/etc/numadir/local.schema"]  # loaded after the shipped schema, in order

@@ -1,450 +1,36 @@
-// server/formats/ldif_reader.cc: see ldif_reader.h.
+// server/formats/ldif_reader.cc: LdifReader's buffer, lines and records (see ldif_reader.h).
+// Where the bytes come from is in ldif_source.cc; how a value's text becomes its bytes is in
+// ldif_values.cc.
+//
+// Thread contract: as ldif_reader.h; an LdifReader belongs to one thread.
 #include "server/formats/ldif_reader.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <system_error>
 #include <utility>
 
+#include "schema/ascii.h"
+#include "schema/utf8.h"
+#include "server/formats/detail/ldif_source.h"
+#include "server/formats/detail/ldif_values.h"
+
 namespace numadir::server {
-
-namespace detail {
-
-// Where the reader's bytes come from.
-class LdifSource {
- public:
-  virtual ~LdifSource() = default;
-  // Reads up to `n` bytes into `out`. Returns: the count, 0 only at the end of the input.
-  // Errors: kIo.
-  virtual Result<std::size_t> read(char* out, std::size_t n) = 0;
-  // Returns: the input's total size, when known up front.
-  virtual std::optional<std::uint64_t> size_bytes() const { return std::nullopt; }
-};
-
-}  // namespace detail
-
 namespace {
 
-using detail::LdifSource;
-
-// The one place errno becomes text in this file.
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
-
-class StreamSource final : public LdifSource {
- public:
-  explicit StreamSource(std::istream& in) : in_(in) {}
-  Result<std::size_t> read(char* out, std::size_t n) override {
-    if (in_.bad()) {
-      return Status(StatusCode::kIo, "read error on the input stream");
-    }
-    if (in_.eof()) {
-      return std::size_t{0};
-    }
-    in_.read(out, static_cast<std::streamsize>(n));
-    if (in_.bad()) {
-      return Status(StatusCode::kIo, "read error on the input stream");
-    }
-    return static_cast<std::size_t>(in_.gcount());
-  }
-
- private:
-  std::istream& in_;
-};
-
-class MemorySource final : public LdifSource {
- public:
-  explicit MemorySource(std::string_view text) : text_(text) {}
-  Result<std::size_t> read(char* out, std::size_t n) override {
-    const std::size_t count = std::min(n, text_.size() - pos_);
-    std::memcpy(out, text_.data() + pos_, count);
-    pos_ += count;
-    return count;
-  }
-  std::optional<std::uint64_t> size_bytes() const override { return text_.size(); }
-
- private:
-  const std::string_view text_;
-  std::size_t pos_ = 0;
-};
-
-class FileSource final : public LdifSource {
- public:
-  explicit FileSource(std::FILE* file) : file_(file) {}
-  Result<std::size_t> read(char* out, std::size_t n) override {
-    const std::size_t count = std::fread(out, 1, n, file_);
-    if (count == 0 && std::ferror(file_) != 0) {
-      return Status(StatusCode::kIo, "read error on the input file");
-    }
-    return count;
-  }
-  std::optional<std::uint64_t> size_bytes() const override {
-    return regular_file_size(fileno(file_));
-  }
-
-  static std::optional<std::uint64_t> regular_file_size(int fd) {
-    struct stat st;
-    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      return std::nullopt;
-    }
-    return static_cast<std::uint64_t>(st.st_size);
-  }
-
- private:
-  std::FILE* const file_;
-};
-
-class FdSource final : public LdifSource {
- public:
-  FdSource(int fd, bool owned) : fd_(fd), owned_(owned) {}
-  FdSource(const FdSource&) = delete;
-  FdSource& operator=(const FdSource&) = delete;
-  ~FdSource() override {
-    if (owned_) {
-      ::close(fd_);
-    }
-  }
-  Result<std::size_t> read(char* out, std::size_t n) override {
-    for (;;) {
-      const ssize_t got = ::read(fd_, out, n);
-      if (got >= 0) {
-        return static_cast<std::size_t>(got);
-      }
-      if (errno != EINTR) {
-        return Status(StatusCode::kIo, "read error on the input: " + errno_text(errno));
-      }
-    }
-  }
-  std::optional<std::uint64_t> size_bytes() const override {
-    return FileSource::regular_file_size(fd_);
-  }
-
- private:
-  const int fd_;
-  const bool owned_;
-};
-
-// ---- character classes and small helpers ----
-
-constexpr bool is_alpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
-constexpr bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-constexpr std::array<bool, 256> make_key_char_table() {
-  std::array<bool, 256> table{};
-  for (int c = 0; c < 256; ++c) {
-    table[c] = is_alpha(static_cast<unsigned char>(c)) || is_digit(static_cast<unsigned char>(c)) ||
-               c == '-';
-  }
-  return table;
-}
-constexpr std::array<bool, 256> kKeyChar = make_key_char_table();
-bool is_key_char(unsigned char c) { return kKeyChar[c]; }
-
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  if (a == b) {  // The usual case, and a fast one.
-    return true;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Whether any byte of the 8 in `word` is NUL, CR or above 0x7f (SWAR: 8 bytes per step).
-bool word_needs_checking(std::uint64_t word) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
-  const std::uint64_t nul = (word - kOnes) & ~word & kHighs;
-  const std::uint64_t cr_bits = word ^ (kOnes * '\r');
-  const std::uint64_t cr = (cr_bits - kOnes) & ~cr_bits & kHighs;
-  return ((word & kHighs) | nul | cr) != 0;
-}
-
-// Quotes `text` for an error message: printable ASCII as is, other bytes as \xNN, cut at 60.
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kMaxShown = 60;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  if (text.size() > kMaxShown) {
-    out += "...";
-  }
-  out += "'";
-  return out;
-}
-
-// Base64 digit values; 0x40 marks '=', 0x80 anything else.
-constexpr std::array<std::uint8_t, 256> make_base64_table() {
-  std::array<std::uint8_t, 256> table{};
-  for (auto& entry : table) {
-    entry = 0x80;
-  }
-  constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  for (std::uint8_t i = 0; i < 64; ++i) {
-    table[static_cast<unsigned char>(kDigits[i])] = i;
-  }
-  table['='] = 0x40;
-  return table;
-}
-constexpr std::array<std::uint8_t, 256> kBase64Table = make_base64_table();
-
-// Decodes base64 `in` into `out`. Padding is required (the length is a multiple of 4).
-// Returns: an empty string on success, else the reason.
-std::string decode_base64(std::string_view in, std::string& out) {
-  out.clear();
-  if (in.size() % 4 != 0) {
-    return "base64 length " + std::to_string(in.size()) + " is not a multiple of 4";
-  }
-  out.resize(in.size() / 4 * 3);
-  const auto* src = reinterpret_cast<const unsigned char*>(in.data());
-  char* dst = out.data();
-  const std::size_t groups = in.size() / 4;
-  for (std::size_t g = 0; g < groups; ++g, src += 4) {
-    const std::uint8_t a = kBase64Table[src[0]], b = kBase64Table[src[1]], c = kBase64Table[src[2]],
-                       d = kBase64Table[src[3]];
-    if (((a | b | c | d) & 0xc0) == 0) [[likely]] {
-      const std::uint32_t bits =
-          (std::uint32_t{a} << 18) | (std::uint32_t{b} << 12) | (std::uint32_t{c} << 6) | d;
-      *dst++ = static_cast<char>(bits >> 16);
-      *dst++ = static_cast<char>(bits >> 8);
-      *dst++ = static_cast<char>(bits);
-      continue;
-    }
-    // Padding, only in the last group: "xx==" or "xxx=".
-    const std::size_t at = g * 4;
-    for (std::size_t k = 0; k < 4; ++k) {
-      if (kBase64Table[src[k]] & 0x80) {
-        return "invalid base64 character " + quoted(in.substr(at + k, 1)) + " at offset " +
-               std::to_string(at + k);
-      }
-    }
-    const bool last = g + 1 == groups;
-    if (!last || ((a | b) & 0x40) != 0 || ((c & 0x40) != 0 && (d & 0x40) == 0)) {
-      return "misplaced base64 padding '=' in the group at offset " + std::to_string(at);
-    }
-    const std::uint32_t bits = (std::uint32_t{a} << 18) | (std::uint32_t{b} << 12) |
-                               (static_cast<std::uint32_t>(c & 0x3f) << 6);
-    *dst++ = static_cast<char>(bits >> 16);
-    if (!(c & 0x40)) {
-      *dst++ = static_cast<char>(bits >> 8);
-    }
-  }
-  out.resize(static_cast<std::size_t>(dst - out.data()));
-  return {};
-}
-
-// Checks a plain (SAFE-STRING, UTF-8 allowed) value; spaces after the colon are already skipped.
-// Returns: an empty string if acceptable, else the reason.
-std::string check_plain_value(std::string_view value) {
-  if (value.empty()) {
-    return {};
-  }
-  if (value[0] == ':' || value[0] == '<') {
-    return std::string("a plain value must not start with '") + value[0] +
-           "'; write it in base64 (attr:: ...)";
-  }
-  // Most values are plain ASCII: skip those 8 bytes at a time.
-  std::size_t start = 0;
-  while (start + 8 <= value.size()) {
-    std::uint64_t word;
-    std::memcpy(&word, value.data() + start, sizeof(word));
-    if (word_needs_checking(word)) {
-      break;
-    }
-    start += 8;
-  }
-  bool ascii = true;
-  for (std::size_t i = start; i < value.size(); ++i) {
-    const auto c = static_cast<unsigned char>(value[i]);
-    if (c == 0 || c == '\r') {
-      return std::string("a plain value must not contain ") + (c == 0 ? "NUL" : "CR") +
-             " (offset " + std::to_string(i) + "); write it in base64 (attr:: ...)";
-    }
-    ascii = ascii && c < 0x80;
-  }
-  if (!ascii) {
-    const std::size_t bad = find_invalid_utf8(value.substr(start));
-    if (bad != std::string_view::npos) {
-      return "invalid UTF-8 at offset " + std::to_string(start + bad) +
-             " of a plain value; write binary values in base64 (attr:: ...)";
-    }
-  }
-  return {};
-}
-
-// Reads a local file:// URL into `out`, at most `max_bytes`.
-Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& out) {
-  constexpr std::string_view kScheme = "file://";
-  if (url.size() < kScheme.size() || !iequals(url.substr(0, kScheme.size()), kScheme)) {
-    return unsupported("only file:// URLs are supported, not " + quoted(url));
-  }
-  std::string_view rest = url.substr(kScheme.size());
-  const std::size_t slash = rest.find('/');
-  const std::string_view host = rest.substr(0, slash);
-  if (slash == std::string_view::npos || (!host.empty() && !iequals(host, "localhost"))) {
-    return unsupported("only local file:// URLs (file:///path) are supported, not " + quoted(url));
-  }
-  // RFC 1738: the path may carry %XX escapes.
-  std::string path;
-  for (std::size_t i = slash; i < rest.size(); ++i) {
-    if (rest[i] != '%') {
-      path += rest[i];
-      continue;
-    }
-    auto hex = [](char c) -> int {
-      if (is_digit(static_cast<unsigned char>(c))) return c - '0';
-      const char l = ascii_lower(c);
-      return (l >= 'a' && l <= 'f') ? l - 'a' + 10 : -1;
-    };
-    const int hi = i + 2 < rest.size() ? hex(rest[i + 1]) : -1;
-    const int lo = i + 2 < rest.size() ? hex(rest[i + 2]) : -1;
-    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-      return malformed("bad %-escape in URL " + quoted(url));
-    }
-    path += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
-                  "cannot open " + quoted(path) + " named by URL value: " + errno_text(err));
-  }
-  out.clear();
-  FdSource file(fd, /*owned=*/true);
-  char chunk[65536];
-  for (;;) {
-    Result<std::size_t> got = file.read(chunk, sizeof(chunk));
-    if (!got.ok()) {
-      return Status(StatusCode::kIo, "reading " + quoted(path) + ": " + got.status().message());
-    }
-    if (*got == 0) {
-      return Status();
-    }
-    if (out.size() + *got > max_bytes) {
-      return limit_exceeded("file " + quoted(path) + " named by URL value is longer than " +
-                            std::to_string(max_bytes) + " bytes");
-    }
-    out.append(chunk, *got);
-  }
-}
+using detail::check_plain_value;
+using detail::decode_base64;
+using detail::errno_text;
+using detail::quoted;
+using detail::read_file_url;
 
 // Small enough that tests can push every boundary case through refill().
 constexpr std::size_t kMinBuffer = 4;
 
 }  // namespace
-
-// ---- shared text checks ----
-
-std::size_t find_invalid_utf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len;
-    unsigned char lo = 0x80, hi = 0xbf;  // Range of the second byte.
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      if (c == 0xe0) lo = 0xa0;  // No overlong forms.
-      if (c == 0xed) hi = 0x9f;  // No surrogates.
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      if (c == 0xf0) lo = 0x90;  // No overlong forms.
-      if (c == 0xf4) hi = 0x8f;  // Nothing above U+10FFFF.
-    } else {
-      return i;
-    }
-    if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) {
-      return i;
-    }
-    for (std::size_t k = 2; k < len; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) {
-        return i;
-      }
-    }
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-bool is_valid_attribute_description(std::string_view description) {
-  const std::size_t semi = description.find(';');
-  const std::string_view type = description.substr(0, semi);
-  if (type.empty()) {
-    return false;
-  }
-  if (is_alpha(static_cast<unsigned char>(type[0]))) {
-    for (const char c : type) {
-      if (!is_key_char(static_cast<unsigned char>(c))) {
-        return false;
-      }
-    }
-  } else {
-    // numericoid: 1*DIGIT *("." 1*DIGIT)
-    bool digit_before = false;
-    for (const char c : type) {
-      if (is_digit(static_cast<unsigned char>(c))) {
-        digit_before = true;
-      } else if (c == '.' && digit_before) {
-        digit_before = false;
-      } else {
-        return false;
-      }
-    }
-    if (!digit_before) {
-      return false;
-    }
-  }
-  if (semi == std::string_view::npos) {
-    return true;
-  }
-  std::string_view options = description.substr(semi + 1);
-  for (;;) {
-    const std::size_t next = options.find(';');
-    const std::string_view option = options.substr(0, next);
-    if (option.empty()) {
-      return false;
-    }
-    for (const char c : option) {
-      if (!is_key_char(static_cast<unsigned char>(c))) {
-        return false;
-      }
-    }
-    if (next == std::string_view::npos) {
-      return true;
-    }
-    options.remove_prefix(next + 1);
-  }
-}
 
 // ---- LdifReader ----
 
@@ -458,16 +44,16 @@ LdifReader::LdifReader(std::unique_ptr<detail::LdifSource> source, LdifReaderOpt
     : options_(options), source_(std::move(source)), input_size_bytes_(source_->size_bytes()) {}
 
 LdifReader::LdifReader(std::istream& in, LdifReaderOptions options)
-    : LdifReader(std::make_unique<StreamSource>(in), options) {}
+    : LdifReader(detail::stream_source(in), options) {}
 
 LdifReader::LdifReader(std::string_view text, LdifReaderOptions options)
-    : LdifReader(std::make_unique<MemorySource>(text), options) {}
+    : LdifReader(detail::memory_source(text), options) {}
 
 LdifReader::LdifReader(std::FILE* file, LdifReaderOptions options)
-    : LdifReader(std::make_unique<FileSource>(file), options) {}
+    : LdifReader(detail::file_source(file), options) {}
 
 LdifReader::LdifReader(int fd, LdifReaderOptions options)
-    : LdifReader(std::make_unique<FdSource>(fd, /*owned=*/false), options) {}
+    : LdifReader(detail::fd_source(fd, /*owned=*/false), options) {}
 
 LdifReader::~LdifReader() = default;
 
@@ -480,7 +66,7 @@ Result<std::unique_ptr<LdifReader>> LdifReader::open_file(const std::string& pat
   // Only a hint: a bigger readahead window for a file read once from start to end.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   return std::unique_ptr<LdifReader>(
-      new LdifReader(std::make_unique<FdSource>(fd, /*owned=*/true), options));
+      new LdifReader(detail::fd_source(fd, /*owned=*/true), options));
 }
 
 Result<bool> LdifReader::refill() {
@@ -739,7 +325,7 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
 
   // `version: 1` may only be the first line of the input, outside any record.
   if (starts_record && first_content && colon != std::string_view::npos &&
-      iequals(description, "version")) {
+      schema::ascii_iequals(description, "version")) {
     std::string version;
     NUMADIR_RETURN_IF_ERROR(decode_value(text.substr(colon + 1), description, line,
                                          /*is_dn=*/false, version));
@@ -770,10 +356,10 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
     return invalid_description();
   }
   const std::string_view spec = text.substr(colon + 1);
-  const bool is_dn = iequals(description, "dn");
+  const bool is_dn = schema::ascii_iequals(description, "dn");
   if (starts_record) {
     if (!is_dn) {
-      if (iequals(description, "version")) {
+      if (schema::ascii_iequals(description, "version")) {
         return error(StatusCode::kMalformed, line,
                      "'version:' is only allowed as the first line of the input");
       }
@@ -788,18 +374,15 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
     return error(StatusCode::kMalformed, line,
                  "a second 'dn:' in one record (is a blank line missing between records?)");
   }
-  if (iequals(description, "changetype") || iequals(description, "control")) {
-    std::string shown(description);
-    for (char& c : shown) {
-      c = ascii_lower(c);
-    }
+  if (schema::ascii_iequals(description, "changetype") ||
+      schema::ascii_iequals(description, "control")) {
+    std::string shown = schema::ascii_lowered(description);
     std::string_view kind = spec;
     while (!kind.empty() && kind[0] == ' ') {
       kind.remove_prefix(1);
     }
-    const bool plain_word =
-        !kind.empty() && kind.size() <= 16 &&
-        std::all_of(kind.begin(), kind.end(), [](char c) { return is_alpha(c); });
+    const bool plain_word = !kind.empty() && kind.size() <= 16 &&
+                            std::all_of(kind.begin(), kind.end(), schema::is_ascii_alpha);
     shown += plain_word && shown != "control" ? ": " + std::string(kind) : std::string(": ...");
     return error(StatusCode::kUnsupported, line,
                  "change records (" + shown +
@@ -843,7 +426,7 @@ Status LdifReader::decode_value(std::string_view spec, std::string_view descript
                      "bad base64 in the value of " + quoted(description) + ": " + reason);
       }
       if (is_dn) {
-        const std::size_t bad = find_invalid_utf8(out);
+        const std::size_t bad = schema::find_invalid_utf8(out);
         if (bad != std::string::npos) {
           return error(StatusCode::kMalformed, line,
                        "the base64 DN is not valid UTF-8 (byte " + std::to_string(bad) + ")");
@@ -877,12 +460,13 @@ std::string* LdifReader::next_value_slot(schema::Entry& entry, std::string_view 
   auto& attributes = entry.attributes;
   std::size_t index = attribute_count_;
   // Values of one attribute are usually adjacent: try the latest attribute first.
-  if (attribute_count_ > 0 && iequals(attributes[attribute_count_ - 1].description, description)) {
+  if (attribute_count_ > 0 &&
+      schema::ascii_iequals(attributes[attribute_count_ - 1].description, description)) {
     index = attribute_count_ - 1;
   } else {
     for (std::size_t i = 0; i + 1 < attribute_count_; ++i) {
       const std::string& known = attributes[i].description;
-      if (known.size() == description.size() && iequals(known, description)) {
+      if (known.size() == description.size() && schema::ascii_iequals(known, description)) {
         index = i;
         break;
       }

@@ -1,5 +1,5 @@
 // server/formats/ldif_reader.h: LdifReader, a streaming parser of RFC 2849 LDIF content records
-// (the input of `numadir import`), and the two text checks LdifWriter shares with it.
+// (the input of `numadir import`), and the attribute description check LdifWriter shares with it.
 //
 // The reader pulls the input through one buffer in chunks (1 MiB by default) and hands out one
 // record at a time, so a multi-GB file is never held whole: memory is bounded by the longest
@@ -167,10 +167,6 @@ class LdifReader {
   std::size_t attribute_count_ = 0;
   std::vector<std::size_t> value_counts_;
 };
-
-// Returns: the offset of the first byte of `text` that does not belong to well-formed UTF-8
-// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos if none.
-std::size_t find_invalid_utf8(std::string_view text);
 
 // Returns: whether `description` is an RFC 2849 AttributeDescription: a name (ALPHA then ALPHA,
 // DIGIT or '-') or a numeric OID, then zero or more ";option" (each 1+ ALPHA, DIGIT or '-').

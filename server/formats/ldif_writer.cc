@@ -3,6 +3,8 @@
 
 #include <string_view>
 
+#include "schema/ascii.h"
+#include "schema/utf8.h"
 #include "server/formats/ldif_reader.h"
 
 namespace numadir::server {
@@ -10,31 +12,18 @@ namespace {
 
 constexpr char kBase64Digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Whether values of `description` are always base64: a ";binary" option, or userPassword.
 bool always_base64(std::string_view description, const LdifWriterOptions& options) {
   const std::size_t semi = description.find(';');
   const std::string_view type = description.substr(0, semi);
-  if (options.base64_passwords && (iequals(type, "userPassword") || type == "2.5.4.35")) {
+  if (options.base64_passwords &&
+      (schema::ascii_iequals(type, "userPassword") || type == "2.5.4.35")) {
     return true;
   }
   std::string_view rest = semi == std::string_view::npos ? "" : description.substr(semi + 1);
   while (!rest.empty()) {
     const std::size_t next = rest.find(';');
-    if (iequals(rest.substr(0, next), "binary")) {
+    if (schema::ascii_iequals(rest.substr(0, next), "binary")) {
       return true;
     }
     rest = next == std::string_view::npos ? "" : rest.substr(next + 1);
@@ -64,7 +53,7 @@ bool is_plain_safe(std::string_view value, bool plain_utf8) {
   if (ascii) {
     return true;
   }
-  if (find_invalid_utf8(value) != std::string_view::npos) {
+  if (schema::find_invalid_utf8(value) != std::string_view::npos) {
     return false;
   }
   // U+0080..U+009F (C1 controls) are 0xC2 0x80..0x9F: terminals may act on them.
@@ -161,7 +150,7 @@ void append_line(std::string_view description, std::string_view value, bool forc
 }
 
 Status check_entry(const schema::Entry& entry) {
-  const std::size_t bad = find_invalid_utf8(entry.dn);
+  const std::size_t bad = schema::find_invalid_utf8(entry.dn);
   if (bad != std::string::npos) {
     return invalid_argument("LDIF export: the DN is not valid UTF-8 (byte " + std::to_string(bad) +
                             ")");
@@ -173,8 +162,9 @@ Status check_entry(const schema::Entry& entry) {
                               attribute.description + "'");
     }
     // A reader would take these for the DN or for a change record.
-    if (iequals(description, "dn") || iequals(description, "changetype") ||
-        iequals(description, "control")) {
+    if (schema::ascii_iequals(description, "dn") ||
+        schema::ascii_iequals(description, "changetype") ||
+        schema::ascii_iequals(description, "control")) {
       return invalid_argument("LDIF export of '" + entry.dn + "': attribute description '" +
                               attribute.description + "' is reserved in LDIF");
     }

@@ -177,7 +177,7 @@ void LoggingHandler::tls_established(listener::Session& session, const listener:
 }
 
 void LoggingHandler::handle(const LdapMessage& request, listener::Session& session,
-                            listener::ResponseSink& sink) {
+                            listener::ResponseSink& sink, threadpool::WorkerState& state) {
   auto& logged = static_cast<LoggedSession&>(session);
   const std::string prefix =
       "conn=" + std::to_string(logged.id()) + " op=" + std::to_string(request.message_id) + " ";
@@ -185,7 +185,7 @@ void LoggingHandler::handle(const LdapMessage& request, listener::Session& sessi
   std::string entry_lines;
   WatchingSink watching(sink, level_ == LogLevel::kDebug ? &entry_lines : nullptr);
   const auto start = std::chrono::steady_clock::now();
-  inner_.handle(request, logged.inner(), watching);
+  inner_.handle(request, logged.inner(), watching, state);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!entry_lines.empty()) {

@@ -21,8 +21,12 @@ class LoggingHandler final : public listener::RequestHandler {
       : inner_(inner), log_(log), level_(level) {}
 
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
+  // The inner handler's: handle() passes it through.
+  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+    return inner_.make_worker_state();
+  }
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
-              listener::ResponseSink& sink) override;
+              listener::ResponseSink& sink, threadpool::WorkerState& state) override;
   // Logs UNBIND, or ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`).
   void notice(const listener::wire::LdapMessage& request, listener::Session& session) override;
   // Logs the TLS handshake (protocol, cipher, client certificate) and tells the inner handler.

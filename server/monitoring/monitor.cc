@@ -47,15 +47,9 @@ std::string child_dn(std::string_view rdn, std::string_view parent) {
   return std::string(rdn) + "," + std::string(parent);
 }
 
-}  // namespace
-
-std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
+// Appends cn=Monitor, cn=Connections and cn=Operations.
+void add_server_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
   const std::string root(kMonitorDn);
-  const std::string listeners_dn = child_dn("cn=Listeners", root);
-  const std::string workers_dn = child_dn("cn=Workers", root);
-  const std::string pools_dn = child_dn("cn=Pools", root);
-  std::vector<schema::Entry> entries;
-
   EntryBuilder server(root, "numadirMonitor", "Monitor");
   server.text("description", "numadir server status (read-only)");
   server.text("numadirVersion", data.version);
@@ -96,12 +90,12 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
       .number("numadirModDNs", ops.of(OperationKind::kModifyDn))
       .number("numadirExtendedOperations", ops.of(OperationKind::kExtended));
   entries.push_back(operations.take());
+}
 
-  if (!data.frontend.has_value()) {
-    return entries;
-  }
+// Appends cn=Listeners and an entry per listener thread.
+void add_listener_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
   const listener::FrontendSnapshot& frontend = *data.frontend;
-
+  const std::string listeners_dn = child_dn("cn=Listeners", kMonitorDn);
   EntryBuilder listeners(listeners_dn, "numadirMonitor", "Listeners");
   listeners.text("description", "listener threads: accept, read, decode")
       .number("numadirListeners", frontend.listeners.size());
@@ -122,7 +116,12 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
         .cpu(data.listener_cpu_ms, i);
     entries.push_back(entry.take());
   }
+}
 
+// Appends cn=Workers and an entry per worker thread.
+void add_worker_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
+  const listener::FrontendSnapshot& frontend = *data.frontend;
+  const std::string workers_dn = child_dn("cn=Workers", kMonitorDn);
   EntryBuilder workers(workers_dn, "numadirMonitor", "Workers");
   workers.text("description", "worker threads: run operations")
       .number("numadirWorkers", frontend.workers.size());
@@ -141,7 +140,12 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
         .cpu(data.worker_cpu_ms, i);
     entries.push_back(entry.take());
   }
+}
 
+// Appends cn=Pools and an entry per pool.
+void add_pool_entries(const listener::FrontendSnapshot& frontend,
+                      std::vector<schema::Entry>& entries) {
+  const std::string pools_dn = child_dn("cn=Pools", kMonitorDn);
   EntryBuilder pools(pools_dn, "numadirMonitor", "Pools");
   pools.text("description", "worker pools and their request queues");
   entries.push_back(pools.take());
@@ -156,6 +160,18 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
         .number("numadirWorkers", pool.workers)
         .number("numadirListeners", pool.listeners);
     entries.push_back(entry.take());
+  }
+}
+
+}  // namespace
+
+std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
+  std::vector<schema::Entry> entries;
+  add_server_entries(data, entries);
+  if (data.frontend.has_value()) {
+    add_listener_entries(data, entries);
+    add_worker_entries(data, entries);
+    add_pool_entries(*data.frontend, entries);
   }
   return entries;
 }

@@ -12,7 +12,7 @@
 //       cn=Pool <i>,cn=Pools,...             per pool: queue depth, high-water mark, capacity
 //
 // The attributes and object classes are in schema/files/monitor.schema. The search itself
-// (rootdn only; noSuchObject for everyone else) is OperationHandler::search_monitor.
+// (rootdn only; noSuchObject for everyone else) is MonitorSearch (monitor_search.h).
 //
 // Thread contract: a Monitor is built and attached / detached on the main thread; collect() may
 // be called from any thread (workers running a search) at any time, concurrently with attach

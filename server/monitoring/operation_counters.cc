@@ -11,16 +11,6 @@ using listener::wire::ProtocolOp;
 
 namespace {
 
-// Keys for the thread-local slot cache. Never reused, so an entry left behind by a destroyed
-// OperationCounters can never be mistaken for a live one's.
-std::atomic<std::uint64_t> next_counters_key{1};  // Relaxed: only uniqueness matters.
-
-struct CachedSlot {
-  std::uint64_t key;
-  void* slot;  // An OperationCounters::Slot owned by the object with that key.
-};
-thread_local std::vector<CachedSlot> cached_slots;
-
 std::optional<OperationKind> kind_of(ProtocolOp op) {
   switch (op) {
     case ProtocolOp::kBindRequest:
@@ -54,34 +44,23 @@ std::uint64_t OperationTotals::total() const {
   return sum;
 }
 
-OperationCounters::OperationCounters()
-    : key_(next_counters_key.fetch_add(1, std::memory_order_relaxed)) {}
-
 OperationCounters::~OperationCounters() = default;
 
-OperationCounters::Slot& OperationCounters::slot() {
-  for (const CachedSlot& cached : cached_slots) {
-    if (cached.key == key_) {
-      return *static_cast<Slot*>(cached.slot);
-    }
-  }
+OperationCounters::Slot& OperationCounters::add_slot() {
   auto slot = std::make_unique<Slot>();
-  Slot* raw = slot.get();
-  {
-    MutexLock lock(mu_);
-    slots_.push_back(std::move(slot));
-  }
-  cached_slots.push_back(CachedSlot{key_, raw});
-  return *raw;
+  Slot& added = *slot;
+  MutexLock lock(mu_);
+  slots_.push_back(std::move(slot));
+  return added;
 }
 
-void OperationCounters::count(ProtocolOp op) {
+void OperationCounters::count(Slot& slot, ProtocolOp op) {
   if (const std::optional<OperationKind> kind = kind_of(op); kind.has_value()) {
-    threadpool::owner_add(slot().operations[static_cast<std::size_t>(*kind)]);
+    threadpool::owner_add(slot.operations[static_cast<std::size_t>(*kind)]);
   }
 }
 
-void OperationCounters::count_auth() { threadpool::owner_add(slot().auths); }
+void OperationCounters::count_auth(Slot& slot) { threadpool::owner_add(slot.auths); }
 
 OperationTotals OperationCounters::totals() const {
   OperationTotals totals;

@@ -1,12 +1,13 @@
 // server/monitoring/operation_counters.h: how many operations of each kind the server ran, and how
-// many binds succeeded with a name and password (the "auths" of auths/s), counted per thread: each
-// thread that runs operations gets its own slot on its own cache lines the first time it counts,
-// and only that thread writes it (threadpool::owner_add: no locked instruction). Readers sum
-// the slots.
+// many binds succeeded with a name and password (the "auths" of auths/s), counted per worker:
+// each thread that runs operations gets its own slot on its own cache lines (add_slot(), kept in
+// its worker state), and only that thread writes it (threadpool::owner_add: no locked
+// instruction). Readers sum the slots.
 //
-// Thread contract: count() and count_auth() may be called from any thread at once (each touches
-// its own slot; registering a new thread's slot takes a mutex once). totals() may be called from
-// any thread. Destroy only once no thread counts any more.
+// Thread contract: add_slot() and totals() may be called from any thread at once (a mutex
+// guards the list of slots). count() and count_auth() write the given slot: only its owner
+// calls them. Slots live as long as the OperationCounters (a worker's counts outlive it);
+// destroy it only once no thread counts any more.
 #pragma once
 
 #include <array>
@@ -44,28 +45,28 @@ struct OperationTotals {
 
 class OperationCounters {
  public:
-  OperationCounters();
-  OperationCounters(const OperationCounters&) = delete;
-  OperationCounters& operator=(const OperationCounters&) = delete;
-  ~OperationCounters();
-
-  // Counts one operation of the request kind `op`; other ops (responses, unbind, abandon) are
-  // not counted.
-  void count(listener::wire::ProtocolOp op);
-  // Counts one successful bind with a name and password.
-  void count_auth();
-  // Returns: the sums over every thread's slot, read now.
-  OperationTotals totals() const;
-
- private:
+  // One worker's counts. Owner: the thread that add_slot() gave it to.
   struct alignas(kCacheLineSize) Slot {
     std::array<std::atomic<std::uint64_t>, kOperationKinds> operations{};
     std::atomic<std::uint64_t> auths{0};
   };
-  // Returns: the calling thread's slot, registered on first use.
-  Slot& slot();
 
-  const std::uint64_t key_;  // Unique per object for the process's life (thread-local cache).
+  OperationCounters() = default;
+  OperationCounters(const OperationCounters&) = delete;
+  OperationCounters& operator=(const OperationCounters&) = delete;
+  ~OperationCounters();
+
+  // Returns: a new slot, counted in totals() from now on and valid for this object's life.
+  Slot& add_slot() NUMADIR_EXCLUDES(mu_);
+  // Counts one operation of the request kind `op` in `slot`; other ops (responses, unbind,
+  // abandon) are not counted. Requires: the caller owns `slot`.
+  static void count(Slot& slot, listener::wire::ProtocolOp op);
+  // Counts one successful bind with a name and password in `slot`.
+  static void count_auth(Slot& slot);
+  // Returns: the sums over every slot, read now.
+  OperationTotals totals() const NUMADIR_EXCLUDES(mu_);
+
+ private:
   mutable Mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_ NUMADIR_GUARDED_BY(mu_);
 };

@@ -149,24 +149,29 @@ TEST_CASE("DnIndex: normalized_dn_from_key inverts the key layout") {
   CHECK(ndn.empty());
 }
 
-TEST_CASE("DnIndex: dn_key_into keys like dn_key_of and reuses the remembered normalization") {
+TEST_CASE("DnIndex: dn_key_into keys like dn_key_of through the caller's scratch") {
   const SchemaDnNormalizer normalizer(testing::test_schema());
   std::string key = "left over";
-  REQUIRE(dn_key_into("uid=JDoe,ou=People,dc=Example,dc=COM", normalizer, key).ok());
+  DnKeyScratch scratch;
+  REQUIRE(dn_key_into("uid=JDoe,ou=People,dc=Example,dc=COM", normalizer, key, scratch).ok());
   CHECK(key == "dc=com\0dc=example\0ou=people\0uid=jdoe"sv);
-  CHECK(dn_key_into("cn=,,", normalizer, key).code() == StatusCode::kInvalidDnSyntax);
+  CHECK(scratch.ndn == "uid=jdoe,ou=people,dc=example,dc=com");
+  CHECK(dn_key_into("cn=,,", normalizer, key, scratch).code() == StatusCode::kInvalidDnSyntax);
   CHECK(key.empty());
-  // A remembered DN is keyed from its remembered form (here a false one, to show it is used).
-  normalizer.remember("uid=JDoe,dc=com", "uid=other,dc=com");
-  REQUIRE(dn_key_into("uid=JDoe,dc=com", normalizer, key).ok());
-  CHECK(key == "dc=com\0uid=other"sv);
-  REQUIRE(dn_key_into("uid=JDoe,dc=org", normalizer, key).ok());
+  REQUIRE(dn_key_into("uid=JDoe,dc=org", normalizer, key, scratch).ok());
   CHECK(key == "dc=org\0uid=jdoe"sv);
-  // Building (or destroying) a normalizer forgets it.
-  normalizer.remember("uid=JDoe,dc=com", "uid=other,dc=com");
-  { const SchemaDnNormalizer another(testing::test_schema()); }
-  REQUIRE(dn_key_into("uid=JDoe,dc=com", normalizer, key).ok());
-  CHECK(key == "dc=com\0uid=jdoe"sv);
+  REQUIRE(dn_key_into("", normalizer, key, scratch).ok());
+  CHECK(key.empty());
+}
+
+TEST_CASE("DnIndex: dn_key_from_normalized_into replaces the key with the normalized DN's") {
+  std::string key = "left over";
+  dn_key_from_normalized_into("uid=jdoe,ou=people,dc=example,dc=com", key);
+  CHECK(key == "dc=com\0dc=example\0ou=people\0uid=jdoe"sv);
+  dn_key_from_normalized_into("cn=a\\,b,dc=com", key);
+  CHECK(key == dn_key_from_normalized("cn=a\\,b,dc=com"));
+  dn_key_from_normalized_into("", key);
+  CHECK(key.empty());
 }
 
 TEST_CASE("DnIndex: subtree predicates follow the key layout") {

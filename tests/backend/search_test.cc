@@ -380,6 +380,30 @@ TEST_CASE("Search: lookup reads values in place for bind") {
   CHECK(calls == 1);
 }
 
+TEST_CASE("Search: lookup_normalized finds the entry its normalized DN names as lookup does") {
+  SearchFixture f;
+  const schema::DnValueNormalizer& normalizer = f.directory().dn_normalizer();
+  const std::string ndn =
+      schema::Dn::parse("UID=User4, OU=People, DC=Example, DC=Com").value().normalized(&normalizer);
+  CHECK(ndn == "uid=user4,ou=people,dc=example,dc=com");
+  std::size_t calls = 0;
+  require_ok(f.directory().lookup_normalized(f.txn(), ndn, [&](const EntryRef& entry) {
+    ++calls;
+    CHECK(entry.dn() == user_dn(4));
+    CHECK(entry.values("uid") == std::vector<std::string_view>{"user4"});
+  }));
+  CHECK(calls == 1);
+  // Twice in a row, as a worker's binds do: the transaction's scratch is reused.
+  require_ok(f.directory().lookup_normalized(f.txn(), ndn, [&](const EntryRef&) { ++calls; }));
+  CHECK(calls == 2);
+  const Status missing = f.directory().lookup_normalized(
+      f.txn(), "uid=nobody,ou=people,dc=example,dc=com", [&](const EntryRef&) { ++calls; });
+  CHECK(missing == Status(StatusCode::kNoSuchObject, kPeople));
+  CHECK(f.directory().lookup_normalized(f.txn(), "", [&](const EntryRef&) { ++calls; }).code() ==
+        StatusCode::kNoSuchObject);
+  CHECK(calls == 2);
+}
+
 }  // namespace
 }  // namespace numadir::backend
 

@@ -7,7 +7,9 @@ its LDAP result code or kind:
 - wrong passwords: every bind answered invalidCredentials, counted as by_code["49"];
 - users that do not exist: every search answered with no entry, counted as no_entry;
 - a filter that matches several entries: counted as multiple_entries (or sizeLimitExceeded, 4,
-  for an anonymous search past the server's size limit).
+  for an anonymous search past the server's size limit);
+- --mode modify as the rootdn: modifications > 0, no error; as a user, who may change only its
+  own entry: the others refused with insufficientAccessRights, counted as by_code["50"].
 
   authrate_numadir_test.py --numadir build/release/server/numadir --gen perf/gen_users.py \\
       --bin-dir build/release
@@ -18,7 +20,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numadir_harness import CheckFailed, NumadirServer, parse_args, run_checks  # noqa: E402
+from numadir_harness import (ROOT_DN, ROOT_PW, CheckFailed, NumadirServer, parse_args,  # noqa: E402
+                             run_checks)
 
 PEOPLE = "ou=people,dc=example,dc=com"
 
@@ -75,12 +78,30 @@ def main():
                               f"{errors}")
         print(f"  ok: {errors['total']} searches counted as several entries")
 
+    def modify_as_root():
+        code, summary = authrate(args, state["server"], "--mode", "modify", "-D", ROOT_DN, "-w",
+                                 ROOT_PW, "--last", "99")
+        if code != 0 or summary["modifications"] == 0 or summary["errors"]["total"] != 0:
+            raise CheckFailed(f"modify as the rootdn: exit {code}, {summary}")
+        print(f"  ok: {summary['modifications']} modifications, no error")
+
+    def modify_refused():
+        _, summary = authrate(args, state["server"], "--mode", "modify", "-D",
+                              f"uid=user0,{PEOPLE}", "-w", "password0", "--first", "1",
+                              "--last", "99")
+        errors = summary["errors"]
+        if errors["by_code"].get("50", 0) == 0 or errors["by_code"].get("50") != errors["total"]:
+            raise CheckFailed(f"modify as a user: expected only code 50: {summary}")
+        print(f"  ok: {errors['total']} modifications refused with code 50")
+
     with NumadirServer(args.numadir, args.gen, users=100) as server:
         state["server"] = server
         return run_checks("authrate_numadir", [("right passwords", good),
                                                ("wrong passwords", wrong_password),
                                                ("missing users", missing_users),
-                                               ("several entries", several_entries)])
+                                               ("several entries", several_entries),
+                                               ("modify as the rootdn", modify_as_root),
+                                               ("modify refused", modify_refused)])
 
 
 if __name__ == "__main__":

@@ -415,6 +415,17 @@ def define_requests():
     search("root DSE subschemaSubentry", "", BASE, attrs=["subschemaSubentry"])
     search("subschema entry exists", "cn=Subschema", BASE, "(objectClass=subschema)",
            attrs=["1.1"])
+    # The root DSE and cn=Subschema are filtered by the same evaluator as stored entries.
+    search("root DSE substring on objectClass (no SUBSTR rule)", "", BASE, "(objectClass=*top*)",
+           attrs=["1.1"])
+    search("root DSE approximate objectClass", "", BASE, "(objectClass~=top)", attrs=["1.1"])
+    search("root DSE not of an undefined item", "", BASE, "(!(objectClass=*top*))",
+           attrs=["1.1"])
+    search("subschema substring on cn", "cn=Subschema", BASE, "(cn=sub*)", attrs=["1.1"])
+    search("subschema substring that misses", "cn=Subschema", BASE, "(cn=*monitor*)",
+           attrs=["1.1"])
+    search("subschema extensible on cn", "cn=Subschema", BASE, "(cn:caseExactMatch:=Subschema)",
+           attrs=["1.1"])
     search("base DN with an undefined attribute type", f"fooBar=x,{PEOPLE}", BASE)
     search("subordinate scope (draft-sermersheim-ldap-subordinate-scope)", GROUPS,
            ldap.SCOPE_SUBORDINATE, attrs=["1.1"])

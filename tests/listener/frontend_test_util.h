@@ -1,50 +1,45 @@
-// tests/listener/frontend_test_util.h: what the Frontend tests (frontend_test.cc,
-// frontend_threads_test.cc) share: a fake RequestHandler whose behaviour each request picks by its
-// base DN, a blocking test client over one loopback socket, and a Frontend started with them.
-//   "gate"   waits for the test to open the gate, then answers (or sends nothing if abandoned);
-//   other    answers one entry named after the base, then SearchResultDone.
-// A bind checks that nothing else of its connection runs beside it. A delete (an update: never
-// run by a helping listener) of "gate" waits at the same gate; any delete answers DelResponse.
-// The handler records the OS thread that ran each message ID.
-//
-// Thread contract: FakeHandler is called by the Frontend's listener and worker threads, and
-// read by the test thread (its counters are atomics, the rest is under its mutex). A Client
-// belongs to the thread that made it. A Server is made and destroyed on the test thread.
+// tests/listener/frontend_test_util.h: what the listener's tests over real loopback sockets
+// share: a fake RequestHandler whose behaviour each request picks by its base DN,
+//   "gate"      waits for the test to open the gate, then answers (or sends nothing if
+//               abandoned);
+//   "open"      sends an entry "before", then keeps the operation open (ResponseSink::detach)
+//               in its Feeder, which the test feeds from threads of its own;
+//   "gate-open" waits at the gate, then does what "open" does;
+//   other       answers one entry named after the base, then SearchResultDone;
+// a blocking Client and a Server (a Frontend on 127.0.0.1, port 0, around a FakeHandler).
+// A bind checks that nothing else of its connection runs beside it and that no operation is
+// open. A delete (an update: never run by a helping listener) of "gate" waits at the same gate;
+// any delete answers DelResponse. The handler records the OS thread that ran each message ID.
 #pragma once
 
-#include "listener/frontend.h"
-
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
-#include <optional>
-#include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
-#include <vector>
 
+#include "listener/frontend.h"
+#include "listener/request_handler.h"
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/framing.h"
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
 #include "tests/wait_until.h"
-#include "threadpool/placement.h"
-#include "threadpool/topology.h"
 
 namespace numadir::listener::testing {
 
@@ -53,24 +48,189 @@ using wire::ProtocolOp;
 
 class FakeSession : public Session {
  public:
+  explicit FakeSession(std::atomic<int>& closed) : closed_(closed) {}
+  ~FakeSession() override { closed_.fetch_add(1); }  // When the listener destroys its connection.
   std::atomic<int> running{0};
+
+ private:
+  std::atomic<int>& closed_;
+};
+
+// The operations the fake handler keeps open (search base "open"), fed later by the test from
+// threads of its own, as the writer feeds a persistent search. Any thread; each operation is
+// called under mu_, so one call at a time. on_end records the thread it ran on and, with
+// drop_on_end (the default, what a real feeder does), destroys the operation at once;
+// otherwise the test releases it.
+class Feeder {
+ public:
+  // An entry control (Entry Change Notification, RFC-less but common) and a done control
+  // (Simple Paged Results, RFC 2696), to check that responses carry their controls.
+  static constexpr std::string_view kEntryControl = "2.16.840.1.113730.3.4.7";
+  static constexpr std::string_view kEntryControlValue =
+      std::string_view("\x30\x03\x0a\x01\x01", 5);
+  static constexpr std::string_view kDoneControl = "1.2.840.113556.1.4.319";
+  static constexpr std::string_view kDoneControlValue =
+      std::string_view("\x30\x05\x02\x01\x00\x04\x00", 7);
+  static constexpr std::string_view kIntermediateName = "1.3.6.1.4.1.4203.1.9.1.4";
+  static constexpr std::string_view kIntermediateValue = std::string_view("\xa3\x00", 2);
+
+  std::atomic<bool> drop_on_end{true};
+
+  // The handler keeps `operation` of request `id` open.
+  void keep(std::int32_t id, std::unique_ptr<OpenOperation> operation) {
+    std::lock_guard lock(mu_);
+    OpenOperation& kept = *operation;
+    ops_[id] = std::move(operation);
+    open_.insert(id);
+    kept_.insert(id);
+    kept.set_on_end([this, id] { on_end(id); });
+    changed_.notify_all();
+  }
+  // Sends an entry named `name` (with kEntryControl) through operation `id`, unless it was
+  // dropped or abandoned. Returns: whether it was sent.
+  bool send_entry(std::int32_t id, std::string_view name) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr || operation->abandoned()) {
+      return false;
+    }
+    operation->send(entry(id, name));
+    return true;
+  }
+  // Sends an entry through operation `id` even when it was abandoned, as a feeder that has not
+  // learnt it yet would. Returns: whether the feeder still held it.
+  bool send_entry_anyway(std::int32_t id, std::string_view name) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr) {
+      return false;
+    }
+    operation->send(entry(id, name));
+    return true;
+  }
+  // Sends an IntermediateResponse (kIntermediateName, kIntermediateValue) through `id`.
+  bool send_intermediate(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr || operation->abandoned()) {
+      return false;
+    }
+    wire::LdapMessage message;
+    message.reset(id, wire::ProtocolOp::kIntermediateResponse);
+    message.extended.name = kIntermediateName;
+    message.extended.value = kIntermediateValue;
+    operation->send(message);
+    return true;
+  }
+  // Finishes `id` with a SearchResultDone (with kDoneControl) and drops it.
+  bool finish(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr) {
+      return false;
+    }
+    open_.erase(id);  // Before the response: a bind may start as soon as it is queued.
+    wire::LdapMessage done;
+    done.reset(id, wire::ProtocolOp::kSearchResultDone);
+    done.controls.push_back(wire::Control{kDoneControl, false, kDoneControlValue});
+    operation->finish(done);
+    ops_.erase(id);
+    return true;
+  }
+  // Drops `id` unfinished: it ends without a response, if the listener had not ended it.
+  void release(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    open_.erase(id);
+    ops_.erase(id);
+  }
+  // Returns: whether operation `id` is held and the listener ended it.
+  bool abandoned(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    return operation != nullptr && operation->abandoned();
+  }
+  // Returns: how many operations are open: kept, and neither finished, released nor ended.
+  std::size_t open_count() {
+    std::lock_guard lock(mu_);
+    return open_.size();
+  }
+  // Blocks (30 s at most) until operation `id` is kept. Returns: whether it was.
+  bool wait_kept(std::int32_t id) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(30), [&] { return kept_.count(id) > 0; });
+  }
+  // Blocks (30 s at most) until on_end of `id` ran. Returns: the OS thread it ran on, 0 if not.
+  std::int32_t wait_ended(std::int32_t id) {
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(30), [&] { return ended_on_.count(id) > 0; });
+    const auto found = ended_on_.find(id);
+    return found != ended_on_.end() ? found->second : 0;
+  }
+  // Returns: how many times on_end ran.
+  std::size_t ends() {
+    std::lock_guard lock(mu_);
+    return end_calls_;
+  }
+
+ private:
+  OpenOperation* find(std::int32_t id) {
+    const auto found = ops_.find(id);
+    return found != ops_.end() ? found->second.get() : nullptr;
+  }
+  wire::LdapMessage entry(std::int32_t id, std::string_view name) {
+    wire::LdapMessage message;
+    message.reset(id, wire::ProtocolOp::kSearchResultEntry);
+    message.search_entry.object_name = name;
+    message.controls.push_back(wire::Control{kEntryControl, false, kEntryControlValue});
+    return message;
+  }
+  void on_end(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    ++end_calls_;
+    ended_on_[id] = static_cast<std::int32_t>(::syscall(SYS_gettid));
+    open_.erase(id);
+    if (drop_on_end.load()) {
+      ops_.erase(id);  // Destroyed here, on the listener thread, under the feeder's lock.
+    }
+    changed_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::int32_t, std::unique_ptr<OpenOperation>> ops_;
+  std::set<std::int32_t> open_;
+  std::set<std::int32_t> kept_;
+  std::map<std::int32_t, std::int32_t> ended_on_;  // Message ID -> OS thread of its on_end.
+  std::size_t end_calls_ = 0;
+};
+
+// The worker state FakeHandler makes: the OS thread that made it.
+class FakeState : public threadpool::WorkerState {
+ public:
+  const std::int32_t made_on = static_cast<std::int32_t>(::syscall(SYS_gettid));
 };
 
 class FakeHandler : public RequestHandler {
  public:
   std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
     sessions_opened.fetch_add(1);
-    return std::make_unique<FakeSession>();
+    return std::make_unique<FakeSession>(sessions_closed);
   }
 
-  void handle(const LdapMessage& request, Session& session, ResponseSink& sink) override {
+  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+    return std::make_unique<FakeState>();
+  }
+
+  void handle(const LdapMessage& request, Session& session, ResponseSink& sink,
+              threadpool::WorkerState& state) override {
     {
       std::lock_guard lock(mu_);
       ran_on_[request.message_id] = static_cast<std::int32_t>(::syscall(SYS_gettid));
+      state_made_on_[request.message_id] = dynamic_cast<FakeState&>(state).made_on;
     }
     auto& fake = static_cast<FakeSession&>(session);
     const int beside = fake.running.fetch_add(1);
-    if (request.op == ProtocolOp::kBindRequest && beside != 0) {
+    if (request.op == ProtocolOp::kBindRequest && (beside != 0 || feeder.open_count() != 0)) {
       bind_violations.fetch_add(1);
     }
     LdapMessage response;
@@ -85,10 +245,23 @@ class FakeHandler : public RequestHandler {
       sink.send(response);
     } else if (request.op == ProtocolOp::kSearchRequest) {
       const std::string_view base = request.search_request.base_object;
-      if (base == "gate") {
+      if (base == "gate" || base == "gate-open") {
         wait_for_gate();
       }
-      if (!sink.abandoned()) {
+      if (base == "open" || base == "gate-open") {
+        // One entry through the sink (unless abandoned already), then the rest through the
+        // open operation.
+        if (!sink.abandoned()) {
+          response.reset(request.message_id, ProtocolOp::kSearchResultEntry);
+          response.search_entry.object_name = "before";
+          sink.send(response);
+        }
+        std::unique_ptr<OpenOperation> operation = sink.detach();
+        CHECK(operation != nullptr);  // On a worker: CHECK, as a REQUIRE would throw there.
+        if (operation != nullptr) {
+          feeder.keep(request.message_id, std::move(operation));
+        }
+      } else if (!sink.abandoned()) {
         response.reset(request.message_id, ProtocolOp::kSearchResultEntry);
         response.search_entry.object_name = base;
         sink.send(response);
@@ -114,6 +287,13 @@ class FakeHandler : public RequestHandler {
     return found != ran_on_.end() ? found->second : 0;
   }
 
+  // Returns: the OS thread id that made the worker state message `id` ran with, 0 if none yet.
+  std::int32_t state_made_on(std::int32_t id) {
+    std::lock_guard lock(mu_);
+    const auto found = state_made_on_.find(id);
+    return found != state_made_on_.end() ? found->second : 0;
+  }
+
   // Blocks until `count` requests wait at the gate.
   void wait_at_gate(int count) {
     std::unique_lock lock(mu_);
@@ -125,7 +305,9 @@ class FakeHandler : public RequestHandler {
     opened_.notify_all();
   }
 
+  Feeder feeder;
   std::atomic<int> sessions_opened{0};
+  std::atomic<int> sessions_closed{0};  // Connections destroyed.
   std::atomic<int> bind_violations{0};
   std::atomic<int> abandoned_seen{0};
 
@@ -135,7 +317,8 @@ class FakeHandler : public RequestHandler {
   std::condition_variable opened_;
   int gate_waiters_ = 0;
   bool gate_open_ = false;
-  std::map<std::int32_t, std::int32_t> ran_on_;  // Message ID -> OS thread id.
+  std::map<std::int32_t, std::int32_t> ran_on_;         // Message ID -> OS thread id.
+  std::map<std::int32_t, std::int32_t> state_made_on_;  // Message ID -> its state's maker.
 };
 
 // A blocking test client over one socket.
@@ -160,9 +343,7 @@ class Client {
   void send_raw(std::string_view bytes) {
     REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
             static_cast<ssize_t>(bytes.size()));
-    bytes_sent_ += bytes.size();
   }
-  std::uint64_t bytes_sent() const { return bytes_sent_; }
   // Appends a request to `pending_` (sent by flush(), so several go in one write).
   void search(std::int32_t id, std::string_view base) {
     LdapMessage message;
@@ -222,23 +403,6 @@ class Client {
       buffer_.append(chunk, static_cast<std::size_t>(n));
     }
   }
-  // Waits up to `timeout` for the server to close the connection. Returns: true at EOF or a
-  // reset; false if it stayed open (bytes that came meanwhile are kept for receive()).
-  bool closed_within(std::chrono::milliseconds timeout) {
-    pollfd ready{fd_, POLLIN, 0};
-    const int events = ::poll(&ready, 1, static_cast<int>(timeout.count()));
-    REQUIRE(events >= 0);
-    if (events == 0) {
-      return false;
-    }
-    char chunk[4096];
-    const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), MSG_DONTWAIT);
-    if (n > 0) {
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-      return false;
-    }
-    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-  }
   // Receives an entry and a done for `id`, checking the entry's name.
   void expect_search(std::int32_t id, std::string_view base) {
     LdapMessage message;
@@ -253,7 +417,6 @@ class Client {
 
  private:
   int fd_ = -1;
-  std::uint64_t bytes_sent_ = 0;
   wire::BerWriter writer_;
   std::string buffer_;
   std::string pdu_;
@@ -273,5 +436,10 @@ struct Server {
   std::unique_ptr<Frontend> frontend;
   std::uint16_t port = 0;
 };
+
+// Waits (bounded) until `done` holds; returns whether it did.
+inline bool eventually(const std::function<bool()>& done) {
+  return numadir::testing::wait_until(done);
+}
 
 }  // namespace numadir::listener::testing

@@ -36,7 +36,8 @@ class TlsHandler : public RequestHandler {
   std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
     return std::make_unique<Session>();
   }
-  void handle(const LdapMessage& request, Session&, ResponseSink& sink) override {
+  void handle(const LdapMessage& request, Session&, ResponseSink& sink,
+              threadpool::WorkerState&) override {
     if (request.op != ProtocolOp::kSearchRequest) {
       return;
     }

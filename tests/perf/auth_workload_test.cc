@@ -6,6 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/message_decoder.h"
+#include "listener/wire/message_encoder.h"
+#include "perf/auth_worker.h"
+
 namespace numadir::perf {
 namespace {
 
@@ -183,6 +188,47 @@ TEST_CASE("parse_ldap_url: ldap and ldaps URLs only") {
     CAPTURE(bad);
     CHECK(parse_ldap_url(bad).status().code() == StatusCode::kInvalidArgument);
   }
+}
+
+TEST_CASE("AuthWorkload: the modify mode's request replaces description of the user's entry") {
+  namespace wire = listener::wire;
+  WorkloadOptions options;
+  options.base = "ou=people,dc=example,dc=com";
+  auto workload = AuthWorkload::create(options);
+  REQUIRE(workload.ok());
+  wire::LdapMessage request;
+  std::string dn;
+  std::string value;
+  workload->build_modify(7, 42, 3, request, dn, value);
+  wire::BerWriter encoded;
+  wire::encode_message(request, encoded);
+
+  // What the server receives, decoded as the server decodes it.
+  wire::LdapMessage decoded;
+  REQUIRE(wire::decode_message(encoded.view(), decoded).ok());
+  CHECK(decoded.message_id == 7);
+  REQUIRE(decoded.op == wire::ProtocolOp::kModifyRequest);
+  const wire::ModifyRequest& modify = decoded.modify_request;
+  CHECK(modify.object == "uid=user42,ou=people,dc=example,dc=com");
+  REQUIRE(modify.operations.size() == 1);
+  CHECK(modify.operations[0] == wire::ModifyOperation::kReplace);
+  REQUIRE(modify.modifications.size() == 1);
+  CHECK(modify.modifications[0].type == "description");
+  const auto values = modify.modifications.values(modify.modifications[0]);
+  REQUIRE(values.size() == 1);
+  CHECK(values[0] == "authrate modify 42 3");
+
+  // The next request (another user, the next serial) reuses the message and the strings.
+  workload->build_modify(8, 5, 4, request, dn, value);
+  CHECK(request.modify_request.object == "uid=user5,ou=people,dc=example,dc=com");
+  REQUIRE(request.modify_request.modifications.size() == 1);
+  CHECK(request.modify_request.modifications.values(request.modify_request.modifications[0])[0] ==
+        "authrate modify 5 4");
+
+  Result<AuthMode> mode = parse_auth_mode("modify");
+  REQUIRE(mode.ok());
+  CHECK(*mode == AuthMode::kModify);
+  CHECK(auth_mode_name(AuthMode::kModify) == "modify");
 }
 
 }  // namespace

@@ -105,6 +105,25 @@ TEST_CASE("format_summary_json: has every key scripts read") {
   CHECK(json.find("\"server_peak_rss_kib\": 4096") != std::string::npos);
 }
 
+TEST_CASE("format_summary_json: modify mode counts modifications") {
+  AuthrateReport report = sample_report();
+  report.mode = "modify";
+  report.server_cpu_us_per_auth = 80;
+  const std::string json = format_summary_json(report);
+  for (const char* key : {"\"modifications\": 100", "\"modifications_per_sec\": 50.000",
+                          "\"server_cpu_us_per_modification\": 80.000", "\"mode\": \"modify\""}) {
+    CAPTURE(key);
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(json.find("auths") == std::string::npos);
+  const std::string text = format_summary_text(report);
+  CHECK(text.find("modifications/s 50.0") != std::string::npos);
+  CHECK(text.find("us/modification") != std::string::npos);
+  IntervalLine line;
+  line.noun = operation_noun(report.mode);
+  CHECK(format_interval_text(line).find("modifications/s") != std::string::npos);
+}
+
 TEST_CASE("format_summary_text: names errors by kind and by code") {
   const std::string text = format_summary_text(sample_report());
   CHECK(text.find("auths        100") != std::string::npos);

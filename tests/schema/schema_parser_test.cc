@@ -269,6 +269,8 @@ TEST_CASE("SchemaParser: every attribute type rejection with its offset") {
   at_rejects("( 1.2.3 DESC 'a\\", 15, "bad escape at the end");
   at_rejects("( 1.2.3 DESC '\xc3' )", 13, "invalid UTF-8");
   at_rejects("( 1.2.3 DESC '\xed\xa0\x80' )", 13, "invalid UTF-8");
+  at_rejects("( 1.2.3 DESC '\xe0\x80\x80' )", 13, "invalid UTF-8");      // Overlong.
+  at_rejects("( 1.2.3 DESC '\xf4\x90\x80\x80' )", 13, "invalid UTF-8");  // Past U+10FFFF.
   at_rejects("( 1.2.3 DESC x )", 13, "expected a quoted string, found 'x'");
   at_rejects("( 1.2.3 SUP )", 12, "expected an OID, found ')'");
   at_rejects("( 1.2.3 SUP a:b )", 12, "expected a name or a numeric OID, found 'a:b'");

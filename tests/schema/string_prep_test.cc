@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "schema/utf8.h"
+
 namespace numadir::schema {
 namespace {
 

@@ -24,7 +24,7 @@ using numadir::testing::wait_until;
 class FunctionTask : public Task {
  public:
   explicit FunctionTask(std::function<void()> body) : body_(std::move(body)) {}
-  void run() override { body_(); }
+  void run(WorkerState&) override { body_(); }
 
  private:
   std::function<void()> body_;

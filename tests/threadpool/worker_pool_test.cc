@@ -7,11 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <latch>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 #include "tests/wait_until.h"
@@ -25,7 +28,7 @@ using numadir::testing::wait_until;
 class FunctionTask : public Task {
  public:
   explicit FunctionTask(std::function<void()> body) : body_(std::move(body)) {}
-  void run() override { body_(); }
+  void run(WorkerState&) override { body_(); }
 
  private:
   std::function<void()> body_;
@@ -54,16 +57,227 @@ class HeldWorker {
   std::latch started_{1};
 };
 
-// A task a helping listener may run (as a search is), recording the thread that ran it.
+// A task a helping listener may run (as a search is), recording the thread that ran it and the
+// state it got.
 class ReadTask : public Task {
  public:
-  explicit ReadTask(std::atomic<std::thread::id>& ran_on) : ran_on_(ran_on) {}
-  void run() override { ran_on_.store(std::this_thread::get_id()); }
-  bool listener_may_run() const override { return true; }
+  explicit ReadTask(std::atomic<std::thread::id>& ran_on,
+                    std::atomic<WorkerState*>* state_seen = nullptr)
+      : ran_on_(ran_on), state_seen_(state_seen) {}
+  void run(WorkerState& state) override {
+    if (state_seen_ != nullptr) {
+      state_seen_->store(&state);
+    }
+    ran_on_.store(std::this_thread::get_id());
+  }
+  bool may_run_inline() const override { return true; }
 
  private:
   std::atomic<std::thread::id>& ran_on_;
+  std::atomic<WorkerState*>* state_seen_;
 };
+
+// Counts the pool's calls and records the thread of the last one.
+class CountingWaiter final : public RoomWaiter {
+ public:
+  void on_room() override {
+    thread.store(std::this_thread::get_id());
+    calls.fetch_add(1);
+    calls.notify_all();
+  }
+  std::atomic<int> calls{0};
+  std::atomic<std::thread::id> thread{};
+};
+
+// Both pools, for the behaviour TaskPool promises.
+std::unique_ptr<TaskPool> make_pool(bool lock_free, WorkerPoolOptions options) {
+  if (lock_free) {
+    return std::make_unique<WorkerPool>(std::move(options));
+  }
+  return std::make_unique<LockedQueuePool>(std::move(options));
+}
+
+TEST_CASE("TaskPool: a refused submitter is told once when the queue drains to the room mark") {
+  bool lock_free = true;
+  SUBCASE("WorkerPool") { lock_free = true; }
+  SUBCASE("LockedQueuePool") { lock_free = false; }
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 4;
+  std::unique_ptr<TaskPool> pool = make_pool(lock_free, options);
+  REQUIRE(pool->room_mark() == 2);
+  pool->start();
+  auto held = std::make_unique<HeldWorker>(*pool);
+  // The three tasks after the first wait until the test saw the waiter's call: the mark is
+  // crossed by the second task taken, and the queue still holds two then.
+  std::promise<void> told;
+  std::shared_future<void> told_future = told.get_future().share();
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 4; ++i) {
+    auto t = task([&, i] {
+      if (i > 0) {
+        told_future.wait();
+      }
+      runs.fetch_add(1);
+    });
+    REQUIRE(pool->try_submit(t));
+  }
+  auto refused = task([] {});
+  REQUIRE_FALSE(pool->try_submit(refused));
+  CountingWaiter waiter;
+  pool->notify_when_room(waiter);
+  pool->notify_when_room(waiter);   // Registered twice: still called once.
+  CHECK(waiter.calls.load() == 0);  // Four queued: above the mark, and the worker is held.
+  held->release();
+  waiter.calls.wait(0);
+  CHECK(waiter.thread.load() != std::this_thread::get_id());  // The worker that took a task.
+  CHECK(pool->queue_depth() <= 2);
+  told.set_value();
+  pool->stop();
+  CHECK(runs.load() == 4);
+  CHECK(waiter.calls.load() == 1);
+}
+
+TEST_CASE("TaskPool: a waiter registered while there is room is told at once on its thread") {
+  bool lock_free = true;
+  SUBCASE("WorkerPool") { lock_free = true; }
+  SUBCASE("LockedQueuePool") { lock_free = false; }
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 4;
+  std::unique_ptr<TaskPool> pool = make_pool(lock_free, options);
+  pool->start();
+  CountingWaiter waiter;
+  pool->notify_when_room(waiter);
+  CHECK(waiter.calls.load() == 1);
+  CHECK(waiter.thread.load() == std::this_thread::get_id());
+  pool->stop();
+  CountingWaiter late;
+  pool->notify_when_room(late);  // A stopped pool calls nobody.
+  CHECK(late.calls.load() == 0);
+  pool->cancel_room_wait(late);
+}
+
+TEST_CASE("TaskPool: a cancelled waiter is never told") {
+  bool lock_free = true;
+  SUBCASE("WorkerPool") { lock_free = true; }
+  SUBCASE("LockedQueuePool") { lock_free = false; }
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 2;
+  std::unique_ptr<TaskPool> pool = make_pool(lock_free, options);
+  pool->start();
+  auto held = std::make_unique<HeldWorker>(*pool);
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 2; ++i) {
+    auto t = task([&] { runs.fetch_add(1); });
+    REQUIRE(pool->try_submit(t));
+  }
+  CountingWaiter waiter;
+  pool->notify_when_room(waiter);
+  pool->cancel_room_wait(waiter);
+  held->release();
+  pool->stop();  // Drains the queue past the mark.
+  CHECK(runs.load() == 2);
+  CHECK(waiter.calls.load() == 0);
+}
+
+// A worker state that knows the thread that made it, and tells `destroyed_on` which thread
+// destroyed it.
+class ThreadState : public WorkerState {
+ public:
+  explicit ThreadState(std::vector<std::thread::id>& destroyed_on, std::mutex& mu)
+      : destroyed_on_(destroyed_on), mu_(mu) {}
+  ~ThreadState() override {
+    std::lock_guard lock(mu_);
+    destroyed_on_.push_back(std::this_thread::get_id());
+  }
+  const std::thread::id made_on = std::this_thread::get_id();
+
+ private:
+  std::vector<std::thread::id>& destroyed_on_;
+  std::mutex& mu_;
+};
+
+// Runs `body` with the state it is given.
+class StateTask : public Task {
+ public:
+  explicit StateTask(std::function<void(WorkerState&)> body) : body_(std::move(body)) {}
+  void run(WorkerState& state) override { body_(state); }
+
+ private:
+  std::function<void(WorkerState&)> body_;
+};
+
+// What one task saw: the thread that ran it, the state it got and the thread that made it.
+struct Seen {
+  std::thread::id thread;
+  const WorkerState* state;
+  std::thread::id state_made_on;
+};
+
+// Checks, for a pool of two workers, that each worker makes its own state on its own thread,
+// runs every task with it, and destroys it on that thread when the pool stops.
+template <typename Pool>
+void check_worker_states() {
+  std::mutex mu;
+  std::vector<std::thread::id> destroyed_on;
+  std::atomic<int> made{0};
+  WorkerPoolOptions options;
+  options.threads = 2;
+  options.queue_capacity = 256;
+  options.make_worker_state = [&] {
+    made.fetch_add(1);
+    return std::make_unique<ThreadState>(destroyed_on, mu);
+  };
+  std::vector<Seen> seen;
+  const auto record = [&](WorkerState& state) {
+    std::lock_guard lock(mu);
+    seen.push_back(
+        Seen{std::this_thread::get_id(), &state, dynamic_cast<ThreadState&>(state).made_on});
+  };
+  {
+    Pool pool(options);
+    pool.start();
+    // Two tasks that each wait for the other: they run at once, so on both workers.
+    std::latch both(2);
+    for (int i = 0; i < 2; ++i) {
+      std::unique_ptr<Task> t = std::make_unique<StateTask>([&](WorkerState& state) {
+        record(state);
+        both.arrive_and_wait();
+      });
+      REQUIRE(pool.try_submit(t));
+    }
+    constexpr int kMore = 200;
+    std::latch done(kMore);
+    for (int i = 0; i < kMore; ++i) {
+      std::unique_ptr<Task> t = std::make_unique<StateTask>([&](WorkerState& state) {
+        record(state);
+        done.count_down();
+      });
+      REQUIRE(pool.try_submit(t));
+    }
+    done.wait();
+    pool.stop();
+  }
+  CHECK(made.load() == 2);
+  REQUIRE(seen.size() == 202);
+  CHECK(seen[0].thread != seen[1].thread);
+  CHECK(seen[0].state != seen[1].state);
+  std::set<std::thread::id> threads;
+  std::map<std::thread::id, const WorkerState*> state_of;
+  for (const Seen& one : seen) {
+    CHECK(one.state_made_on == one.thread);  // Each task got its own worker's state...
+    const auto [at, first] = state_of.emplace(one.thread, one.state);
+    CHECK(at->second == one.state);  // ... the same one every time.
+    threads.insert(one.thread);
+  }
+  CHECK(threads.size() == 2);
+  CHECK(threads.count(std::this_thread::get_id()) == 0);
+  std::lock_guard lock(mu);
+  CHECK(std::set<std::thread::id>(destroyed_on.begin(), destroyed_on.end()) == threads);
+  CHECK(destroyed_on.size() == 2);
+}
 
 TEST_CASE("WorkerPool: tasks run on the pool's threads and each exactly once") {
   WorkerPoolOptions options;
@@ -238,25 +452,48 @@ TEST_CASE("WorkerPool: stop refuses new tasks") {
   CHECK(t != nullptr);
 }
 
+TEST_CASE("WorkerPool: each worker runs every task with its own state made on its thread") {
+  check_worker_states<WorkerPool>();
+}
+
+TEST_CASE("LockedQueuePool: each worker runs every task with its own state made on its thread") {
+  check_worker_states<LockedQueuePool>();
+}
+
+TEST_CASE("WorkerPool: the default factory makes an empty state per worker") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  WorkerPool pool(options);
+  pool.start();
+  std::promise<bool> empty;
+  std::unique_ptr<Task> t = std::make_unique<StateTask>(
+      [&](WorkerState& state) { empty.set_value(typeid(state) == typeid(WorkerState)); });
+  REQUIRE(pool.try_submit(t));
+  CHECK(empty.get_future().get());
+}
+
 TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the rest to workers") {
   WorkerPoolOptions options;
   options.threads = 1;
   options.queue_capacity = 8;
   WorkerPool pool(options);
   pool.start();
-  CHECK_FALSE(pool.try_help());  // Nothing queued.
-  HeldWorker held(pool);         // What follows stays queued until helped.
+  WorkerState mine;                  // The helping thread's own, as a listener keeps one.
+  CHECK_FALSE(pool.try_help(mine));  // Nothing queued.
+  HeldWorker held(pool);             // What follows stays queued until helped.
   std::atomic<std::thread::id> write_ran_on{};
   std::atomic<std::thread::id> read_ran_on{};
+  std::atomic<WorkerState*> read_state{nullptr};
   auto write = task([&] { write_ran_on.store(std::this_thread::get_id()); });
-  std::unique_ptr<Task> read = std::make_unique<ReadTask>(read_ran_on);
+  std::unique_ptr<Task> read = std::make_unique<ReadTask>(read_ran_on, &read_state);
   REQUIRE(pool.try_submit(write));
   REQUIRE(pool.try_submit(read));
   CHECK(pool.queue_depth() == 2);
-  CHECK(pool.try_help());  // The read, queued after the write: run on this thread.
+  CHECK(pool.try_help(mine));  // The read, queued after the write: run on this thread.
   CHECK(read_ran_on.load() == std::this_thread::get_id());
+  CHECK(read_state.load() == &mine);  // With the helper's state, not a worker's.
   CHECK(pool.queue_depth() == 1);
-  CHECK_FALSE(pool.try_help());  // The write: it stays for the worker.
+  CHECK_FALSE(pool.try_help(mine));  // The write: it stays for the worker.
   CHECK(pool.queue_depth() == 1);
   CHECK(write_ran_on.load() == std::thread::id{});
   held.release();
@@ -290,7 +527,8 @@ TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full
   CHECK_FALSE(pool.try_submit(b));
   CHECK(b != nullptr);
   CHECK(pool.queue_depth() == 1);
-  CHECK_FALSE(pool.try_help());  // The classic design's listener never runs a task.
+  WorkerState mine;
+  CHECK_FALSE(pool.try_help(mine));  // The classic design's listener never runs a task.
   CHECK(pool.queue_depth() == 1);
   release.set_value();
   pool.stop();

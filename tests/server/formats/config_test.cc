@@ -29,6 +29,7 @@ TEST_CASE("Config: a minimal file gets the documented defaults") {
   CHECK(config->database.durability == backend::Durability::kSync);
   CHECK(config->database.map_size_bytes == (std::uint64_t{8} << 30));
   CHECK(config->database.indexes.empty());
+  CHECK(config->database.server_id == 0);
   CHECK(config->default_password_scheme == backend::PasswordScheme::kSsha512);
   CHECK_FALSE(config->allow_cleartext_passwords);
 }
@@ -41,6 +42,7 @@ suffix = "dc=example,dc=com"
 map_size = "2GiB"
 durability = "nosync"
 indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub", "uidNumber eq,ordering"]
+server_id = 4095
 
 [schema]
 files = ["local.schema", "/abs/other.schema"]
@@ -53,6 +55,7 @@ allow_cleartext = true
   CHECK(config->database.path == "/var/lib/numadir");
   CHECK(config->database.map_size_bytes == (std::uint64_t{2} << 30));
   CHECK(config->database.durability == backend::Durability::kNoSync);
+  CHECK(config->database.server_id == 4095);
   REQUIRE(config->database.indexes.size() == 4);
   CHECK(config->database.indexes[1].attribute == "uid");
   CHECK(config->database.indexes[1].equality);
@@ -90,6 +93,10 @@ TEST_CASE("Config: each mistake names its key") {
       {"zero map size", db + "map_size = 0\n", "test.toml: database.map_size: must be positive"},
       {"bad durability", db + "durability = \"maybe\"\n",
        "test.toml: database.durability: must be \"sync\" or \"nosync\""},
+      {"server id too large", db + "server_id = 4096\n",
+       "test.toml: database.server_id: must be an integer from 0 to 4095"},
+      {"server id not a number", db + "server_id = \"abc\"\n",
+       "test.toml: database.server_id: must be an integer from 0 to 4095"},
       {"bad index kind", db + "indexes = [\"uid equality\"]\n",
        "test.toml: database.indexes: index \"uid equality\": unknown kind \"equality\""},
       {"index without kinds", db + "indexes = [\"uid\"]\n",

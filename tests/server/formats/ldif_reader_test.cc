@@ -746,21 +746,6 @@ TEST_CASE("LdifReader: a 50 MB stream is read with bounded memory") {
   CHECK(biggest_capacity == options.read_chunk_bytes);
 }
 
-TEST_CASE("LdifReader: find_invalid_utf8 follows RFC 3629") {
-  CHECK(find_invalid_utf8("") == std::string_view::npos);
-  CHECK(find_invalid_utf8("plain ascii") == std::string_view::npos);
-  CHECK(find_invalid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf") ==
-        std::string_view::npos);
-  CHECK(find_invalid_utf8("ab\x80") == 2);                // A lone continuation byte.
-  CHECK(find_invalid_utf8("\xc1\xbf") == 0);              // Overlong two-byte form.
-  CHECK(find_invalid_utf8("\xe0\x9f\xbf") == 0);          // Overlong three-byte form.
-  CHECK(find_invalid_utf8("\xf0\x8f\xbf\xbf") == 0);      // Overlong four-byte form.
-  CHECK(find_invalid_utf8("x\xed\xa0\x80") == 1);         // A surrogate.
-  CHECK(find_invalid_utf8("\xf4\x90\x80\x80") == 0);      // Above U+10FFFF.
-  CHECK(find_invalid_utf8("\xe2\x82") == 0);              // Truncated.
-  CHECK(find_invalid_utf8("\xf8\x88\x80\x80\x80") == 0);  // Five-byte form.
-}
-
 TEST_CASE("LdifReader: is_valid_attribute_description follows RFC 2849") {
   for (const std::string_view good : {"cn", "CN", "x-custom-attr", "cn;lang-en", "cn;binary;x-1",
                                       "2.5.4.3", "2.5.4.3;lang-de", "1", "a1-"}) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "schema/utf8.h"
 #include "server/formats/ldif_reader.h"
 
 namespace numadir::server {
@@ -258,7 +259,7 @@ TEST_CASE("LdifWriter: plain_utf8 writes readable UTF-8 and never splits a chara
   const std::string text = line_for("cn", yamada, options);
   for (const std::string& line : lines_of(text)) {
     CHECK(line.size() <= kLdifLineWidth);
-    CHECK(find_invalid_utf8(line) == std::string_view::npos);
+    CHECK(schema::find_invalid_utf8(line) == std::string_view::npos);
   }
   CHECK(read_back("dn: dc=a\n" + text + "\n").attributes[0].values[0] == yamada);
 }

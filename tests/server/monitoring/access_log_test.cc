@@ -78,14 +78,23 @@ TEST_CASE("LoggingHandler: describes each kind of request") {
         "SRCH base=\"dc=x\" scope=2 deref=0 filter=\"(uid=a\\\"b)\" attrs=\"1.1\"");
 }
 
+// The worker state Scripted makes: handle() counts the requests that came with one.
+class ScriptedState : public threadpool::WorkerState {};
+
 // An inner handler that answers a search with two entries and a bind with invalidCredentials.
 class Scripted : public listener::RequestHandler {
  public:
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo&) override {
     return std::make_unique<listener::Session>();
   }
-  void handle(const LdapMessage& request, listener::Session&,
-              listener::ResponseSink& sink) override {
+  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+    return std::make_unique<ScriptedState>();
+  }
+  void handle(const LdapMessage& request, listener::Session&, listener::ResponseSink& sink,
+              threadpool::WorkerState& state) override {
+    if (dynamic_cast<ScriptedState*>(&state) != nullptr) {
+      ++with_own_state;
+    }
     LdapMessage response;
     if (request.op == ProtocolOp::kSearchRequest) {
       for (const char* dn : {"uid=a,dc=x", "uid=b,dc=x"}) {
@@ -100,6 +109,8 @@ class Scripted : public listener::RequestHandler {
     }
     sink.send(response);
   }
+
+  int with_own_state = 0;
 };
 
 class CountingSink : public listener::ResponseSink {
@@ -121,17 +132,19 @@ TEST_CASE("LoggingHandler: logs the connection and each operation with its resul
     info.peer = "127.0.0.1:5555";
     info.local_port = 389;
     auto session = handler.open_session(info);
+    const std::unique_ptr<threadpool::WorkerState> state = handler.make_worker_state();
     LdapMessage search;
     search.reset(1, ProtocolOp::kSearchRequest);
     search.search_request.base_object = "dc=x";
     search.search_request.filter = *schema::Filter::parse("(uid=*)");
     CountingSink sink;
-    handler.handle(search, *session, sink);
+    handler.handle(search, *session, sink, *state);
     CHECK(sink.sent == 3);  // The client still gets everything.
     LdapMessage bind;
     bind.reset(2, ProtocolOp::kBindRequest);
     bind.bind_request.name = "uid=a,dc=x";
-    handler.handle(bind, *session, sink);
+    handler.handle(bind, *session, sink, *state);
+    CHECK(inner.with_own_state == 2);  // The inner handler's state, passed through.
     LdapMessage abandon;
     abandon.reset(3, ProtocolOp::kAbandonRequest);
     abandon.abandon_id = 1;
@@ -158,12 +171,13 @@ TEST_CASE("LoggingHandler: logs the connection and each operation with its resul
   SUBCASE("debug lists the entries") {
     LoggingHandler handler(inner, **log, LogLevel::kDebug);
     auto session = handler.open_session(listener::ConnectionInfo{});
+    const std::unique_ptr<threadpool::WorkerState> state = handler.make_worker_state();
     LdapMessage search;
     search.reset(3, ProtocolOp::kSearchRequest);
     search.search_request.base_object = "dc=x";
     search.search_request.filter = *schema::Filter::parse("(uid=*)");
     CountingSink sink;
-    handler.handle(search, *session, sink);
+    handler.handle(search, *session, sink, *state);
     (*log)->flush();
     const std::string text = read_file(dir / "access.log");
     CAPTURE(text);

@@ -174,19 +174,32 @@ TEST_CASE("OperationCounters: each thread counts in its own slot and the totals 
   constexpr int kEach = 1000;
   std::latch start(kThreads);
   std::vector<std::thread> threads;
+  std::vector<OperationCounters::Slot*> slots(kThreads);
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, t] {
+      OperationCounters::Slot& slot = counters.add_slot();  // As a worker state takes one.
+      slots[t] = &slot;
       start.arrive_and_wait();
       for (int i = 0; i < kEach; ++i) {
-        counters.count(ProtocolOp::kBindRequest);
-        counters.count(ProtocolOp::kSearchRequest);
-        counters.count(ProtocolOp::kBindResponse);  // Not an operation: not counted.
-        counters.count_auth();
+        OperationCounters::count(slot, ProtocolOp::kBindRequest);
+        OperationCounters::count(slot, ProtocolOp::kSearchRequest);
+        OperationCounters::count(slot, ProtocolOp::kBindResponse);  // Not an operation.
+        OperationCounters::count_auth(slot);
+        if (i % 100 == 0) {
+          (void)counters.totals();  // Readers (cn=Monitor) sum while workers count.
+        }
       }
     });
   }
   for (std::thread& thread : threads) {
     thread.join();
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    CAPTURE(t);
+    CHECK(slots[t]->auths.load() == kEach);  // Each thread wrote its own slot only.
+    for (int u = 0; u < t; ++u) {
+      CHECK(slots[t] != slots[u]);
+    }
   }
   const OperationTotals totals = counters.totals();
   CHECK(totals.of(OperationKind::kBind) == kThreads * kEach);

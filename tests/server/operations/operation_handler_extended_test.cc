@@ -340,11 +340,17 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
   for (int t = 0; t < kThreads; ++t) {
     sessions.push_back(fixture.open_session());
   }
+  // Each thread makes its own state, as each worker does; they outlive the threads so that the
+  // reader table is read while every read transaction still holds its slot (a ReadTxn may be
+  // destroyed on another thread: LMDB is opened MDB_NOTLS).
+  std::vector<std::unique_ptr<threadpool::WorkerState>> states(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       thread_of[t] = static_cast<std::uintptr_t>(::pthread_self());
       listener::Session* session = sessions[t].get();
+      states[t] = fixture.handler().make_worker_state();
+      threadpool::WorkerState* state = states[t].get();
       start.arrive_and_wait();  // All four alive at once: their pthread_self() values differ.
       for (int round = 0; round < kRounds; ++round) {
         const int user = 1 + (t + round) % 5;
@@ -352,10 +358,10 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
         const std::string filter = "(uid=user" + std::to_string(user) + ")";
         fixture.handler().handle(
             search_request(1, kPeople, SearchScope::kWholeSubtree, filter, {"1.1"}), *session,
-            search_sink);
+            search_sink, *state);
         RecordingSink bind_sink;
         fixture.handler().handle(bind_request(2, user_dn(user), user_password(user)), *session,
-                                 bind_sink);
+                                 bind_sink, *state);
         if (search_sink.responses.size() != 2 || bind_sink.responses.size() != 1 ||
             code_of(*bind_sink.responses[0]) != ResultCode::kSuccess) {
           ++failures[t];
@@ -369,9 +375,9 @@ TEST_CASE("OperationHandler: concurrent workers each use their own read transact
   for (int t = 0; t < kThreads; ++t) {
     CHECK(failures[t] == 0);
   }
-  // The handler keeps each thread's transaction, and its reader slot, until it is destroyed:
-  // each of the four threads holds exactly one slot (its one read transaction, reused for all
-  // 100 operations; group lookups, which would add a second, are not configured here).
+  // Each worker state keeps its thread's transaction, and its reader slot, until it is
+  // destroyed: each of the four threads holds exactly one slot (its one read transaction, reused
+  // for all 100 operations; group lookups, which would add a second, are not configured here).
   const auto slots = reader_slots(fixture.directory().options().path);
   for (int t = 0; t < kThreads; ++t) {
     CAPTURE(t);

@@ -296,9 +296,8 @@ TEST_CASE("OperationHandler: an abandoned search stops without a done") {
   auto session = fixture.open_session();
   RecordingSink sink;
   sink.abandon_after = 2;
-  fixture.handler().handle(
-      search_request(6, kPeople, SearchScope::kSingleLevel, "(objectClass=*)", {"1.1"}), *session,
-      sink);
+  fixture.handle(search_request(6, kPeople, SearchScope::kSingleLevel, "(objectClass=*)", {"1.1"}),
+                 *session, sink);
   REQUIRE(sink.responses.size() == 2);
   for (const auto& response : sink.responses) {
     CHECK(response->message.op == ProtocolOp::kSearchResultEntry);
@@ -357,6 +356,32 @@ TEST_CASE("OperationHandler: root DSE") {
     CHECK(entries_of(root_dse({}, "(objectClass=person)")).empty());
     CHECK(entries_of(root_dse({}, "(|(objectClass=top)(cn=x))")).size() == 1);
   }
+  SUBCASE("every filter item is evaluated as on stored entries, as slapd evaluates it") {
+    // Approximate is equality where there is no approximate rule.
+    CHECK(entries_of(root_dse({}, "(objectClass~=top)")).size() == 1);
+    CHECK(entries_of(root_dse({}, "(vendorName=numadir)")).size() == 1);
+    // objectClass has no substrings rule: Undefined, so neither it nor its negation matches.
+    CHECK(entries_of(root_dse({}, "(objectClass=*top*)")).empty());
+    CHECK(entries_of(root_dse({}, "(!(objectClass=*top*))")).empty());
+    CHECK(entries_of(root_dse({}, "(|(objectClass=*top*)(namingContexts=*))")).size() == 1);
+  }
+}
+
+TEST_CASE("OperationHandler: substring and extensible filters match the subschema subentry") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  const auto found = [&](std::string_view filter) {
+    auto responses = fixture.run(
+        search_request(9, "cn=Subschema", SearchScope::kBaseObject, filter, {"1.1"}), *session);
+    CHECK(done_of(responses).result.code == ResultCode::kSuccess);
+    return entries_of(responses).size();
+  };
+  CHECK(found("(cn=sub*)") == 1);
+  CHECK(found("(cn=*SCHEMA)") == 1);
+  CHECK(found("(cn:caseExactMatch:=Subschema)") == 1);
+  CHECK(found("(cn:caseExactMatch:=subschema)") == 0);
+  CHECK(found("(cn=*monitor*)") == 0);
+  CHECK(found("(&(objectClass=subentry)(cn=s*a))") == 1);
 }
 
 TEST_CASE("OperationHandler: subschema subentry") {

@@ -100,6 +100,7 @@ class HandlerFixture {
       backend::testing::require_ok(directory_->add(entry, {}));
     }
     handler_ = std::make_unique<OperationHandler>(*directory_, std::move(options));
+    state_ = handler_->make_worker_state();
   }
 
   OperationHandler& handler() { return *handler_; }
@@ -113,11 +114,17 @@ class HandlerFixture {
     return handler_->open_session(info);
   }
 
+  // The test thread's worker state (another thread makes its own with make_worker_state()).
+  threadpool::WorkerState& worker_state() { return *state_; }
+  // Runs `request` on `session` with the test thread's worker state, responding to `sink`.
+  void handle(const LdapMessage& request, listener::Session& session, RecordingSink& sink) {
+    handler_->handle(request, session, sink, *state_);
+  }
   // Runs `request` on `session` and returns its responses.
   std::vector<std::unique_ptr<Response>> run(const LdapMessage& request,
                                              listener::Session& session) {
     RecordingSink sink;
-    handler_->handle(request, session, sink);
+    handle(request, session, sink);
     return std::move(sink.responses);
   }
   // Runs `request` and returns its single response. Requires: exactly one was sent.
@@ -132,6 +139,7 @@ class HandlerFixture {
   backend::testing::TempDir dir_;
   std::unique_ptr<backend::Directory> directory_;  // Outlives handler_ (declared first).
   std::unique_ptr<OperationHandler> handler_;
+  std::unique_ptr<threadpool::WorkerState> state_;  // Destroyed before handler_ (declared after).
   std::uint64_t connections_ = 0;
 };
 

@@ -1,18 +1,17 @@
-// server/operations/extended_operations.cc: the Extended operation (RFC 4511 §4.12): Who am I? (RFC
-// 4532), Password Modify (RFC 3062) and StartTLS (RFC 4511 §4.14, refused until TLS is configured).
-// Any other OID is a protocolError, as slapd answers it. Like slapd, responses carry no
-// responseName for these operations.
+// server/operations/password_modify_operation.cc: see password_modify_operation.h.
+#include "server/operations/password_modify_operation.h"
+
 #include <sys/random.h>
 
 #include <cerrno>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "backend/password_scheme.h"
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
-#include "server/operations/operation_handler.h"
-#include "server/operations/root_dse.h"
+#include "server/operations/operation_access.h"
 
 namespace numadir::server {
 
@@ -103,130 +102,104 @@ std::optional<OwnedResult> parse_passwd_modify(const std::optional<std::string_v
 
 }  // namespace
 
-void OperationHandler::extended(const LdapMessage& request, ServerSession& session,
-                                listener::ResponseSink& sink) const {
-  const std::string_view name = request.extended.name.value_or(std::string_view());
-  if (name == kWhoAmIOid) {
-    if (request.extended.value.has_value()) {
-      send_extended(request,
-                    OwnedResult::error(ResultCode::kProtocolError, "no request data expected"),
-                    std::nullopt, sink);
-      return;
-    }
-    const Identity who = session.identity();
-    // RFC 4532 §2: the authzId, empty for anonymous.
-    const std::string authz_id = who.anonymous() ? std::string() : "dn:" + who.dn;
-    send_extended(request, OwnedResult::success(), authz_id, sink);
-    return;
-  }
-  if (name == kPasswordModifyOid) {
-    password_modify(request, session.identity(), sink);
-    return;
-  }
-  if (name == kStartTlsOid) {
-    send_extended(request, OwnedResult::error(ResultCode::kUnavailable, "Could not initialize TLS"),
-                  std::nullopt, sink);
-    return;
-  }
-  send_extended(request,
-                OwnedResult::error(ResultCode::kProtocolError, "unsupported extended operation"),
-                std::nullopt, sink);
-}
-
-void OperationHandler::password_modify(const LdapMessage& request, const Identity& who,
-                                       listener::ResponseSink& sink) const {
+void PasswordModifyOperation::run(const LdapMessage& request, const Identity& who,
+                                  ServerWorkerState& state, ResultSender& sender) const {
   if (who.anonymous()) {
-    send_extended(request,
-                  OwnedResult::error(ResultCode::kStrongerAuthRequired,
-                                     "only authenticated users may change passwords"),
-                  std::nullopt, sink);
+    sender.send_extended(OwnedResult::error(ResultCode::kStrongerAuthRequired,
+                                            "only authenticated users may change passwords"),
+                         std::nullopt);
     return;
   }
   PasswdModifyRequest passwd;
   if (std::optional<OwnedResult> bad = parse_passwd_modify(request.extended.value, passwd);
       bad.has_value()) {
-    send_extended(request, *bad, std::nullopt, sink);
+    sender.send_extended(*bad, std::nullopt);
     return;
   }
   // The target: the named entry, or the bound identity itself.
   std::string target_dn = who.dn;
   std::string target_ndn = who.ndn;
   if (passwd.user_identity.has_value() && !passwd.user_identity->empty()) {
-    Result<std::string> ndn = normalize_dn(*passwd.user_identity);
+    Result<std::string> ndn = context_.normalize_dn(*passwd.user_identity);
     if (!ndn.ok()) {
-      send_extended(request, OwnedResult::error(ResultCode::kInvalidDnSyntax, "Invalid DN"),
-                    std::nullopt, sink);
+      sender.send_extended(OwnedResult::error(ResultCode::kInvalidDnSyntax, "Invalid DN"),
+                           std::nullopt);
       return;
     }
     target_dn = std::string(*passwd.user_identity);
     target_ndn = std::move(*ndn);
   }
   if (target_ndn.empty()) {
-    send_extended(request,
-                  OwnedResult::error(ResultCode::kUnwillingToPerform,
-                                     "no password is associated with the Root DSE"),
-                  std::nullopt, sink);
+    sender.send_extended(OwnedResult::error(ResultCode::kUnwillingToPerform,
+                                            "no password is associated with the Root DSE"),
+                         std::nullopt);
     return;
   }
-  const DirectoryGroups groups(*this);
-  if (!may(requester(who, groups), target_ndn, entry_for_access(target_dn),
-           AccessAttribute::of(user_password_type_), AccessLevel::kWrite)) {
-    send_extended(request, OwnedResult::error(ResultCode::kInsufficientAccessRights, ""),
-                  std::nullopt, sink);
+  const OperationAccess access(context_, state, who);
+  if (!access.may(target_ndn, access.entry_for_access(target_dn),
+                  AccessAttribute::of(context_.user_password_type()), AccessLevel::kWrite)) {
+    sender.send_extended(OwnedResult::error(ResultCode::kInsufficientAccessRights, ""),
+                         std::nullopt);
     return;
   }
-  if (passwd.old_password.has_value()) {
-    // As slapd: checked whenever given, whoever asks.
-    bool matched = false;
-    const Status status =
-        directory_.lookup(read_txn(), target_dn, [&](const backend::EntryRef& entry) {
-          for (std::string_view stored : entry.values("userPassword")) {
-            Result<bool> verified =
-                backend::verify_password(*passwd.old_password, stored, verify_policy_);
-            if (verified.ok() && *verified) {
-              matched = true;
-              return;
-            }
+  // As slapd: the old password is checked whenever given, whoever asks.
+  if (passwd.old_password.has_value() &&
+      !old_password_matches(target_dn, *passwd.old_password, state)) {
+    sender.send_extended(
+        OwnedResult::error(ResultCode::kUnwillingToPerform, "unwilling to verify old password"),
+        std::nullopt);
+    return;
+  }
+  store(target_dn, passwd.new_password, who, sender);
+}
+
+bool PasswordModifyOperation::old_password_matches(std::string_view dn, std::string_view password,
+                                                   ServerWorkerState& state) const {
+  bool matched = false;
+  const Status status =
+      context_.directory().lookup(state.txn(), dn, [&](const backend::EntryRef& entry) {
+        for (std::string_view stored : entry.values("userPassword")) {
+          Result<bool> verified =
+              backend::verify_password(password, stored, context_.verify_policy());
+          if (verified.ok() && *verified) {
+            matched = true;
+            return;
           }
-        });
-    if (!status.ok() || !matched) {
-      send_extended(
-          request,
-          OwnedResult::error(ResultCode::kUnwillingToPerform, "unwilling to verify old password"),
-          std::nullopt, sink);
-      return;
-    }
-  }
+        }
+      });
+  return status.ok() && matched;
+}
+
+void PasswordModifyOperation::store(std::string_view dn,
+                                    std::optional<std::string_view> new_password,
+                                    const Identity& who, ResultSender& sender) const {
   std::optional<std::string> generated;
-  std::string_view new_password;
-  if (passwd.new_password.has_value()) {
-    new_password = *passwd.new_password;
-  } else {
+  if (!new_password.has_value()) {
     generated = generate_password();
     if (!generated.has_value()) {
-      send_extended(request, OwnedResult::error(ResultCode::kOther, "password generation failed"),
-                    std::nullopt, sink);
+      sender.send_extended(OwnedResult::error(ResultCode::kOther, "password generation failed"),
+                           std::nullopt);
       return;
     }
     new_password = *generated;
   }
   Result<std::string> hashed =
-      backend::hash_password(new_password, options_.default_password_scheme);
+      backend::hash_password(*new_password, context_.options().default_password_scheme);
   if (!hashed.ok()) {
-    send_extended(request, OwnedResult::error(ResultCode::kOther, "password hash failed"),
-                  std::nullopt, sink);
+    sender.send_extended(OwnedResult::error(ResultCode::kOther, "password hash failed"),
+                         std::nullopt);
     return;
   }
   const backend::Modification replace{
       backend::ModificationKind::kReplace, "userPassword", {std::move(*hashed)}};
-  const Status status = directory_.modify(target_dn, std::span(&replace, 1),
-                                          backend::UpdateContext{who.dn, std::nullopt});
+  const Status status = context_.directory().modify(dn, std::span(&replace, 1),
+                                                    backend::UpdateContext{who.dn, std::nullopt});
   if (!status.ok()) {
-    send_status(request, status, sink);
+    sender.send_status(status);
     return;
   }
   if (!generated.has_value()) {
-    send_extended(request, OwnedResult::success(), std::nullopt, sink);
+    sender.send_extended(OwnedResult::success(), std::nullopt);
     return;
   }
   // PasswdModifyResponseValue ::= SEQUENCE { genPasswd [0] OCTET STRING OPTIONAL }
@@ -234,7 +207,7 @@ void OperationHandler::password_modify(const LdapMessage& request, const Identit
   writer.begin(ber::kSequence);
   writer.write_octets(ber::context(0), *generated);
   writer.end();
-  send_extended(request, OwnedResult::success(), writer.view(), sink);
+  sender.send_extended(OwnedResult::success(), writer.view());
 }
 
 }  // namespace numadir::server

@@ -1,0 +1,270 @@
+// listener/connection_rules.cc: see connection_rules.h.
+#include "listener/connection_rules.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "listener/listener.h"
+#include "listener/request.h"
+#include "listener/wire/framing.h"
+#include "listener/wire/message_encoder.h"
+
+namespace numadir::listener {
+namespace {
+
+bool is_request(wire::ProtocolOp op) {
+  switch (op) {
+    case wire::ProtocolOp::kBindRequest:
+    case wire::ProtocolOp::kSearchRequest:
+    case wire::ProtocolOp::kModifyRequest:
+    case wire::ProtocolOp::kAddRequest:
+    case wire::ProtocolOp::kDelRequest:
+    case wire::ProtocolOp::kModifyDnRequest:
+    case wire::ProtocolOp::kCompareRequest:
+    case wire::ProtocolOp::kExtendedRequest:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+ConnectionRules::ConnectionRules(const ListenerShared& shared, threadpool::TaskPool& pool,
+                                 ListenerCounters& counters)
+    : shared_(shared), pool_(pool), counters_(counters) {}
+
+PumpResult ConnectionRules::pump(Connection& connection) {
+  for (;;) {
+    if (connection.closing_) {
+      return PumpResult::kClose;  // The listener finishes the close once nothing holds it.
+    }
+    const StartResult held = start_held(connection);
+    if (held == StartResult::kStarted && !route_input(connection)) {
+      return PumpResult::kClose;
+    }
+    if (connection.held_.empty()) {
+      connection.unwatch_operations();
+      connection.reading_paused_ = false;
+      return PumpResult::kIdle;
+    }
+    connection.reading_paused_ = true;  // Backpressure until the held requests start.
+    if (held == StartResult::kPoolFull) {
+      return PumpResult::kPoolFull;
+    }
+    if (!may_start_held(connection)) {
+      return PumpResult::kIdle;
+    }
+  }
+}
+
+ConnectionRules::StartResult ConnectionRules::start_held(Connection& connection) {
+  while (!connection.held_.empty()) {
+    const StartResult result = try_start(connection, connection.held_.front());
+    if (result != StartResult::kStarted) {
+      return result;
+    }
+    connection.held_.pop_front();
+  }
+  return StartResult::kStarted;
+}
+
+bool ConnectionRules::may_start_held(Connection& connection) {
+  // Waits for a worker or an open operation to release the connection, unless one did while
+  // this looked.
+  const std::uint64_t ops = connection.watch_operations();
+  const bool bind_waits = connection.bind_running_ && ops > 0;
+  const bool front_is_bind =
+      connection.held_.front()->message().op == wire::ProtocolOp::kBindRequest;
+  return !(bind_waits || (front_is_bind && ops > 0) ||
+           ops >= shared_.limits.max_outstanding_per_connection);
+}
+
+bool ConnectionRules::route_input(Connection& connection) {
+  std::size_t consumed = 0;
+  const std::string_view input = connection.input_;
+  bool open = true;
+  while (consumed < input.size()) {
+    if (connection.held_.size() >= shared_.limits.max_outstanding_per_connection) {
+      break;  // Enough waiting: the rest stays unread until these start.
+    }
+    const std::string_view rest = input.substr(consumed);
+    const wire::Frame frame = wire::frame_pdu(rest, shared_.limits.max_pdu_bytes);
+    if (frame.state == wire::FrameState::kNeedMore) {
+      break;
+    }
+    if (frame.state != wire::FrameState::kComplete) {
+      protocol_error(connection, frame.error);
+      open = false;
+      break;
+    }
+    auto request =
+        std::make_unique<Request>(connection, *shared_.handler, rest.substr(0, frame.pdu_bytes));
+    consumed += frame.pdu_bytes;
+    if (const Status decoded = request->decode({}); !decoded.ok()) {
+      protocol_error(connection, decoded.message());
+      open = false;
+      break;
+    }
+    const wire::LdapMessage& message = request->message();
+    if (message.op == wire::ProtocolOp::kUnbindRequest ||
+        message.op == wire::ProtocolOp::kAbandonRequest) {
+      shared_.handler->notice(message, *connection.session_);
+    }
+    if (message.op == wire::ProtocolOp::kUnbindRequest) {
+      connection.abandon_all();  // Ends its open operations too; the listener closes.
+      open = false;
+      break;
+    }
+    if (message.op == wire::ProtocolOp::kAbandonRequest) {
+      const std::int32_t target = message.abandon_id;
+      auto held = std::find_if(connection.held_.begin(), connection.held_.end(),
+                               [target](const std::unique_ptr<Request>& r) {
+                                 return r->message().message_id == target;
+                               });
+      if (held != connection.held_.end()) {
+        connection.held_.erase(held);  // Never started: it just goes.
+      } else {
+        connection.abandon(target);  // Running, or open: an open one ends here.
+      }
+      continue;
+    }
+    if (message.op == wire::ProtocolOp::kExtendedRequest &&
+        message.extended.name == wire::kStartTlsOid && shared_.tls != nullptr) {
+      threadpool::owner_add(counters_.requests);
+      start_tls(connection, message);
+      if (connection.tls_started()) {
+        // Whatever the client sent after the request is already TLS.
+        std::string rest_bytes(input.substr(consumed));
+        connection.input_.clear();
+        return rest_bytes.empty() || tls_input(connection, rest_bytes);
+      }
+      continue;
+    }
+    if (!is_request(message.op)) {
+      protocol_error(connection,
+                     "a client sent " + std::string(wire::protocol_op_name(message.op)));
+      open = false;
+      break;
+    }
+    threadpool::owner_add(counters_.requests);
+    if (connection.held_.empty() && try_start(connection, request) == StartResult::kStarted) {
+      continue;
+    }
+    connection.held_.push_back(std::move(request));
+  }
+  connection.input_.erase(0, consumed);
+  return open;
+}
+
+ConnectionRules::StartResult ConnectionRules::try_start(Connection& connection,
+                                                        std::unique_ptr<Request>& request) {
+  const std::uint64_t ops = connection.operations();
+  if (connection.bind_running_) {
+    if (ops > 0) {
+      return StartResult::kWait;  // Nothing runs beside a bind (RFC 4511 §4.2.1).
+    }
+    connection.bind_running_ = false;
+  }
+  const bool bind = request->message().op == wire::ProtocolOp::kBindRequest;
+  if ((bind && ops > 0) || ops >= shared_.limits.max_outstanding_per_connection) {
+    return StartResult::kWait;
+  }
+  const std::int32_t message_id = request->message().message_id;
+  connection.begin_operation(message_id);
+  request->start();
+  std::unique_ptr<threadpool::Task> task = std::move(request);
+  if (!pool_.try_submit(task)) {
+    request.reset(static_cast<Request*>(task.release()));
+    request->cancel_start();
+    connection.cancel_operation(message_id);
+    return StartResult::kPoolFull;
+  }
+  connection.bind_running_ = bind;
+  return StartResult::kStarted;
+}
+
+void ConnectionRules::protocol_error(Connection& connection, std::string_view why) {
+  wire::LdapMessage notice;
+  notice.reset(wire::kUnsolicitedMessageId, wire::ProtocolOp::kExtendedResponse);
+  notice.result.code = wire::ResultCode::kProtocolError;
+  notice.result.diagnostic_message = why;
+  notice.extended.name = wire::kNoticeOfDisconnectionOid;
+  wire::BerWriter writer;
+  wire::encode_message(notice, writer);
+  connection.send_bytes(writer.view());
+}
+
+void ConnectionRules::begin_tls(Connection& connection, std::unique_ptr<TlsChannel> channel,
+                                std::int64_t now_ms) {
+  connection.start_tls(std::move(channel));
+  connection.handshake_deadline_ms_ =
+      now_ms + std::int64_t{1000} * shared_.tls->settings().handshake_timeout_s;
+  ++handshakes_;
+}
+
+void ConnectionRules::forget_handshake(Connection& connection) {
+  if (connection.handshake_deadline_ms_ != 0) {
+    connection.handshake_deadline_ms_ = 0;
+    --handshakes_;
+  }
+}
+
+bool ConnectionRules::tls_input(Connection& connection, std::string_view cipher) {
+  const TlsChannel::InputResult result = connection.tls_input(cipher);
+  if (connection.handshake_deadline_ms_ != 0 && connection.tls_handshake_done()) {
+    forget_handshake(connection);
+    shared_.handler->tls_established(*connection.session_, connection.tls_peer());
+  }
+  if (result == TlsChannel::InputResult::kFailed) {
+    std::fprintf(stderr, "numadir: conn=%llu: TLS: %s\n",
+                 static_cast<unsigned long long>(connection.id()), connection.tls_error().c_str());
+  }
+  return result == TlsChannel::InputResult::kOk;
+}
+
+void ConnectionRules::start_tls(Connection& connection, const wire::LdapMessage& request) {
+  wire::LdapMessage response;
+  response.reset(request.message_id, wire::ProtocolOp::kExtendedResponse);
+  response.extended.name = wire::kStartTlsOid;
+  SSL* ssl = nullptr;
+  if (connection.tls_started()) {
+    response.result.code = wire::ResultCode::kOperationsError;
+    response.result.diagnostic_message = "TLS already started";
+  } else if (connection.operations() > 0 || !connection.held_.empty()) {
+    response.result.code = wire::ResultCode::kOperationsError;
+    response.result.diagnostic_message = "other operations are outstanding";
+  } else if ((ssl = shared_.tls->new_ssl()) == nullptr) {
+    response.result.code = wire::ResultCode::kUnavailable;
+    response.result.diagnostic_message = "TLS is not available";
+  }
+  wire::BerWriter writer;
+  wire::encode_message(response, writer);
+  // In plaintext: TLS starts with the first byte after this response (RFC 4511 §4.14.2).
+  connection.send_bytes(writer.view());
+  if (ssl != nullptr) {
+    begin_tls(connection, std::make_unique<TlsChannel>(ssl), steady_ms());
+  }
+}
+
+bool ConnectionRules::expired(const Connection& connection, std::int64_t now_ms) const {
+  if (connection.closing_) {
+    return false;
+  }
+  if (connection.handshake_deadline_ms_ != 0 && now_ms >= connection.handshake_deadline_ms_) {
+    return true;
+  }
+  const std::int64_t idle_limit_ms = std::int64_t{1000} * shared_.limits.idle_timeout_s;
+  return idle_limit_ms != 0 && connection.held_.empty() && connection.operations() == 0 &&
+         now_ms - connection.last_read_ms_ >= idle_limit_ms;
+}
+
+}  // namespace numadir::listener

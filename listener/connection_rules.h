@@ -1,0 +1,96 @@
+// listener/connection_rules.h: the per-connection rules of RFC 4511 and of numadir's limits,
+// applied to what a connection has read: PDU framing and decoding, a bind that runs alone,
+// Unbind, Abandon, StartTLS, at most max_outstanding_per_connection operations, the requests
+// held back until they may start, the TLS handshake's deadline and the idle timeout. The rules
+// decide and hand requests to the pool; the listener does the rest of the I/O they ask for
+// (epoll interest, closing, waiting for room in the pool).
+//
+// Thread contract: one ConnectionRules per listener, used on that listener's thread only, on
+// the connections it owns. Constructed and destroyed with its Listener.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "listener/connection.h"
+#include "listener/tls.h"
+#include "listener/wire/ldap_message.h"
+#include "threadpool/worker_pool.h"
+
+namespace numadir::listener {
+
+struct ListenerCounters;
+struct ListenerShared;
+
+// Returns: the steady clock in milliseconds: what Connection::last_read_ms_ and the handshake
+//   deadlines hold.
+std::int64_t steady_ms();
+
+// What pump() asks of the listener.
+enum class PumpResult : std::uint8_t {
+  // Everything read was started, or is held until a worker or an open operation releases the
+  // connection (it is watched: Connection::watch_operations, so the listener is told).
+  kIdle,
+  kPoolFull,  // The pool refused a request: pump again once the pool has room.
+  kClose,     // Unbind, a protocol error (its notice queued) or a TLS failure: close it.
+};
+
+class ConnectionRules {
+ public:
+  // `shared`, `pool` and `counters` must outlive the rules (they are the listener's).
+  ConnectionRules(const ListenerShared& shared, threadpool::TaskPool& pool,
+                  ListenerCounters& counters);
+  ConnectionRules(const ConnectionRules&) = delete;
+  ConnectionRules& operator=(const ConnectionRules&) = delete;
+
+  // Starts what `connection` has held and read as far as its rules allow, holds the rest, and
+  // pauses reading it (connection.reading_paused_) while requests are held: the caller updates
+  // its epoll interest when that changed.
+  PumpResult pump(Connection& connection);
+
+  // Starts TLS on `connection` (ldaps://, or StartTLS): its handshake must be done by `now_ms`
+  // + handshake_timeout_s.
+  void begin_tls(Connection& connection, std::unique_ptr<TlsChannel> channel, std::int64_t now_ms);
+  // Feeds ciphertext read from the socket to the connection's TLS; tells the handler when the
+  // handshake ends.
+  // Returns: false when the connection is to be closed (a TLS failure or close_notify).
+  [[nodiscard]] bool tls_input(Connection& connection, std::string_view cipher);
+  // The connection closes: a pending handshake of it no longer counts.
+  void forget_handshake(Connection& connection);
+  // Returns: connections whose TLS handshake is pending (each has a deadline).
+  std::size_t handshakes() const { return handshakes_; }
+
+  // Returns: whether `connection` is to be closed at `now_ms`: its TLS handshake is overdue,
+  //   or it has been idle (nothing outstanding or held, nothing read) for idle_timeout_s.
+  bool expired(const Connection& connection, std::int64_t now_ms) const;
+
+ private:
+  enum class StartResult : std::uint8_t { kStarted, kWait, kPoolFull };
+
+  // Starts the held requests in order, as far as the rules allow.
+  // Returns: kStarted when none is left held.
+  StartResult start_held(Connection& connection);
+  // Returns: whether the front held request may start now that the operations are watched
+  //   (one ended meanwhile); otherwise the connection's watch brings the listener back.
+  bool may_start_held(Connection& connection);
+  // Frames, decodes and routes the PDUs in connection.input_. Returns: false once the
+  // connection is to close.
+  bool route_input(Connection& connection);
+  // Hands `request` to the pool if the connection's rules allow it now (a bind only with
+  // nothing outstanding, nothing while a bind runs, at most max_outstanding_per_connection).
+  // On kStarted `request` is left empty; otherwise the caller keeps it.
+  StartResult try_start(Connection& connection, std::unique_ptr<Request>& request);
+  // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
+  void start_tls(Connection& connection, const wire::LdapMessage& request);
+  // Queues a Notice of Disconnection (protocolError); the caller closes.
+  void protocol_error(Connection& connection, std::string_view why);
+
+  const ListenerShared& shared_;
+  threadpool::TaskPool& pool_;
+  ListenerCounters& counters_;  // Written by this thread only (owner_add).
+  std::size_t handshakes_ = 0;  // Owner: the listener thread.
+};
+
+}  // namespace numadir::listener

@@ -1,0 +1,48 @@
+// listener/detached_operation.cc: see detached_operation.h.
+#include "listener/detached_operation.h"
+
+#include "base/check.h"
+#include "listener/wire/message_encoder.h"
+
+namespace numadir::listener {
+
+DetachedOperation::DetachedOperation(Connection& connection, std::int32_t message_id)
+    : connection_(connection) {
+  slot_.message_id = message_id;
+  connection_.open_operation(slot_);
+}
+
+DetachedOperation::~DetachedOperation() { connection_.close_open(slot_); }
+
+void DetachedOperation::send(const wire::LdapMessage& message) {
+  NUMADIR_DCHECK(!finished_, "OpenOperation::send after finish");
+  if (abandoned()) {
+    return;  // Not even encoded; send_open would drop it anyway.
+  }
+  // One message at a time, sent at once: an open operation's messages come one by one, as its
+  // feeder learns them, and the client waits for each.
+  wire::encode_message(message, out_);
+  connection_.send_open(slot_, out_.view());
+  out_.clear();
+}
+
+void DetachedOperation::finish(const wire::LdapMessage& last_message) {
+  NUMADIR_DCHECK(!finished_, "OpenOperation::finish called twice");
+  finished_ = true;
+  if (abandoned()) {
+    return;
+  }
+  wire::encode_message(last_message, out_);
+  connection_.finish_open(slot_, out_.view());
+  out_.clear();
+}
+
+bool DetachedOperation::abandoned() const {
+  return slot_.state.load(std::memory_order_acquire) == OpenSlot::State::kEnded;
+}
+
+void DetachedOperation::set_on_end(std::function<void()> on_end) {
+  connection_.set_on_end(slot_, std::move(on_end));
+}
+
+}  // namespace numadir::listener

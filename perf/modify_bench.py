@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""The modify benchmark: authrate --mode modify against numadir `percpu` and OpenLDAP slapd
+side by side, on the same generated users, at several connection counts, each point repeated
+and interleaved, medians reported.
+
+  perf/modify_bench.py --build-dir build/release [--users 10000] [--connections 1,16,64]
+                       [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
+
+Each connection binds once as the rootdn, then replaces `description` of a random user, closed
+loop. Both servers commit every modification durably before answering: numadir with
+durability = "sync" (its writer batches the commits of the modifications waiting), slapd with
+back-mdb's default (a synced commit per operation, no dbnosync). Server CPU (utime + stime
+from /proc/PID/stat over the measured window) comes from authrate --server-pid, as µs per
+modification. Writes a table between the bench-modify markers of RESULTS.md (--results '' only
+prints it). Uses perf/bench.py's server setup (same data, indexes and access rules).
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (perf/bench.py: server setup shared with the auth benchmark)
+
+BEGIN = "<!-- bench-modify:begin -->"
+END = "<!-- bench-modify:end -->"
+HEADING = "Modifications: numadir and slapd side by side (perf/modify_bench.py)"
+
+
+def run_modify(build, server, connections, args):
+    """One authrate --mode modify run. Returns authrate's JSON summary."""
+    command = [f"{build}/perf/authrate", "-H", f"ldap://127.0.0.1:{server.port}",
+               "-b", bench.PEOPLE, "--mode", "modify", "-D", bench.ROOT_DN, "-w", "secret",
+               "--first", "0", "--last", str(args.users - 1), "-c", str(connections),
+               "-t", str(args.authrate_threads), "-d", str(args.duration), "--warmup",
+               str(args.warmup), "--server-pid", str(server.process.pid), "--json"]
+    result = subprocess.run(command, capture_output=True, text=True,
+                            timeout=args.duration * 4 + 120)
+    if result.returncode != 0:
+        raise RuntimeError(f"authrate --mode modify against {server.name} failed: "
+                           f"{result.stderr[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def summarize(runs):
+    return {key: bench.median_point(summaries, "modifications_per_sec",
+                                    "server_cpu_us_per_modification")
+            for key, summaries in runs.items()}
+
+
+def tables(points, names, connections):
+    lines = ["| connections | server | modifications/s | p50 ms | p99 ms | "
+             "server CPU µs/modification |", "|---:|---|---:|---:|---:|---:|"]
+    for c in connections:
+        for name in names:
+            p = points[(name, c)]
+            lines.append(f"| {c} | {name} | {p['rate']:.0f} | {p['p50']:.3f} | {p['p99']:.3f} | "
+                         f"{p['cpu']:.1f} |")
+    if "percpu" in names and "slapd" in names:
+        lines += ["", "| connections | percpu/slapd modifications/s | percpu/slapd CPU/mod |",
+                  "|---:|---:|---:|"]
+        for c in connections:
+            a, b = points[("percpu", c)], points[("slapd", c)]
+            rate = f"{a['rate'] / b['rate']:.2f}" if b["rate"] > 0 else "n/a"
+            cpu = f"{a['cpu'] / b['cpu']:.2f}" if b["cpu"] > 0 else "n/a"
+            lines.append(f"| {c} | {rate} | {cpu} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build-dir", default="build/release")
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--connections", default="1,16,64")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--authrate-threads", type=int, default=1)
+    parser.add_argument("--servers", default="slapd,percpu")
+    parser.add_argument("--slapd-extra", default="",
+                        help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
+    parser.add_argument("--slapd-loglevel", default="0")
+    parser.add_argument("--results", default="perf/RESULTS.md",
+                        help="the file whose bench-modify section is rewritten ('' = print only)")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build_dir)
+    connections = [int(c) for c in args.connections.split(",")]
+    names = args.servers.split(",")
+    command = "perf/modify_bench.py " + " ".join(sys.argv[1:])
+
+    work = tempfile.mkdtemp(prefix="numadir-modify-bench-")
+    servers = {}
+    runs = {}
+    try:
+        ldif = bench.generate_users(work, args.users)
+        print(f"modify bench: {args.users} users generated; starting {', '.join(names)}",
+              flush=True)
+        for name in names:
+            if name == "slapd":
+                servers[name] = bench.start_slapd(work, ldif, args)
+            elif name in ("percpu", "single"):
+                servers[name] = bench.start_numadir(build, work, name, name, ldif,
+                                                    database_extra='durability = "sync"\n')
+            else:
+                raise SystemExit(f"modify bench: unknown server {name!r}")
+        for rep in range(args.repeat):
+            for c in connections:
+                for name in names:
+                    summary = run_modify(build, servers[name], c, args)
+                    runs.setdefault((name, c), []).append(summary)
+                    print(f"modify bench: rep {rep + 1}/{args.repeat} {c:>4} conns {name:>7}: "
+                          f"{summary['modifications_per_sec']:.0f} mods/s, "
+                          f"p99 {summary['latency_ms']['p99']:.3f} ms, "
+                          f"cpu {summary.get('server_cpu_us_per_modification') or 0:.1f} us/mod, "
+                          f"errors {summary['errors']['total']}", flush=True)
+    finally:
+        for server in servers.values():
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    points = summarize(runs)
+    info = bench.machine()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    errors = sum(p["errors"] for p in points.values())
+    section = f"""{BEGIN}
+### Modifications side by side: {now}
+
+Command: `{command}` — {args.users} users; each connection binds once as the rootdn, then
+replaces `description` of a random user, closed loop; numadir with durability = "sync", slapd
+back-mdb with its default (synced commits); authrate with {args.authrate_threads} thread(s),
+{args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
+interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
+{info['kernel']}; {info['slapd']}. Errors over all runs: {errors}.
+
+{tables(points, names, connections)}
+{END}"""
+    if args.results:
+        bench.write_section(args.results, BEGIN, END, HEADING, section)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+// server/formats/detail/config_toml.h: what the parts of the numadir.toml reader share: toml++
+// (included here, and only here, with the same settings in every file that reads it), the
+// collector of the first problem, the typed key readers, and the sections parsed in files of
+// their own (config_security.cc: [tls] and [[access]]). Private to server/formats.
+//
+// Thread contract: used only while a config is parsed, by the thread parsing it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "server/formats/config.h"
+
+// Without exceptions toml++ reports errors as values (STYLE.md: no exceptions on our side of a
+// library call). Debian's shared libtomlplusplus is built with exceptions, so the no-exception
+// flavour is compiled from the headers, the same in every file that includes this one.
+#define TOML_EXCEPTIONS 0
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+namespace numadir::server::detail {
+
+// Collects the first error, prefixed with the origin and the key.
+class Problems {
+ public:
+  explicit Problems(std::string_view origin) : origin_(origin) {}
+
+  void add(std::string_view key, std::string_view problem) {
+    if (first_.empty()) {
+      first_ = origin_ + ": " + std::string(key) + ": " + std::string(problem);
+    }
+  }
+  bool any() const { return !first_.empty(); }
+  Status status() const { return invalid_argument(first_); }
+
+ private:
+  std::string origin_;
+  std::string first_;
+};
+
+// Rejects keys of `table` not in `known` (reported as `prefix.key`, or `key` with no prefix).
+void check_keys(const toml::table& table, std::string_view prefix,
+                std::initializer_list<std::string_view> known, Problems& problems);
+
+// The get_* readers read the optional key `key` of `table`, reported as `prefix.key`.
+// Returns: true with `out` set when the key is there with the right type; false when it is
+//   absent, or of another type (then added to `problems`, `out` unchanged).
+
+// Reads an optional string key.
+bool get_string(const toml::table& table, std::string_view prefix, std::string_view key,
+                std::string& out, Problems& problems);
+
+// Reads an optional boolean key.
+bool get_bool(const toml::table& table, std::string_view prefix, std::string_view key, bool& out,
+              Problems& problems);
+
+// Reads an optional array of strings.
+bool get_strings(const toml::table& table, std::string_view prefix, std::string_view key,
+                 std::vector<std::string>& out, Problems& problems);
+
+// Returns: the table `key` of `root`; nullptr when absent, or when not a table (then reported).
+const toml::table* get_table(const toml::table& root, std::string_view key, Problems& problems);
+
+// Reads an optional non-negative integer key no larger than `max`.
+bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
+               std::uint64_t max, std::uint64_t& out, Problems& problems);
+
+// [tls]: certificate and key (required), CAs for client certificates, protocol and cipher
+// policy, the client certificate mode, SASL EXTERNAL's mapping and RFC 4513 options. Relative
+// paths are taken from `base_dir`.
+void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
+               Problems& problems);
+
+// [[access]]: the ordered access rules (server/operations/access_control.h), appended to
+// config.access.
+void parse_access_rules(const toml::node& node, Config& config, Problems& problems);
+
+}  // namespace numadir::server::detail

@@ -1,0 +1,158 @@
+// server/operations/add_operation.cc: see add_operation.h.
+#include "server/operations/add_operation.h"
+
+#include <optional>
+#include <string>
+
+namespace numadir::server {
+
+using listener::wire::ResultCode;
+
+namespace {
+
+// RFC 4511 §4.7: the entry is made of the request's attributes "along with those from the
+// RDN". Adds each RDN value the attributes lack (compared with the type's equality rule), as
+// slapd does; '#' hex values are left to the schema check.
+void add_rdn_values(const schema::Dn& dn, const backend::AttributeCatalog& catalog,
+                    schema::Entry& entry) {
+  if (dn.is_root()) {
+    return;
+  }
+  std::string wanted;
+  std::string have;
+  for (const schema::Ava& ava : dn.rdn(0)) {
+    const backend::AttributeInfo* info = catalog.resolve(ava.type);
+    if (ava.hex_form || info == nullptr) {
+      continue;
+    }
+    const schema::MatchingRule* rule = info->type->equality;
+    const bool comparable = rule != nullptr && catalog.normalize(*rule, ava.value, wanted);
+    schema::EntryAttribute* target = nullptr;
+    bool present = false;
+    for (schema::EntryAttribute& attribute : entry.attributes) {
+      const auto [type, options] = schema::split_description(attribute.description);
+      const backend::AttributeInfo* attribute_info = catalog.resolve(type);
+      if (attribute_info != info || !options.empty()) {
+        continue;
+      }
+      target = &attribute;
+      for (const std::string& value : attribute.values) {
+        present = present || (comparable ? catalog.normalize(*rule, value, have) && have == wanted
+                                         : value == ava.value);
+      }
+    }
+    if (present) {
+      continue;
+    }
+    if (target == nullptr) {
+      entry.attributes.push_back(schema::EntryAttribute{std::string(ava.type), {}});
+      target = &entry.attributes.back();
+    }
+    target->values.emplace_back(ava.value);
+  }
+}
+
+// Returns: the entry `add` describes (an attribute listed twice is merged, as slapd does).
+schema::Entry entry_of(const listener::wire::AddRequest& add) {
+  schema::Entry entry;
+  entry.dn = std::string(add.entry);
+  for (const auto& attribute : add.attributes.attributes()) {
+    schema::EntryAttribute* target = entry.find(attribute.type);
+    if (target == nullptr) {
+      entry.attributes.push_back(schema::EntryAttribute{std::string(attribute.type), {}});
+      target = &entry.attributes.back();
+    }
+    for (std::string_view value : add.attributes.values(attribute)) {
+      target->values.emplace_back(value);
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
+void AddOperation::run(const listener::wire::LdapMessage& request, const Identity& who,
+                       ServerWorkerState& state, ResultSender& sender) const {
+  const listener::wire::AddRequest& add = request.add_request;
+  const std::optional<ParsedName> name = check_request(add, sender);
+  if (!name.has_value()) {
+    return;
+  }
+  const OperationAccess access(context_, state, who);
+  if (!access.may_write_children(name->parent_ndn)) {
+    sender.send_result(no_parent_access());
+    return;
+  }
+  schema::Entry entry = entry_of(add);
+  add_rdn_values(name->dn, context_.catalog(), entry);
+  if (!may_write(access, *name, entry, sender)) {
+    return;
+  }
+  const HandlerOptions& options = context_.options();
+  if (!options.allow_cleartext_passwords && context_.user_password_type() != nullptr) {
+    for (schema::EntryAttribute& attribute : entry.attributes) {
+      if (context_.attribute_type(attribute.description) == context_.user_password_type() &&
+          !hash_cleartext_passwords(options.default_password_scheme, attribute.values).ok()) {
+        sender.send_result(password_hash_failed());
+        return;
+      }
+    }
+  }
+  sender.send_update_result(
+      context_.directory().add(entry, backend::UpdateContext{who.dn, std::nullopt}));
+}
+
+std::optional<ParsedName> AddOperation::check_request(const listener::wire::AddRequest& add,
+                                                      ResultSender& sender) const {
+  for (const auto& attribute : add.attributes.attributes()) {
+    if (attribute.value_count == 0) {
+      sender.send_result(
+          OwnedResult::error(ResultCode::kProtocolError, "no values for attribute type"));
+      return std::nullopt;
+    }
+  }
+  std::optional<ParsedName> name = parse_name(context_, add.entry);
+  if (!name.has_value()) {
+    sender.send_result(invalid_dn());
+    return std::nullopt;
+  }
+  if (add.attributes.empty()) {
+    sender.send_result(OwnedResult::error(ResultCode::kProtocolError, "no attributes provided"));
+    return std::nullopt;
+  }
+  if (name->ndn.empty()) {
+    sender.send_result(
+        OwnedResult::error(ResultCode::kEntryAlreadyExists, "root DSE already exists"));
+    return std::nullopt;
+  }
+  if (name->ndn == context_.subschema_ndn()) {
+    sender.send_result(
+        OwnedResult::error(ResultCode::kEntryAlreadyExists, "subschema subentry already exists"));
+    return std::nullopt;
+  }
+  if (!context_.in_naming_context(name->ndn)) {
+    sender.send_result(outside_naming_context());
+    return std::nullopt;
+  }
+  return name;
+}
+
+bool AddOperation::may_write(const OperationAccess& access, const ParsedName& name,
+                             const schema::Entry& entry, ResultSender& sender) const {
+  // As slapd: write to the new entry itself and to each attribute it is given.
+  const AccessEntry added{name.ndn, &entry};
+  if (!access.allows(added, AccessAttribute::entry(), AccessLevel::kWrite)) {
+    sender.send_result(no_entry_access());
+    return false;
+  }
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    const schema::AttributeType* type = context_.attribute_type(attribute.description);
+    if (type != nullptr && !access.allows(added, AccessAttribute::of(type), AccessLevel::kWrite)) {
+      sender.send_result(no_attribute_access(*type));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,44 @@
+// server/operations/add_operation.h: the Add operation (RFC 4511 §4.7): the request checked as
+// slapd's frontend checks it, the RDN's values added to the entry, write access to the parent's
+// children, the new entry and each of its attributes, cleartext userPassword values hashed with
+// the default scheme unless cleartext passwords are allowed, then one Directory::add whose
+// Status becomes the result.
+//
+// Thread contract: immutable; run() may be called by any number of workers at once.
+#pragma once
+
+#include "listener/wire/ldap_message.h"
+#include "schema/entry.h"
+#include "server/operations/operation_access.h"
+#include "server/operations/operation_context.h"
+#include "server/operations/result_sender.h"
+#include "server/operations/server_session.h"
+#include "server/operations/update_common.h"
+#include "server/operations/worker_state.h"
+
+namespace numadir::server {
+
+class AddOperation {
+ public:
+  // Requires: `context` outlives this object.
+  explicit AddOperation(const OperationContext& context) : context_(context) {}
+
+  // Runs `request` (an AddRequest) as `who` and sends the AddResponse.
+  void run(const listener::wire::LdapMessage& request, const Identity& who,
+           ServerWorkerState& state, ResultSender& sender) const;
+
+ private:
+  // Checks the request before access is asked: values for every attribute, a DN, attributes,
+  // not the root DSE or the subschema subentry, inside the naming context. Returns: the
+  // entry's name, or nullopt after sending the refusal.
+  std::optional<ParsedName> check_request(const listener::wire::AddRequest& add,
+                                          ResultSender& sender) const;
+  // Returns: whether `access`'s requester may write the new `entry` and each attribute it is
+  //   given (as slapd); false after sending the refusal.
+  bool may_write(const OperationAccess& access, const ParsedName& name, const schema::Entry& entry,
+                 ResultSender& sender) const;
+
+  const OperationContext& context_;
+};
+
+}  // namespace numadir::server

@@ -1,0 +1,108 @@
+// server/operations/modify_operation.cc: see modify_operation.h.
+#include "server/operations/modify_operation.h"
+
+#include <optional>
+#include <string>
+
+namespace numadir::server {
+
+using listener::wire::ResultCode;
+
+namespace {
+
+backend::ModificationKind modification_kind(listener::wire::ModifyOperation operation) {
+  switch (operation) {
+    case listener::wire::ModifyOperation::kAdd:
+      return backend::ModificationKind::kAdd;
+    case listener::wire::ModifyOperation::kDelete:
+      return backend::ModificationKind::kDelete;
+    case listener::wire::ModifyOperation::kReplace:
+      return backend::ModificationKind::kReplace;
+    case listener::wire::ModifyOperation::kIncrement:
+      return backend::ModificationKind::kIncrement;
+  }
+  return backend::ModificationKind::kReplace;
+}
+
+}  // namespace
+
+void ModifyOperation::run(const listener::wire::LdapMessage& request, const Identity& who,
+                          ServerWorkerState& state, ResultSender& sender) const {
+  const listener::wire::ModifyRequest& modify = request.modify_request;
+  const std::optional<ParsedName> name = check_request(modify, sender);
+  if (!name.has_value()) {
+    return;
+  }
+  const OperationAccess access(context_, state, who);
+  std::vector<backend::Modification> changes;
+  if (!modifications(modify, *name, access, state, changes, sender)) {
+    return;
+  }
+  sender.send_update_result(context_.directory().modify(
+      modify.object, changes, backend::UpdateContext{who.dn, std::nullopt}));
+}
+
+std::optional<ParsedName> ModifyOperation::check_request(
+    const listener::wire::ModifyRequest& modify, ResultSender& sender) const {
+  std::optional<ParsedName> name = parse_name(context_, modify.object);
+  if (!name.has_value()) {
+    sender.send_result(invalid_dn());
+    return std::nullopt;
+  }
+  const std::string& ndn = name->ndn;
+  if (modify.modifications.empty()) {
+    sender.send_result(
+        OwnedResult::error(ResultCode::kProtocolError, "no modifications specified"));
+    return std::nullopt;
+  }
+  if (ndn.empty() || ndn == context_.subschema_ndn()) {
+    sender.send_result(OwnedResult::error(ResultCode::kUnwillingToPerform,
+                                          ndn.empty() ? "modification of the root DSE not supported"
+                                                      : "modification of subschema not supported"));
+    return std::nullopt;
+  }
+  if (!context_.in_naming_context(ndn)) {
+    sender.send_result(outside_naming_context());
+    return std::nullopt;
+  }
+  return name;
+}
+
+bool ModifyOperation::modifications(const listener::wire::ModifyRequest& modify,
+                                    const ParsedName& name, const OperationAccess& access,
+                                    ServerWorkerState& state,
+                                    std::vector<backend::Modification>& out,
+                                    ResultSender& sender) const {
+  const HandlerOptions& options = context_.options();
+  const std::optional<schema::Entry> content = access.entry_for_access(modify.object);
+  out.reserve(modify.modifications.size());
+  const auto attributes = modify.modifications.attributes();
+  for (std::size_t i = 0; i < attributes.size(); ++i) {
+    const schema::AttributeType* type = context_.attribute_type(attributes[i].type);
+    if (type != nullptr &&
+        !access.may(name.ndn, content, AccessAttribute::of(type), AccessLevel::kWrite)) {
+      send_denied(context_, state, modify.object, no_attribute_access(*type), sender);
+      return false;
+    }
+    backend::Modification modification;
+    modification.kind = i < modify.operations.size() ? modification_kind(modify.operations[i])
+                                                     : backend::ModificationKind::kReplace;
+    modification.description = std::string(attributes[i].type);
+    for (std::string_view value : modify.modifications.values(attributes[i])) {
+      modification.values.emplace_back(value);
+    }
+    // Values to delete are compared with what is stored, so only added ones are hashed.
+    const bool adds_values = modification.kind == backend::ModificationKind::kAdd ||
+                             modification.kind == backend::ModificationKind::kReplace;
+    if (adds_values && type != nullptr && type == context_.user_password_type() &&
+        !options.allow_cleartext_passwords &&
+        !hash_cleartext_passwords(options.default_password_scheme, modification.values).ok()) {
+      sender.send_result(password_hash_failed());
+      return false;
+    }
+    out.push_back(std::move(modification));
+  }
+  return true;
+}
+
+}  // namespace numadir::server

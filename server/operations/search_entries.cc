@@ -1,0 +1,209 @@
+// server/operations/search_entries.cc: see search_entries.h.
+#include "server/operations/search_entries.h"
+
+#include <algorithm>
+
+#include "backend/entry_filter.h"
+
+namespace numadir::server {
+
+using listener::wire::LdapMessage;
+using listener::wire::ProtocolOp;
+
+namespace {
+
+// An attribute type no schema defines: a filter item on it is Undefined (backend/filter_eval.h),
+// which is what an item on an attribute the client may not search must evaluate to.
+constexpr std::string_view kUnsearchableType = "x-numadir-unsearchable";
+
+// Copies the subtree of `in` at `index` into `out`, replacing every item `denied` refuses with
+// an item on kUnsearchableType (Undefined, as slapd evaluates an item without search access).
+template <typename Denied>
+void copy_restricted(const schema::Filter& in, std::uint32_t index, schema::Filter& out,
+                     const Denied& denied) {
+  const schema::FilterNode& node = in.node(index);
+  if (denied(node)) {
+    out.add_leaf(schema::FilterKind::kEquality, kUnsearchableType, "x");
+    return;
+  }
+  const std::uint32_t copy = out.open(node.kind, node.attribute, node.value);
+  out.set_extensible(copy, node.matching_rule, node.dn_attributes);
+  for (std::uint32_t child = index + 1; child < node.end; child = in.node(child).end) {
+    copy_restricted(in, child, out, denied);
+  }
+  out.close(copy);
+}
+
+bool is_item(schema::FilterKind kind) {
+  return kind != schema::FilterKind::kAnd && kind != schema::FilterKind::kOr &&
+         kind != schema::FilterKind::kNot && kind != schema::FilterKind::kSubInitial &&
+         kind != schema::FilterKind::kSubAny && kind != schema::FilterKind::kSubFinal;
+}
+
+// Returns: `types` refilled with the schema types of `filter`'s items on a type.
+const std::vector<const schema::AttributeType*>& fill_item_types(
+    const schema::Filter& filter, const OperationContext& context,
+    std::vector<const schema::AttributeType*>& types) {
+  types.clear();
+  for (const schema::FilterNode& node : filter.nodes()) {
+    if (is_item(node.kind) && !node.attribute.empty()) {
+      types.push_back(context.attribute_type(node.attribute));
+    }
+  }
+  return types;
+}
+
+}  // namespace
+
+const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool root,
+                                              schema::Filter& restricted) {
+  const auto typeless = [&](const schema::FilterNode& node) {
+    return node.kind == schema::FilterKind::kExtensible && node.attribute.empty() && !root;
+  };
+  if (!std::any_of(filter.nodes().begin(), filter.nodes().end(), typeless)) {
+    return filter;
+  }
+  copy_restricted(filter, 0, restricted, typeless);
+  return restricted;
+}
+
+void append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
+                                const AttributeSelection& selection, const OperationAccess& access,
+                                bool types_only, listener::wire::AttributeList& out) {
+  const AccessEntry target{entry_ndn, &entry};
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    const schema::AttributeType* type = selection.type_of(attribute.description);
+    if (!selection.selects(attribute.description, type) ||
+        !access.allows(target, AccessAttribute::of(type), AccessLevel::kRead)) {
+      continue;
+    }
+    out.add(attribute.description);
+    if (!types_only) {
+      for (const std::string& value : attribute.values) {
+        out.add_value(value);
+      }
+    }
+  }
+}
+
+SearchEntrySender::SearchEntrySender(const OperationContext& context, const OperationAccess& access,
+                                     ServerWorkerState& state, const LdapMessage& request,
+                                     const schema::Filter& filter, std::uint64_t size_limit,
+                                     const SearchPage& page, ResultSender& sender)
+    : context_(context),
+      access_(access),
+      state_(state),
+      search_(request.search_request),
+      filter_(filter),
+      size_limit_(size_limit),
+      page_(page),
+      sender_(sender),
+      selection_(request.search_request.attributes, context.catalog()),
+      ndn_matters_(!context.access().is_default() ||
+                   (!access.requester().identity.anonymous() && !access.requester().identity.root)),
+      content_matters_(context.access().needs_entry()),
+      item_types_(fill_item_types(filter, context, state.item_types)),
+      returned_(page.skip()) {
+  response_.op = ProtocolOp::kSearchResultEntry;
+}
+
+bool SearchEntrySender::operator()(const backend::EntryRef& entry) {
+  if (sender_.abandoned()) {
+    abandoned_ = true;
+    return false;
+  }
+  std::string& entry_ndn = state_.entry_ndn;
+  entry_ndn.clear();
+  if (ndn_matters_ && !entry.normalized_dn(entry_ndn)) {
+    if (!context_.normalize_dn_into(entry.dn(), entry_ndn, state_.dn).ok()) {
+      entry_ndn.clear();
+    }
+  }
+  schema::Entry decoded;  // Lives until the entry is sent: the response views it.
+  bool have_decoded = false;
+  if (!visible(entry, decoded, have_decoded)) {
+    return true;  // Silently left out, as an entry the client may not see.
+  }
+  bool stop = false;
+  if (!admit(stop)) {
+    return !stop;
+  }
+  send(entry, decoded, have_decoded);
+  return true;
+}
+
+bool SearchEntrySender::visible(const backend::EntryRef& entry, schema::Entry& decoded,
+                                bool& have_decoded) {
+  if (content_matters_) {
+    decoded = entry.materialize();
+    have_decoded = true;
+  }
+  const AccessEntry target{state_.entry_ndn, have_decoded ? &decoded : nullptr};
+  if (!access_.allows(target, AccessAttribute::entry(), AccessLevel::kRead)) {
+    return false;
+  }
+  const bool items_denied =
+      std::any_of(item_types_.begin(), item_types_.end(), [&](const schema::AttributeType* type) {
+        return type != nullptr &&
+               !access_.allows(target, AccessAttribute::of(type), AccessLevel::kSearch);
+      });
+  if (!items_denied) {
+    return true;
+  }
+  // The backend matched with every item; match again with the denied ones Undefined.
+  // Undefined never turns a non-match into a match, so the backend's candidates suffice.
+  if (!have_decoded) {
+    decoded = entry.materialize();
+    have_decoded = true;
+  }
+  return matches_without_denied_items(decoded);
+}
+
+bool SearchEntrySender::matches_without_denied_items(const schema::Entry& decoded) const {
+  const AccessEntry full{state_.entry_ndn, &decoded};
+  schema::Filter per_entry;
+  copy_restricted(filter_, 0, per_entry, [&](const schema::FilterNode& node) {
+    if (!is_item(node.kind) || node.attribute.empty()) {
+      return false;
+    }
+    const schema::AttributeType* type = context_.attribute_type(node.attribute);
+    return type != nullptr &&
+           !access_.allows(full, AccessAttribute::of(type), AccessLevel::kSearch);
+  });
+  return backend::EntryFilter(per_entry, context_.catalog()).matches(decoded, state_.filter);
+}
+
+bool SearchEntrySender::admit(bool& stop) {
+  if (seen_++ < page_.skip()) {
+    return false;  // Returned by an earlier page.
+  }
+  if (size_limit_ != 0 && returned_ >= size_limit_) {
+    size_exceeded_ = true;
+    stop = true;
+    return false;
+  }
+  if (page_.full(in_page_)) {
+    page_full_ = true;
+    stop = true;
+    return false;
+  }
+  return true;
+}
+
+void SearchEntrySender::send(const backend::EntryRef& entry, schema::Entry& decoded,
+                             bool have_decoded) {
+  response_.search_entry.object_name = entry.dn();
+  response_.search_entry.attributes.clear();
+  if (!selection_.selects_nothing()) {
+    if (!have_decoded) {
+      decoded = entry.materialize();
+    }
+    append_readable_attributes(decoded, state_.entry_ndn, selection_, access_, search_.types_only,
+                               response_.search_entry.attributes);
+  }
+  sender_.send_entry(response_);
+  ++returned_;
+  ++in_page_;
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,99 @@
+// server/operations/search_entries.h: what a search returns of the entries the directory finds:
+// the filter items the client may not use (made Undefined, as slapd evaluates them), each
+// entry's access (read on the entry, search on the attributes the filter names), the size limit
+// and the page, and the attributes selected and readable. SearchEntrySender is the callback the
+// backend streams the entries to.
+//
+// Thread contract: made and used by the worker running one search, for that search alone.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "backend/directory.h"
+#include "listener/wire/ldap_message.h"
+#include "schema/entry.h"
+#include "schema/filter.h"
+#include "server/operations/access_control.h"
+#include "server/operations/attribute_selection.h"
+#include "server/operations/operation_access.h"
+#include "server/operations/operation_context.h"
+#include "server/operations/result_sender.h"
+#include "server/operations/search_paging.h"
+#include "server/operations/worker_state.h"
+
+namespace numadir::server {
+
+// Returns: `filter`, or a copy written to `restricted` in which every matching-rule-only
+// extensible item is Undefined: such an item tests every attribute the rule applies to, so only
+// the rootdn (`root`) may use one.
+const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool root,
+                                              schema::Filter& restricted);
+
+// Appends the attributes of `entry` (normalized DN `entry_ndn`) that `selection` selects and
+// `access` lets its requester read to `out` (their values too unless `types_only`).
+void append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
+                                const AttributeSelection& selection, const OperationAccess& access,
+                                bool types_only, listener::wire::AttributeList& out);
+
+class SearchEntrySender {
+ public:
+  // Sends the entries of `request` (whose filter, restricted, is `filter`) through `sender`, at
+  // most `size_limit` of them (0: no limit), as `page` allows. Everything given outlives it.
+  SearchEntrySender(const OperationContext& context, const OperationAccess& access,
+                    ServerWorkerState& state, const listener::wire::LdapMessage& request,
+                    const schema::Filter& filter, std::uint64_t size_limit, const SearchPage& page,
+                    ResultSender& sender);
+  SearchEntrySender(const SearchEntrySender&) = delete;
+  SearchEntrySender& operator=(const SearchEntrySender&) = delete;
+
+  // The backend's callback: sends `entry` if the client may see it and the limits allow.
+  // Returns: false to stop the search (abandoned, size limit or page reached).
+  bool operator()(const backend::EntryRef& entry);
+
+  bool abandoned() const { return abandoned_; }
+  bool size_exceeded() const { return size_exceeded_; }
+  bool page_full() const { return page_full_; }
+  // Entries this search returned, earlier pages included.
+  std::uint64_t returned() const { return returned_; }
+
+ private:
+  // Returns: whether the requester may see `entry` at all: read on the entry, and the filter
+  //   still true with the items it may not search Undefined. May decode the entry into
+  //   `decoded` (then sets `have_decoded`).
+  bool visible(const backend::EntryRef& entry, schema::Entry& decoded, bool& have_decoded);
+  // Returns: whether the filter, with the items on types the requester may not search on this
+  //   entry made Undefined, still matches it. Requires: some item is denied.
+  bool matches_without_denied_items(const schema::Entry& decoded) const;
+  // Counts a visible entry against the pages and the size limit. Returns: whether to send it
+  //   (`stop` says whether to end the search instead).
+  bool admit(bool& stop);
+  void send(const backend::EntryRef& entry, schema::Entry& decoded, bool have_decoded);
+
+  const OperationContext& context_;
+  const OperationAccess& access_;
+  ServerWorkerState& state_;
+  const listener::wire::SearchRequest& search_;
+  const schema::Filter& filter_;
+  const std::uint64_t size_limit_;
+  const SearchPage& page_;
+  ResultSender& sender_;
+  const AttributeSelection selection_;
+  // Under the default policy only `self` clauses look at the entry's DN; rules may look at it,
+  // and at the entry itself (filters).
+  const bool ndn_matters_;
+  const bool content_matters_;
+  // The schema types of the filter's items on a type (typeless ones are the rootdn's alone):
+  // the per-entry search right is checked for each. Views state_.item_types.
+  const std::vector<const schema::AttributeType*>& item_types_;
+  listener::wire::LdapMessage response_;  // Reused for every entry.
+  std::uint64_t seen_ = 0;                // Visible entries, earlier pages' included.
+  std::uint64_t returned_ = 0;
+  std::uint64_t in_page_ = 0;  // Entries of this page.
+  bool abandoned_ = false;
+  bool size_exceeded_ = false;
+  bool page_full_ = false;
+};
+
+}  // namespace numadir::server
