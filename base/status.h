@@ -47,6 +47,7 @@ enum class StatusCode : std::uint8_t {
   kTimeLimitExceeded,          // 3
   kAdminLimitExceeded,         // 11
   kUnwillingToPerform,         // 53
+  kInsufficientAccessRights,   // 50: access control refused (message: the diagnostic).
 };
 
 // Returns: a stable lower-case name for `code`, e.g. "malformed". The view is static.
@@ -108,6 +109,8 @@ constexpr std::string_view status_code_name(StatusCode code) {
       return "admin limit exceeded";
     case StatusCode::kUnwillingToPerform:
       return "unwilling to perform";
+    case StatusCode::kInsufficientAccessRights:
+      return "insufficient access rights";
   }
   return "unknown";
 }

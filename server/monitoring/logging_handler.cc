@@ -3,7 +3,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 
 namespace numadir::server {
 namespace {
@@ -28,40 +31,142 @@ class LoggedSession final : public listener::Session {
   AccessLog& log_;
 };
 
-// Passes responses on, noting what the log reports: entries sent and the final result.
-class WatchingSink final : public listener::ResponseSink {
+void append_quoted(std::string& out, std::string_view value);
+
+// One operation's part of the log: its request line, and what it sent (entries, the final
+// result) until its result line is written. Owner: the thread running or finishing the operation.
+class OperationRecord {
  public:
-  WatchingSink(listener::ResponseSink& inner, std::string* entry_lines)
-      : inner_(inner), entry_lines_(entry_lines) {}
-  void send(const LdapMessage& response) override {
+  OperationRecord(AccessLog& log, std::string prefix, std::string request_line, bool debug,
+                  ProtocolOp op)
+      : log_(log),
+        prefix_(std::move(prefix)),
+        lines_(std::move(request_line)),
+        debug_(debug),
+        op_(op),
+        start_(std::chrono::steady_clock::now()) {}
+
+  // Notes `response`, sent for the operation.
+  void note(const LdapMessage& response) {
     if (response.op == ProtocolOp::kSearchResultEntry) {
       ++entries_;
-      if (entry_lines_ != nullptr) {
-        *entry_lines_ += " ENTRY dn=\"";
-        *entry_lines_ += response.search_entry.object_name;
-        *entry_lines_ += "\"\n";
+      if (debug_) {
+        entry_lines_ += " ENTRY dn=\"";
+        entry_lines_ += response.search_entry.object_name;
+        entry_lines_ += "\"\n";
       }
     } else if (listener::wire::has_ldap_result(response.op)) {
       result_code_ = static_cast<int>(response.result.code);
       text_ = std::string(response.result.diagnostic_message);
       tag_ = 0x60 | static_cast<int>(response.op);
     }
-    inner_.send(response);
   }
-  bool abandoned() const override { return inner_.abandoned(); }
-
-  int entries() const { return entries_; }
-  int result_code() const { return result_code_; }
-  int tag() const { return tag_; }
-  const std::string& text() const { return text_; }
+  // Appends the request line, the entry lines and the result line (ABANDONED if no result was
+  // noted), with the time since the record was made. Requires: called once.
+  void write();
 
  private:
-  listener::ResponseSink& inner_;
-  std::string* entry_lines_;
+  AccessLog& log_;
+  const std::string prefix_;
+  std::string lines_;
+  std::string entry_lines_;
+  const bool debug_;
+  const ProtocolOp op_;
+  const std::chrono::steady_clock::time_point start_;
   int entries_ = 0;
   int result_code_ = -1;  // No result sent (abandoned).
   int tag_ = 0;
   std::string text_;
+};
+
+void OperationRecord::write() {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (!entry_lines_.empty()) {
+    // Each " ENTRY ..." line gets the timestamp and prefix of the operation.
+    std::size_t begin = 0;
+    const std::string head = log_timestamp() + prefix_;
+    while (begin < entry_lines_.size()) {
+      const std::size_t end = entry_lines_.find('\n', begin);
+      lines_ += head + entry_lines_.substr(begin + 1, end - begin);
+      begin = end + 1;
+    }
+  }
+  char result[96];
+  if (result_code_ < 0) {
+    std::snprintf(result, sizeof(result), "ABANDONED etime=%.6f", seconds);
+  } else if (op_ == ProtocolOp::kSearchRequest) {
+    std::snprintf(result, sizeof(result), "SEARCH RESULT tag=%d err=%d nentries=%d etime=%.6f",
+                  tag_, result_code_, entries_, seconds);
+  } else {
+    std::snprintf(result, sizeof(result), "RESULT tag=%d err=%d etime=%.6f", tag_, result_code_,
+                  seconds);
+  }
+  lines_ += log_timestamp() + prefix_ + result + " text=";
+  append_quoted(lines_, text_);
+  lines_ += "\n";
+  log_.append(lines_);
+}
+
+// An operation kept open (ResponseSink::detach), wrapped: notes what it sends and writes its
+// result line once, when it is finished or released unfinished (ABANDONED then). Thread
+// contract: as OpenOperation's.
+class WatchingOpenOperation final : public listener::OpenOperation {
+ public:
+  WatchingOpenOperation(std::unique_ptr<listener::OpenOperation> inner, OperationRecord record)
+      : inner_(std::move(inner)), record_(std::move(record)) {}
+  ~WatchingOpenOperation() override {
+    if (!written_) {
+      record_.write();
+    }
+  }
+  void send(const LdapMessage& message) override {
+    record_.note(message);
+    inner_->send(message);
+  }
+  void finish(const LdapMessage& last_message) override {
+    if (!inner_->abandoned()) {
+      record_.note(last_message);  // Else it is dropped: the log says ABANDONED.
+    }
+    inner_->finish(last_message);
+    written_ = true;
+    record_.write();
+  }
+  bool abandoned() const override { return inner_->abandoned(); }
+  void set_on_end(std::function<void()> on_end) override { inner_->set_on_end(std::move(on_end)); }
+
+ private:
+  const std::unique_ptr<listener::OpenOperation> inner_;
+  OperationRecord record_;
+  bool written_ = false;
+};
+
+// Passes responses on, noting them in the operation's record; a detached operation takes the
+// record with it.
+class WatchingSink final : public listener::ResponseSink {
+ public:
+  WatchingSink(listener::ResponseSink& inner, OperationRecord& record)
+      : inner_(inner), record_(record) {}
+  void send(const LdapMessage& response) override {
+    record_.note(response);
+    inner_.send(response);
+  }
+  bool abandoned() const override { return inner_.abandoned(); }
+  std::unique_ptr<listener::OpenOperation> detach() override {
+    std::unique_ptr<listener::OpenOperation> open = inner_.detach();
+    if (open == nullptr) {
+      return nullptr;
+    }
+    detached_ = true;
+    return std::make_unique<WatchingOpenOperation>(std::move(open), std::move(record_));
+  }
+  // Returns: whether the operation was detached (its record went with it).
+  bool detached() const { return detached_; }
+
+ private:
+  listener::ResponseSink& inner_;
+  OperationRecord& record_;
+  bool detached_ = false;
 };
 
 void append_quoted(std::string& out, std::string_view value) {
@@ -179,39 +284,16 @@ void LoggingHandler::tls_established(listener::Session& session, const listener:
 void LoggingHandler::handle(const LdapMessage& request, listener::Session& session,
                             listener::ResponseSink& sink, threadpool::WorkerState& state) {
   auto& logged = static_cast<LoggedSession&>(session);
-  const std::string prefix =
+  std::string prefix =
       "conn=" + std::to_string(logged.id()) + " op=" + std::to_string(request.message_id) + " ";
-  std::string lines = log_timestamp() + prefix + describe_request(request) + "\n";
-  std::string entry_lines;
-  WatchingSink watching(sink, level_ == LogLevel::kDebug ? &entry_lines : nullptr);
-  const auto start = std::chrono::steady_clock::now();
+  std::string request_line = log_timestamp() + prefix + describe_request(request) + "\n";
+  OperationRecord record(log_, std::move(prefix), std::move(request_line),
+                         level_ == LogLevel::kDebug, request.op);
+  WatchingSink watching(sink, record);
   inner_.handle(request, logged.inner(), watching, state);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!entry_lines.empty()) {
-    // Each " ENTRY ..." line gets the timestamp and prefix of the operation.
-    std::size_t begin = 0;
-    const std::string head = log_timestamp() + prefix;
-    while (begin < entry_lines.size()) {
-      const std::size_t end = entry_lines.find('\n', begin);
-      lines += head + entry_lines.substr(begin + 1, end - begin);
-      begin = end + 1;
-    }
+  if (!watching.detached()) {
+    record.write();
   }
-  char result[96];
-  if (watching.result_code() < 0) {
-    std::snprintf(result, sizeof(result), "ABANDONED etime=%.6f", seconds);
-  } else if (request.op == ProtocolOp::kSearchRequest) {
-    std::snprintf(result, sizeof(result), "SEARCH RESULT tag=%d err=%d nentries=%d etime=%.6f",
-                  watching.tag(), watching.result_code(), watching.entries(), seconds);
-  } else {
-    std::snprintf(result, sizeof(result), "RESULT tag=%d err=%d etime=%.6f", watching.tag(),
-                  watching.result_code(), seconds);
-  }
-  lines += log_timestamp() + prefix + result + " text=";
-  append_quoted(lines, watching.text());
-  lines += "\n";
-  log_.append(lines);
 }
 
 }  // namespace numadir::server

@@ -1,8 +1,10 @@
 // server/operations/add_operation.cc: see add_operation.h.
 #include "server/operations/add_operation.h"
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace numadir::server {
 
@@ -78,16 +80,22 @@ void AddOperation::run(const listener::wire::LdapMessage& request, const Identit
   if (!name.has_value()) {
     return;
   }
-  const OperationAccess access(context_, state, who);
-  if (!access.may_write_children(name->parent_ndn)) {
-    sender.send_result(no_parent_access());
-    return;
-  }
+  (void)state;
   schema::Entry entry = entry_of(add);
   add_rdn_values(name->dn, context_.catalog(), entry);
-  if (!may_write(access, *name, entry, sender)) {
-    return;
-  }
+  // The check sees the entry as the client sent it (access rules' filters match what was
+  // asked for, not the hashes stored).
+  auto job = std::make_unique<backend::UpdateJob>();
+  job->context = backend::UpdateContext{who.dn, std::nullopt};
+  job->check = [&context = context_, who, ndn = name->ndn, parent_ndn = name->parent_ndn,
+                requested = entry](const backend::WriteView& view) {
+    const ViewEntryReader reader(view);
+    const OperationAccess access(context, reader, who);
+    if (!access.may_write_children(parent_ndn)) {
+      return no_parent_access();
+    }
+    return may_write(context, access, ndn, requested);
+  };
   const HandlerOptions& options = context_.options();
   if (!options.allow_cleartext_passwords && context_.user_password_type() != nullptr) {
     for (schema::EntryAttribute& attribute : entry.attributes) {
@@ -98,8 +106,8 @@ void AddOperation::run(const listener::wire::LdapMessage& request, const Identit
       }
     }
   }
-  sender.send_update_result(
-      context_.directory().add(entry, backend::UpdateContext{who.dn, std::nullopt}));
+  job->change = backend::AddChange{std::move(entry)};
+  run_update(context_, std::move(job), sender);
 }
 
 std::optional<ParsedName> AddOperation::check_request(const listener::wire::AddRequest& add,
@@ -137,22 +145,20 @@ std::optional<ParsedName> AddOperation::check_request(const listener::wire::AddR
   return name;
 }
 
-bool AddOperation::may_write(const OperationAccess& access, const ParsedName& name,
-                             const schema::Entry& entry, ResultSender& sender) const {
+Status AddOperation::may_write(const OperationContext& context, const OperationAccess& access,
+                               std::string_view ndn, const schema::Entry& entry) {
   // As slapd: write to the new entry itself and to each attribute it is given.
-  const AccessEntry added{name.ndn, &entry};
+  const AccessEntry added{ndn, &entry};
   if (!access.allows(added, AccessAttribute::entry(), AccessLevel::kWrite)) {
-    sender.send_result(no_entry_access());
-    return false;
+    return no_entry_access();
   }
   for (const schema::EntryAttribute& attribute : entry.attributes) {
-    const schema::AttributeType* type = context_.attribute_type(attribute.description);
+    const schema::AttributeType* type = context.attribute_type(attribute.description);
     if (type != nullptr && !access.allows(added, AccessAttribute::of(type), AccessLevel::kWrite)) {
-      sender.send_result(no_attribute_access(*type));
-      return false;
+      return no_attribute_access(*type);
     }
   }
-  return true;
+  return Status();
 }
 
 }  // namespace numadir::server

@@ -1,11 +1,13 @@
 // server/operations/add_operation.h: the Add operation (RFC 4511 §4.7): the request checked as
-// slapd's frontend checks it, the RDN's values added to the entry, write access to the parent's
-// children, the new entry and each of its attributes, cleartext userPassword values hashed with
-// the default scheme unless cleartext passwords are allowed, then one Directory::add whose
-// Status becomes the result.
+// slapd's frontend checks it, the RDN's values added to the entry, cleartext userPassword values
+// hashed with the default scheme unless cleartext passwords are allowed, then one add job for the
+// writer (run_update) whose check asks write access to the parent's children, the new entry and
+// each of its attributes in the write transaction, and whose Status becomes the result.
 //
 // Thread contract: immutable; run() may be called by any number of workers at once.
 #pragma once
+
+#include <string_view>
 
 #include "listener/wire/ldap_message.h"
 #include "schema/entry.h"
@@ -33,10 +35,10 @@ class AddOperation {
   // entry's name, or nullopt after sending the refusal.
   std::optional<ParsedName> check_request(const listener::wire::AddRequest& add,
                                           ResultSender& sender) const;
-  // Returns: whether `access`'s requester may write the new `entry` and each attribute it is
-  //   given (as slapd); false after sending the refusal.
-  bool may_write(const OperationAccess& access, const ParsedName& name, const schema::Entry& entry,
-                 ResultSender& sender) const;
+  // Returns: ok if `access`'s requester may write the new `entry` (normalized DN `ndn`) and each
+  //   attribute it is given (as slapd); else the refusal. Part of the job's check.
+  static Status may_write(const OperationContext& context, const OperationAccess& access,
+                          std::string_view ndn, const schema::Entry& entry);
 
   const OperationContext& context_;
 };

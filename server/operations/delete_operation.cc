@@ -1,6 +1,10 @@
 // server/operations/delete_operation.cc: see delete_operation.h.
 #include "server/operations/delete_operation.h"
 
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "server/operations/operation_access.h"
 #include "server/operations/update_common.h"
 
@@ -12,16 +16,20 @@ void DeleteOperation::run(const listener::wire::LdapMessage& request, const Iden
   if (!target.parse(sender) || !target.check(sender)) {
     return;
   }
-  const OperationAccess access(context_, state, who);
-  if (!access.may_write_children(target.name().parent_ndn)) {
-    send_denied(context_, state, request.dn, no_parent_access(), sender);
-    return;
-  }
-  if (!target.may_write(access, state, sender)) {
-    return;
-  }
-  sender.send_update_result(
-      context_.directory().remove(request.dn, backend::UpdateContext{who.dn, std::nullopt}));
+  (void)state;
+  auto job = std::make_unique<backend::UpdateJob>();
+  job->change = backend::RemoveChange{std::string(request.dn)};
+  job->context = backend::UpdateContext{who.dn, std::nullopt};
+  job->check = [&context = context_, who, dn = std::string(request.dn), ndn = target.name().ndn,
+                parent_ndn = target.name().parent_ndn](const backend::WriteView& view) {
+    const ViewEntryReader reader(view);
+    const OperationAccess access(context, reader, who);
+    if (!access.may_write_children(parent_ndn)) {
+      return refused(access, dn, no_parent_access());
+    }
+    return UpdateTarget::may_write(access, dn, ndn);
+  };
+  run_update(context_, std::move(job), sender);
 }
 
 }  // namespace numadir::server

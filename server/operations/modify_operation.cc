@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace numadir::server {
 
@@ -33,13 +34,34 @@ void ModifyOperation::run(const listener::wire::LdapMessage& request, const Iden
   if (!name.has_value()) {
     return;
   }
-  const OperationAccess access(context_, state, who);
-  std::vector<backend::Modification> changes;
-  if (!modifications(modify, *name, access, state, changes, sender)) {
+  (void)state;
+  auto job = std::make_unique<backend::UpdateJob>();
+  backend::ModifyChange change{std::string(modify.object), {}};
+  std::vector<const schema::AttributeType*> types;
+  if (!modifications(modify, change.modifications, types, sender)) {
     return;
   }
-  sender.send_update_result(context_.directory().modify(
-      modify.object, changes, backend::UpdateContext{who.dn, std::nullopt}));
+  job->context = backend::UpdateContext{who.dn, std::nullopt};
+  job->check = [&context = context_, who, dn = change.dn, ndn = name->ndn,
+                types = std::move(types)](const backend::WriteView& view) {
+    return may_modify(context, ViewEntryReader(view), who, dn, ndn, types);
+  };
+  job->change = std::move(change);
+  run_update(context_, std::move(job), sender);
+}
+
+Status ModifyOperation::may_modify(const OperationContext& context, const EntryReader& reader,
+                                   const Identity& who, std::string_view dn, std::string_view ndn,
+                                   std::span<const schema::AttributeType* const> types) {
+  const OperationAccess access(context, reader, who);
+  const std::optional<schema::Entry> content = access.entry_for_access(dn);
+  for (const schema::AttributeType* type : types) {
+    if (type != nullptr &&
+        !access.may(ndn, content, AccessAttribute::of(type), AccessLevel::kWrite)) {
+      return refused(access, dn, no_attribute_access(*type));
+    }
+  }
+  return Status();
 }
 
 std::optional<ParsedName> ModifyOperation::check_request(
@@ -69,21 +91,16 @@ std::optional<ParsedName> ModifyOperation::check_request(
 }
 
 bool ModifyOperation::modifications(const listener::wire::ModifyRequest& modify,
-                                    const ParsedName& name, const OperationAccess& access,
-                                    ServerWorkerState& state,
                                     std::vector<backend::Modification>& out,
+                                    std::vector<const schema::AttributeType*>& types,
                                     ResultSender& sender) const {
   const HandlerOptions& options = context_.options();
-  const std::optional<schema::Entry> content = access.entry_for_access(modify.object);
   out.reserve(modify.modifications.size());
   const auto attributes = modify.modifications.attributes();
+  types.reserve(attributes.size());
   for (std::size_t i = 0; i < attributes.size(); ++i) {
     const schema::AttributeType* type = context_.attribute_type(attributes[i].type);
-    if (type != nullptr &&
-        !access.may(name.ndn, content, AccessAttribute::of(type), AccessLevel::kWrite)) {
-      send_denied(context_, state, modify.object, no_attribute_access(*type), sender);
-      return false;
-    }
+    types.push_back(type);
     backend::Modification modification;
     modification.kind = i < modify.operations.size() ? modification_kind(modify.operations[i])
                                                      : backend::ModificationKind::kReplace;

@@ -1,12 +1,14 @@
 // server/operations/modify_operation.h: the Modify operation (RFC 4511 §4.6): the request checked
-// as slapd's frontend checks it, write access to each attribute modified (the entry itself is
-// not asked for, as slapd), the cleartext userPassword values it adds hashed with the default
-// scheme unless cleartext passwords are allowed, then one Directory::modify whose Status becomes
-// the result.
+// as slapd's frontend checks it, the cleartext userPassword values it adds hashed with the
+// default scheme unless cleartext passwords are allowed, then one modify job for the writer
+// (run_update) whose check asks write access to each attribute modified (the entry itself is
+// not asked for, as slapd) in the write transaction, and whose Status becomes the result.
 //
 // Thread contract: immutable; run() may be called by any number of workers at once.
 #pragma once
 
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "backend/directory.h"
@@ -34,11 +36,16 @@ class ModifyOperation {
   // sending the refusal.
   std::optional<ParsedName> check_request(const listener::wire::ModifyRequest& modify,
                                           ResultSender& sender) const;
-  // Fills `out` with the request's modifications, each attribute's write access checked.
-  // Returns: false after sending the refusal.
-  bool modifications(const listener::wire::ModifyRequest& modify, const ParsedName& name,
-                     const OperationAccess& access, ServerWorkerState& state,
-                     std::vector<backend::Modification>& out, ResultSender& sender) const;
+  // Fills `out` with the request's modifications and `types` with each one's attribute type
+  // (nullptr when unknown). Returns: false after sending the refusal.
+  bool modifications(const listener::wire::ModifyRequest& modify,
+                     std::vector<backend::Modification>& out,
+                     std::vector<const schema::AttributeType*>& types, ResultSender& sender) const;
+  // The job's check: write access to each of `types` of the entry `dn` (normalized `ndn`), read
+  // through `reader`. Returns: ok, or the refusal (refused()).
+  static Status may_modify(const OperationContext& context, const EntryReader& reader,
+                           const Identity& who, std::string_view dn, std::string_view ndn,
+                           std::span<const schema::AttributeType* const> types);
 
   const OperationContext& context_;
 };

@@ -30,8 +30,7 @@ bool OperationAccess::DirectoryGroups::is_member(std::string_view group_ndn,
       }
     }
   };
-  // The side transaction: a search may be holding the first one open around this check.
-  (void)context_.directory().lookup(state_.side_txn(), group_ndn, std::ref(on_entry));
+  (void)reader_.lookup(group_ndn, std::ref(on_entry));
   answers_.emplace_back(std::string(group_ndn), member);
   return member;
 }
@@ -40,7 +39,7 @@ std::optional<schema::Entry> OperationAccess::entry_for_access(std::string_view 
   if (!context_.access().needs_entry()) {
     return std::nullopt;
   }
-  Result<schema::Entry> entry = context_.directory().get(state_.side_txn(), dn);
+  Result<schema::Entry> entry = reader_.get(dn);
   if (!entry.ok()) {
     return std::nullopt;
   }

@@ -1,18 +1,23 @@
 // server/operations/operation_access.h: OperationAccess, the access checks of one operation: who
 // asks (a Requester whose group clauses read group entries from the directory, each answer kept
-// for the operation), and the entry reads the access rules need to decide (through the worker's
-// side transaction, since the operation's own may be holding a search open).
+// for the operation), and the entry reads the access rules need to decide, through an
+// EntryReader: the worker's side transaction (a search may be holding the operation's own one
+// open), or, for an update, the writer's transaction as its check sees it (backend::WriteView),
+// so that the decision and the change it allows are one atomic step.
 //
-// Thread contract: made and used by the worker running one operation, for that operation alone.
-// The context, the worker state and the identity it borrows outlive it.
+// Thread contract: made and used by one thread for one operation: the worker running it, or the
+// writer thread running an update's check. The context, the reader (or worker state) and the
+// identity it borrows outlive it. An EntryReader is used by the thread that made it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "backend/update_job.h"
 #include "schema/entry.h"
 #include "server/operations/access_control.h"
 #include "server/operations/operation_context.h"
@@ -21,17 +26,70 @@
 
 namespace numadir::server {
 
+// Where access checks read entries (the target, its parent, group entries).
+class EntryReader {
+ public:
+  virtual ~EntryReader() = default;
+  // Errors: kNoSuchObject if absent (message: the matched DN); kInvalidDnSyntax; kStorage.
+  virtual Result<schema::Entry> get(std::string_view dn) const = 0;
+  // Passes the entry `dn` undecoded to `on_entry` (valid during the call). Errors: as get().
+  virtual Status lookup(std::string_view dn,
+                        const std::function<void(const backend::EntryRef&)>& on_entry) const = 0;
+};
+
+// Reads through a read transaction of the directory (a snapshot taken before any write).
+class TxnEntryReader final : public EntryReader {
+ public:
+  // Requires: `directory` and `txn` outlive the reader.
+  TxnEntryReader(const backend::Directory& directory, backend::ReadTxn& txn)
+      : directory_(directory), txn_(txn) {}
+  Result<schema::Entry> get(std::string_view dn) const override { return directory_.get(txn_, dn); }
+  Status lookup(std::string_view dn,
+                const std::function<void(const backend::EntryRef&)>& on_entry) const override {
+    return directory_.lookup(txn_, dn, on_entry);
+  }
+
+ private:
+  const backend::Directory& directory_;
+  backend::ReadTxn& txn_;
+};
+
+// Reads through the write transaction, in an update's check (backend::WriteCheck).
+class ViewEntryReader final : public EntryReader {
+ public:
+  // Requires: `view` outlives the reader (it is valid during its check only).
+  explicit ViewEntryReader(const backend::WriteView& view) : view_(view) {}
+  Result<schema::Entry> get(std::string_view dn) const override { return view_.get(dn); }
+  Status lookup(std::string_view dn,
+                const std::function<void(const backend::EntryRef&)>& on_entry) const override {
+    return view_.lookup(dn, on_entry);
+  }
+
+ private:
+  const backend::WriteView& view_;
+};
+
 class OperationAccess {
  public:
+  // Reads entries through `state`'s side transaction.
   OperationAccess(const OperationContext& context, ServerWorkerState& state, const Identity& who)
       : context_(context),
-        groups_(context, state),
-        requester_{who, context.access().has_groups() ? &groups_ : nullptr},
-        state_(state) {}
+        own_reader_(std::in_place, context.directory(), state.side_txn()),
+        reader_(*own_reader_),
+        groups_(context, reader_),
+        requester_{who, context.access().has_groups() ? &groups_ : nullptr} {}
+  // Reads entries through `reader`.
+  OperationAccess(const OperationContext& context, const EntryReader& reader, const Identity& who)
+      : context_(context),
+        reader_(reader),
+        groups_(context, reader_),
+        requester_{who, context.access().has_groups() ? &groups_ : nullptr} {}
   OperationAccess(const OperationAccess&) = delete;
   OperationAccess& operator=(const OperationAccess&) = delete;
 
   const Requester& requester() const { return requester_; }
+  // Where this operation's checks read entries.
+  const EntryReader& reader() const { return reader_; }
   const AccessControl& rules() const { return context_.access(); }
 
   // Returns: whether the requester has privilege `level` on `attribute` of `entry`.
@@ -57,20 +115,21 @@ class OperationAccess {
   // Group membership read from the directory for one operation, each answer cached.
   class DirectoryGroups final : public GroupMembership {
    public:
-    DirectoryGroups(const OperationContext& context, ServerWorkerState& state)
-        : context_(context), state_(state) {}
+    DirectoryGroups(const OperationContext& context, const EntryReader& reader)
+        : context_(context), reader_(reader) {}
     bool is_member(std::string_view group_ndn, std::string_view member_ndn) const override;
 
    private:
     const OperationContext& context_;
-    ServerWorkerState& state_;
+    const EntryReader& reader_;
     mutable std::vector<std::pair<std::string, bool>> answers_;  // Keyed by group ndn.
   };
 
   const OperationContext& context_;
+  const std::optional<TxnEntryReader> own_reader_;  // When made over a worker state.
+  const EntryReader& reader_;
   const DirectoryGroups groups_;
   const Requester requester_;
-  ServerWorkerState& state_;
 };
 
 }  // namespace numadir::server

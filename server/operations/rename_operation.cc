@@ -1,7 +1,10 @@
 // server/operations/rename_operation.cc: see rename_operation.h.
 #include "server/operations/rename_operation.h"
 
+#include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "server/operations/operation_access.h"
 #include "server/operations/update_common.h"
@@ -38,18 +41,31 @@ void RenameOperation::run(const listener::wire::LdapMessage& request, const Iden
         OwnedResult::error(ResultCode::kAffectsMultipleDsas, "cannot rename between DSAs"));
     return;
   }
-  const OperationAccess access(context_, state, who);
-  if (!access.may_write_children(target.name().parent_ndn) ||
-      (new_parent.has_value() && !access.may_write_children(new_parent->ndn))) {
-    sender.send_result(no_parent_access());  // slapd checks this before the entry.
-    return;
+  (void)state;
+  auto job = std::make_unique<backend::UpdateJob>();
+  backend::RenameChange change{std::string(rename.entry), std::string(rename.new_rdn),
+                               rename.delete_old_rdn, std::nullopt};
+  if (rename.new_superior.has_value()) {
+    change.new_superior = std::string(*rename.new_superior);
   }
-  if (!target.may_write(access, state, sender)) {
-    return;
+  job->context = backend::UpdateContext{who.dn, std::nullopt};
+  std::optional<std::string> new_parent_ndn;
+  if (new_parent.has_value()) {
+    new_parent_ndn = new_parent->ndn;
   }
-  sender.send_update_result(context_.directory().rename(
-      rename.entry, rename.new_rdn, rename.delete_old_rdn, rename.new_superior,
-      backend::UpdateContext{who.dn, std::nullopt}));
+  job->check = [&context = context_, who, dn = change.dn, ndn = target.name().ndn,
+                parent_ndn = target.name().parent_ndn,
+                new_parent_ndn = std::move(new_parent_ndn)](const backend::WriteView& view) {
+    const ViewEntryReader reader(view);
+    const OperationAccess access(context, reader, who);
+    if (!access.may_write_children(parent_ndn) ||
+        (new_parent_ndn.has_value() && !access.may_write_children(*new_parent_ndn))) {
+      return no_parent_access();  // slapd checks this before the entry.
+    }
+    return UpdateTarget::may_write(access, dn, ndn);
+  };
+  job->change = std::move(change);
+  run_update(context_, std::move(job), sender);
 }
 
 }  // namespace numadir::server

@@ -59,6 +59,8 @@ ResultCode result_code_for(StatusCode code) {
       return ResultCode::kAdminLimitExceeded;
     case StatusCode::kUnwillingToPerform:
       return ResultCode::kUnwillingToPerform;
+    case StatusCode::kInsufficientAccessRights:
+      return ResultCode::kInsufficientAccessRights;
   }
   return ResultCode::kOther;
 }

@@ -121,4 +121,12 @@ void ResultSender::send_intermediate(std::optional<std::string_view> name,
   sink_.send(response);
 }
 
+void OpenOperationSink::send(const LdapMessage& response) {
+  if (listener::wire::has_ldap_result(response.op)) {
+    open_.finish(response);
+  } else {
+    open_.send(response);
+  }
+}
+
 }  // namespace numadir::server

@@ -9,6 +9,7 @@
 // that worker only; it borrows the request and the listener's ResponseSink for the call.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +38,9 @@ class ResultSender {
   const listener::wire::LdapMessage& request() const { return request_; }
   // Returns: true once the operation was abandoned (it then sends nothing more: RFC 4511 §4.11).
   bool abandoned() const { return sink_.abandoned(); }
+  // Returns: the sink's ResponseSink::detach() (nullptr if it cannot keep the operation open);
+  //   once it returned an operation, this sender must send nothing more.
+  std::unique_ptr<listener::OpenOperation> detach() { return sink_.detach(); }
 
   // Attaches a control (OID `type`, its value if given; both copied) to the next result sent
   // (send_result, send_extended, send_status, send_denied, send_update_result); the result
@@ -83,6 +87,20 @@ class ResultSender {
   const listener::wire::LdapMessage& request_;
   listener::ResponseSink& sink_;
   std::vector<OwnedControl> controls_;  // For the next result; empty (no allocation) mostly.
+};
+
+// A ResponseSink over an OpenOperation, for a ResultSender answering an operation after its
+// handle() returned: the final response (one with an LDAPResult) finishes the operation, the
+// others are sent through it. Thread contract: as OpenOperation's holder (one call at a time).
+class OpenOperationSink final : public listener::ResponseSink {
+ public:
+  // Requires: `open` outlives the sink and is not finished.
+  explicit OpenOperationSink(listener::OpenOperation& open) : open_(open) {}
+  void send(const listener::wire::LdapMessage& response) override;
+  bool abandoned() const override { return open_.abandoned(); }
+
+ private:
+  listener::OpenOperation& open_;
 };
 
 }  // namespace numadir::server

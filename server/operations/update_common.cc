@@ -2,7 +2,10 @@
 #include "server/operations/update_common.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
+
+#include "backend/writer.h"
 
 namespace numadir::server {
 
@@ -33,17 +36,17 @@ std::optional<ParsedName> parse_name(const OperationContext& context, std::strin
 
 OwnedResult invalid_dn() { return OwnedResult::error(ResultCode::kInvalidDnSyntax, "invalid DN"); }
 
-OwnedResult no_parent_access() {
-  return OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to parent");
+Status no_parent_access() {
+  return Status(StatusCode::kInsufficientAccessRights, "no write access to parent");
 }
 
-OwnedResult no_entry_access() {
-  return OwnedResult::error(ResultCode::kInsufficientAccessRights, "no write access to entry");
+Status no_entry_access() {
+  return Status(StatusCode::kInsufficientAccessRights, "no write access to entry");
 }
 
-OwnedResult no_attribute_access(const schema::AttributeType& type) {
-  return OwnedResult::error(ResultCode::kInsufficientAccessRights,
-                            "no write access to attribute " + std::string(type.primary_name()));
+Status no_attribute_access(const schema::AttributeType& type) {
+  return Status(StatusCode::kInsufficientAccessRights,
+                "no write access to attribute " + std::string(type.primary_name()));
 }
 
 OwnedResult outside_naming_context() {
@@ -98,21 +101,62 @@ bool UpdateTarget::check(ResultSender& sender) const {
   return true;
 }
 
-bool UpdateTarget::may_write(const OperationAccess& access, ServerWorkerState& state,
-                             ResultSender& sender) const {
-  if (access.may(name_->ndn, access.entry_for_access(dn_), AccessAttribute::entry(),
-                 AccessLevel::kWrite)) {
-    return true;
+Status UpdateTarget::may_write(const OperationAccess& access, std::string_view dn,
+                               std::string_view ndn) {
+  if (access.may(ndn, access.entry_for_access(dn), AccessAttribute::entry(), AccessLevel::kWrite)) {
+    return Status();
   }
-  send_denied(context_, state, dn_, no_entry_access(), sender);
-  return false;
+  return refused(access, dn, no_entry_access());
 }
 
-void send_denied(const OperationContext& context, ServerWorkerState& state, std::string_view dn,
-                 const OwnedResult& denied, ResultSender& sender) {
+Status refused(const OperationAccess& access, std::string_view dn, Status denied) {
   // Whether the entry exists; a lookup, which decodes nothing of it.
-  const Status found = context.directory().lookup(state.txn(), dn, [](const backend::EntryRef&) {});
-  sender.send_denied(found, denied);
+  Status found = access.reader().lookup(dn, [](const backend::EntryRef&) {});
+  return found.code() == StatusCode::kNoSuchObject ? found : denied;
+}
+
+namespace {
+
+// The response of an update answered on the writer thread: the open operation, and what of the
+// request the response needs (its views do not outlive handle()). Owned by the job's
+// completion, so destroyed with the job: the operation is released, answered or not.
+class OpenReply {
+ public:
+  OpenReply(std::unique_ptr<listener::OpenOperation> open,
+            const listener::wire::LdapMessage& request)
+      : open_(std::move(open)) {
+    request_.message_id = request.message_id;
+    request_.op = request.op;
+  }
+  void finish(const Status& status) {
+    OpenOperationSink sink(*open_);
+    ResultSender sender(request_, sink);
+    sender.send_update_result(status);
+  }
+
+ private:
+  const std::unique_ptr<listener::OpenOperation> open_;
+  listener::wire::LdapMessage request_;
+};
+
+}  // namespace
+
+void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
+                ResultSender& sender) {
+  backend::Writer& writer = context.directory().writer();
+  std::unique_ptr<listener::OpenOperation> open = sender.detach();
+  if (open == nullptr) {
+    sender.send_update_result(writer.run(std::move(job)));
+    return;
+  }
+  auto reply = std::make_shared<OpenReply>(std::move(open), sender.request());
+  job->done = [reply](Status status) { reply->finish(status); };
+  if (writer.try_submit(job)) {
+    return;
+  }
+  // The writer's queue is full: wait for this one here (backpressure on the worker).
+  job->done = nullptr;
+  reply->finish(writer.run(std::move(job)));
 }
 
 }  // namespace numadir::server

@@ -1,18 +1,30 @@
 // server/operations/update_common.h: what Add, Modify, Delete and Modify DN share: the wire
-// request's names checked as slapd's frontend checks them, their results, and the hashing of
-// cleartext userPassword values an update writes. Delete and Modify DN check the entry they
-// remove or rename the same way first (UpdateTarget), and the write access to it last.
+// request's names checked as slapd's frontend checks them, their results, the hashing of
+// cleartext userPassword values an update writes, and run_update, which hands the update to the
+// directory's writer. Delete and Modify DN check the entry they remove or rename the same way
+// first (UpdateTarget), and the write access to it last.
+//
+// An update is checked in two steps: on the worker, what depends on the request alone (names,
+// naming context, hashing); then, in the write transaction, in the job's check (WriteCheck), its
+// access and the existence of what access depends on, read through the WriteView: nothing
+// another update commits between the decision and the change can make it stale. A check refuses
+// with kInsufficientAccessRights (message: the diagnostic) or the target's kNoSuchObject, which
+// result_from_status maps to the results slapd sends.
 //
 // Thread contract: functions of their arguments; an UpdateTarget belongs to the one operation
-// that made it.
+// that made it. A job's check runs on the writer thread and reads only what it captured (copies)
+// and the OperationContext, which outlives every update: the listener's stop waits for every
+// open operation, and with it for every queued job's completion.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backend/password_scheme.h"
+#include "backend/update_job.h"
 #include "schema/dn.h"
 #include "server/operations/operation_access.h"
 #include "server/operations/operation_context.h"
@@ -33,9 +45,10 @@ struct ParsedName {
 std::optional<ParsedName> parse_name(const OperationContext& context, std::string_view dn);
 
 OwnedResult invalid_dn();
-OwnedResult no_parent_access();
-OwnedResult no_entry_access();
-OwnedResult no_attribute_access(const schema::AttributeType& type);
+// The refusals of access control (kInsufficientAccessRights with slapd's diagnostics).
+Status no_parent_access();
+Status no_entry_access();
+Status no_attribute_access(const schema::AttributeType& type);
 OwnedResult outside_naming_context();
 OwnedResult password_hash_failed();
 
@@ -59,10 +72,9 @@ class UpdateTarget {
   // Refuses the root DSE and the subschema subentry (unwillingToPerform), and entries outside
   // the naming context. Returns: false after sending the refusal. Requires: parse() succeeded.
   bool check(ResultSender& sender) const;
-  // Returns: whether `access`'s requester may write the entry itself; false after sending
-  //   the refusal (noSuchObject instead when the entry does not exist, as slapd answers).
-  bool may_write(const OperationAccess& access, ServerWorkerState& state,
-                 ResultSender& sender) const;
+  // Returns: ok if `access`'s requester may write the entry `dn` (normalized `ndn`) itself; else
+  //   its refusal (refused()). For a check (a static: it outlives the UpdateTarget).
+  static Status may_write(const OperationAccess& access, std::string_view dn, std::string_view ndn);
 
   std::string_view dn() const { return dn_; }
   // Requires: parse() succeeded.
@@ -75,9 +87,19 @@ class UpdateTarget {
   std::optional<ParsedName> name_;
 };
 
-// Sends `denied` for an update of the entry `dn` that access control refuses, or noSuchObject
-// when the entry does not exist (ResultSender::send_denied).
-void send_denied(const OperationContext& context, ServerWorkerState& state, std::string_view dn,
-                 const OwnedResult& denied, ResultSender& sender);
+// Returns: `denied`, the refusal of an update of the entry `dn`, or the kNoSuchObject of looking
+//   `dn` up through `access`'s reader when the entry does not exist (as slapd, which finds the
+//   entry first).
+Status refused(const OperationAccess& access, std::string_view dn, Status denied);
+
+// Runs `job` (its check deciding access in the write transaction) and answers the request with
+// its outcome (ResultSender::send_update_result). When the sink can keep the operation open
+// (detach) and the writer's queue has room, the writer thread sends the response after the
+// commit and this returns at once: no worker waits for the fsync, and the writer batches the
+// updates of every connection. Otherwise it waits here for the outcome. An update whose
+// operation is abandoned meanwhile is still carried out; its response is dropped.
+// Requires: `job` has no completion; no response control pending on `sender`.
+void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
+                ResultSender& sender);
 
 }  // namespace numadir::server
