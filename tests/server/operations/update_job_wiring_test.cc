@@ -1,0 +1,213 @@
+// The update units' jobs (server/operations/update_common.h run_update): access decided in the
+// write transaction, the response sent by the writer thread through a detached operation, and
+// an abandoned update still carried out.
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/writer.h"
+#include "tests/server/operations/operation_handler_test_util.h"
+
+namespace numadir::server::testing {
+namespace {
+
+const std::string kEditors = "cn=editors,ou=groups,dc=example,dc=com";
+
+// What a DetachingSink's open operation did, shared with the test (the operation itself is
+// owned, then destroyed, by the writer's job). Locked: the writer thread finishes it.
+struct OpenRecord {
+  std::mutex mu;
+  std::condition_variable changed;
+  RecordingSink responses;  // Guarded by mu.
+  bool finished = false;    // Guarded by mu.
+  bool released = false;    // Guarded by mu.
+  std::atomic<bool> abandoned{false};
+
+  // Waits until the operation was released (destroyed), by whichever thread.
+  void wait_released() {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [this] { return released; });
+  }
+};
+
+class TestOpenOperation final : public listener::OpenOperation {
+ public:
+  explicit TestOpenOperation(std::shared_ptr<OpenRecord> record) : record_(std::move(record)) {}
+  ~TestOpenOperation() override {
+    const std::lock_guard lock(record_->mu);
+    record_->released = true;
+    record_->changed.notify_all();
+  }
+  void send(const LdapMessage& message) override {
+    const std::lock_guard lock(record_->mu);
+    if (!record_->abandoned) {
+      record_->responses.send(message);
+    }
+  }
+  void finish(const LdapMessage& last_message) override {
+    const std::lock_guard lock(record_->mu);
+    REQUIRE_FALSE(record_->finished);
+    record_->finished = true;
+    if (!record_->abandoned) {  // As the listener: a response after the end is dropped.
+      record_->responses.send(last_message);
+    }
+  }
+  bool abandoned() const override { return record_->abandoned; }
+  void set_on_end(std::function<void()> on_end) override { (void)on_end; }
+
+ private:
+  const std::shared_ptr<OpenRecord> record_;
+};
+
+// A sink that can keep its operation open, as the listener's.
+class DetachingSink final : public listener::ResponseSink {
+ public:
+  void send(const LdapMessage& response) override { record->responses.send(response); }
+  bool abandoned() const override { return record->abandoned; }
+  std::unique_ptr<listener::OpenOperation> detach() override {
+    detached = true;
+    return std::make_unique<TestOpenOperation>(record);
+  }
+
+  std::shared_ptr<OpenRecord> record = std::make_shared<OpenRecord>();
+  bool detached = false;
+};
+
+// Holds the writer inside a batch (a job whose check waits) until release(): the jobs
+// submitted meanwhile queue, in order, for the next batch.
+class WriterGate {
+ public:
+  explicit WriterGate(backend::Directory& directory) {
+    auto job = std::make_unique<backend::UpdateJob>();
+    job->change = backend::ModifyChange{
+        user_dn(5), {{backend::ModificationKind::kReplace, "description", {"gate"}}}};
+    job->check = [opened = opened_,
+                  released = released_.get_future().share()](const backend::WriteView&) mutable {
+      opened->set_value();
+      released.wait();
+      return Status();
+    };
+    std::future<void> entered = opened_->get_future();
+    directory.writer().submit(std::move(job));
+    entered.wait();
+  }
+  void release() { released_.set_value(); }
+
+ private:
+  std::shared_ptr<std::promise<void>> opened_ = std::make_shared<std::promise<void>>();
+  std::promise<void> released_;
+};
+
+HandlerOptions editors_may_write() {
+  // access to * by group=cn=editors write by * read
+  HandlerOptions options = default_handler_options();
+  AccessSubjectSpec editors;
+  editors.group = kEditors;
+  editors.access = up_to(AccessLevel::kWrite);
+  AccessSubjectSpec everyone;
+  everyone.who = "*";
+  everyone.access = up_to(AccessLevel::kRead);
+  options.access_rules.push_back({"access[0]", "", DnScope::kSubtree, "", {}, {editors, everyone}});
+  return options;
+}
+
+LdapMessage modify_description(std::int32_t id, std::string_view dn, std::string_view value) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kModifyRequest;
+  message.modify_request.object = dn;
+  message.modify_request.operations.push_back(listener::wire::ModifyOperation::kReplace);
+  message.modify_request.modifications.add("description");
+  message.modify_request.modifications.add_value(value);
+  return message;
+}
+
+std::vector<std::string> descriptions(HandlerFixture& fixture, std::string_view dn) {
+  auto txn = fixture.directory().begin_read();
+  Result<schema::Entry> entry = fixture.directory().get(*txn, dn);
+  REQUIRE(entry.ok());
+  return backend::testing::values_of(*entry, "description");
+}
+
+struct EditorsFixture {
+  EditorsFixture() : fixture(editors_may_write()), session(fixture.open_session()) {
+    backend::testing::require_ok(fixture.directory().add(
+        backend::testing::make_entry(kEditors, {{"objectClass", {"groupOfNames"}},
+                                                {"cn", {"editors"}},
+                                                {"member", {user_dn(1), user_dn(4)}}}),
+        {}));
+    REQUIRE(code_of(*fixture.run_one(bind_request(1, user_dn(1), user_password(1)), *session)) ==
+            ResultCode::kSuccess);
+  }
+  // Runs `request` on the session with a detaching sink; waits for the job's end.
+  ResultCode run_detached(const LdapMessage& request) {
+    DetachingSink sink;
+    fixture.handler().handle(request, *session, sink, fixture.worker_state());
+    REQUIRE(sink.detached);
+    sink.record->wait_released();
+    REQUIRE(sink.record->responses.responses.size() == 1);
+    return code_of(*sink.record->responses.responses[0]);
+  }
+
+  HandlerFixture fixture;
+  std::unique_ptr<listener::Session> session;
+};
+
+TEST_CASE("UpdateJob wiring: a detached update is answered by the writer") {
+  EditorsFixture editors;
+  CHECK(editors.run_detached(modify_description(2, user_dn(2), "edited")) == ResultCode::kSuccess);
+  CHECK(descriptions(editors.fixture, user_dn(2)) == std::vector<std::string>{"edited"});
+  CHECK(editors.run_detached(delete_request(3, user_dn(9))) == ResultCode::kNoSuchObject);
+}
+
+TEST_CASE("UpdateJob wiring: access revoked before the commit refuses the update") {
+  EditorsFixture editors;
+  backend::Directory& directory = editors.fixture.directory();
+  WriterGate gate(directory);
+  // Queued first: user1 leaves the editors.
+  auto leave = std::make_unique<backend::UpdateJob>();
+  leave->change = backend::ModifyChange{
+      kEditors, {{backend::ModificationKind::kDelete, "member", {user_dn(1)}}}};
+  std::promise<Status> left;
+  std::future<Status> leave_outcome = left.get_future();
+  leave->done = [&left](Status status) { left.set_value(std::move(status)); };
+  REQUIRE(directory.writer().try_submit(leave));
+  // Then user1's modify, decided when the read snapshot still lists user1 as an editor.
+  DetachingSink sink;
+  editors.fixture.handler().handle(modify_description(2, user_dn(2), "too late"), *editors.session,
+                                   sink, editors.fixture.worker_state());
+  REQUIRE(sink.detached);
+  {
+    const std::lock_guard lock(sink.record->mu);
+    CHECK(sink.record->responses.responses.empty());  // Not answered before the commit.
+  }
+  gate.release();
+  sink.record->wait_released();
+  REQUIRE(sink.record->responses.responses.size() == 1);
+  const Response& response = *sink.record->responses.responses[0];
+  CHECK(code_of(response) == ResultCode::kInsufficientAccessRights);
+  CHECK(response.message.result.diagnostic_message == "no write access to attribute description");
+  CHECK(descriptions(editors.fixture, user_dn(2)).empty());
+  CHECK(leave_outcome.get().ok());
+}
+
+TEST_CASE("UpdateJob wiring: an abandoned update still commits without a response") {
+  EditorsFixture editors;
+  WriterGate gate(editors.fixture.directory());
+  DetachingSink sink;
+  editors.fixture.handler().handle(modify_description(2, user_dn(3), "abandoned"), *editors.session,
+                                   sink, editors.fixture.worker_state());
+  REQUIRE(sink.detached);
+  sink.record->abandoned = true;
+  gate.release();
+  sink.record->wait_released();
+  CHECK(sink.record->responses.responses.empty());
+  CHECK(descriptions(editors.fixture, user_dn(3)) == std::vector<std::string>{"abandoned"});
+}
+
+}  // namespace
+}  // namespace numadir::server::testing
