@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/writer.h"
 #include "tests/server/operations/operation_handler_test_util.h"
@@ -207,6 +208,30 @@ TEST_CASE("UpdateJob wiring: an abandoned update still commits without a respons
   sink.record->wait_released();
   CHECK(sink.record->responses.responses.empty());
   CHECK(descriptions(editors.fixture, user_dn(3)) == std::vector<std::string>{"abandoned"});
+}
+
+TEST_CASE("UpdateJob wiring: one worker queues updates without waiting for their commits") {
+  EditorsFixture editors;
+  backend::Directory& directory = editors.fixture.directory();
+  const std::uint64_t before = directory.writer().stats().largest_batch;
+  WriterGate gate(directory);
+  constexpr int kUpdates = 8;
+  std::vector<DetachingSink> sinks(kUpdates);
+  for (int i = 0; i < kUpdates; ++i) {
+    // Each returns at once: the worker is not held through the commit.
+    editors.fixture.handler().handle(
+        modify_description(10 + i, user_dn(2), "v" + std::to_string(i)), *editors.session, sinks[i],
+        editors.fixture.worker_state());
+    REQUIRE(sinks[i].detached);
+  }
+  gate.release();
+  for (DetachingSink& sink : sinks) {
+    sink.record->wait_released();
+    REQUIRE(sink.record->responses.responses.size() == 1);
+    CHECK(code_of(*sink.record->responses.responses[0]) == ResultCode::kSuccess);
+  }
+  CHECK(directory.writer().stats().largest_batch >= std::max<std::uint64_t>(before, kUpdates));
+  CHECK(descriptions(editors.fixture, user_dn(2)) == std::vector<std::string>{"v7"});
 }
 
 }  // namespace
