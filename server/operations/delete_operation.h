@@ -1,7 +1,8 @@
 // server/operations/delete_operation.h: the Delete operation (RFC 4511 §4.8): the entry checked
 // as slapd's frontend checks it (a DN, not the root DSE or the subschema subentry, inside the
-// naming context), write access to the parent's children and to the entry itself, then one
-// Directory::remove whose Status becomes the result.
+// naming context), then one remove job for the writer (run_update) whose check asks write access
+// to the parent's children and to the entry itself in the write transaction, and whose Status
+// becomes the result.
 //
 // Thread contract: immutable; run() may be called by any number of workers at once.
 #pragma once

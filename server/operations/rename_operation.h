@@ -1,7 +1,8 @@
 // server/operations/rename_operation.h: the Modify DN operation (RFC 4511 §4.9): the entry, the
-// new RDN and the new superior checked as slapd's frontend checks them, write access to the old
-// and the new parent's children (checked before the entry, as slapd does) and to the entry
-// itself, then one Directory::rename whose Status becomes the result.
+// new RDN and the new superior checked as slapd's frontend checks them, then one rename job for
+// the writer (run_update) whose check asks, in the write transaction, write access to the old and
+// the new parent's children (before the entry, as slapd does) and to the entry itself, and whose
+// Status becomes the result.
 //
 // Thread contract: immutable; run() may be called by any number of workers at once.
 #pragma once
