@@ -3,10 +3,10 @@
 #include "server/operations/access_control.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 #include <utility>
 
+#include "schema/ascii.h"
 #include "schema/filter.h"
 
 namespace numadir::server {
@@ -14,13 +14,6 @@ namespace numadir::server {
 namespace {
 
 constexpr AccessMask kAllPrivileges = up_to(AccessLevel::kWrite);
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Returns: the normalized DN of the parent of normalized DN `ndn` ("" for a one-RDN DN). A
 // normalized DN escapes every special character with a backslash, so the first comma not
@@ -138,7 +131,7 @@ Result<AccessMask> parse_access(std::string_view text) {
       {"write", AccessLevel::kWrite},
   };
   for (const auto& [name, level] : kLevels) {
-    if (iequals(text, name)) {
+    if (schema::ascii_iequals(text, name)) {
       return up_to(level);
     }
   }
@@ -180,16 +173,16 @@ Result<AccessMask> parse_access(std::string_view text) {
 }
 
 Result<DnScope> parse_dn_scope(std::string_view text) {
-  if (iequals(text, "base")) {
+  if (schema::ascii_iequals(text, "base")) {
     return DnScope::kBase;
   }
-  if (iequals(text, "one")) {
+  if (schema::ascii_iequals(text, "one")) {
     return DnScope::kOne;
   }
-  if (iequals(text, "subtree")) {
+  if (schema::ascii_iequals(text, "subtree")) {
     return DnScope::kSubtree;
   }
-  if (iequals(text, "children")) {
+  if (schema::ascii_iequals(text, "children")) {
     return DnScope::kChildren;
   }
   return invalid_argument("\"" + std::string(text) +
@@ -257,9 +250,9 @@ Result<std::unique_ptr<AccessControl>> AccessControl::compile(
     }
     rule.all_attributes = spec.attrs.empty();
     for (const std::string& name : spec.attrs) {
-      if (iequals(name, "entry")) {
+      if (schema::ascii_iequals(name, "entry")) {
         rule.entry = true;
-      } else if (iequals(name, "children")) {
+      } else if (schema::ascii_iequals(name, "children")) {
         rule.children = true;
       } else if (const schema::AttributeType* type = schema.attribute_type(name); type != nullptr) {
         rule.types.push_back(type);
@@ -290,13 +283,13 @@ Result<std::unique_ptr<AccessControl>> AccessControl::compile(
         access->has_groups_ = true;
       } else if (by.who == "*") {
         subject.kind = Subject::Kind::kAnyone;
-      } else if (iequals(by.who, "anonymous")) {
+      } else if (schema::ascii_iequals(by.who, "anonymous")) {
         subject.kind = Subject::Kind::kAnonymous;
-      } else if (iequals(by.who, "users")) {
+      } else if (schema::ascii_iequals(by.who, "users")) {
         subject.kind = Subject::Kind::kUsers;
-      } else if (iequals(by.who, "self")) {
+      } else if (schema::ascii_iequals(by.who, "self")) {
         subject.kind = Subject::Kind::kSelf;
-      } else if (iequals(by.who, "rootdn")) {
+      } else if (schema::ascii_iequals(by.who, "rootdn")) {
         subject.kind = Subject::Kind::kRootDn;
       } else {
         return problem(spec, "by.who",

@@ -1,24 +1,11 @@
 // server/operations/external_map.cc: see external_map.h.
 #include "server/operations/external_map.h"
 
-#include <cctype>
+#include "schema/ascii.h"
 
 namespace numadir::server {
 
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Appends `value` escaped as an RFC 4514 attribute value.
 void append_escaped(std::string& out, std::string_view value) {
@@ -60,7 +47,7 @@ Result<std::string> expand_external_map(std::string_view map, const listener::Tl
     } else {
       bool found = false;
       for (const auto& [attribute, value] : peer.subject_attributes) {
-        if (iequals(attribute, name)) {
+        if (schema::ascii_iequals(attribute, name)) {
           append_escaped(out, value);
           found = true;
           break;
