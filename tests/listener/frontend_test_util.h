@@ -15,11 +15,13 @@
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -343,7 +345,9 @@ class Client {
   void send_raw(std::string_view bytes) {
     REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
             static_cast<ssize_t>(bytes.size()));
+    bytes_sent_ += bytes.size();
   }
+  std::uint64_t bytes_sent() const { return bytes_sent_; }
   // Appends a request to `pending_` (sent by flush(), so several go in one write).
   void search(std::int32_t id, std::string_view base) {
     LdapMessage message;
@@ -403,6 +407,23 @@ class Client {
       buffer_.append(chunk, static_cast<std::size_t>(n));
     }
   }
+  // Waits up to `timeout` for the server to close the connection. Returns: true at EOF or a
+  // reset; false if it stayed open (bytes that came meanwhile are kept for receive()).
+  bool closed_within(std::chrono::milliseconds timeout) {
+    pollfd ready{fd_, POLLIN, 0};
+    const int events = ::poll(&ready, 1, static_cast<int>(timeout.count()));
+    REQUIRE(events >= 0);
+    if (events == 0) {
+      return false;
+    }
+    char chunk[4096];
+    const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), MSG_DONTWAIT);
+    if (n > 0) {
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+      return false;
+    }
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
   // Receives an entry and a done for `id`, checking the entry's name.
   void expect_search(std::int32_t id, std::string_view base) {
     LdapMessage message;
@@ -417,6 +438,7 @@ class Client {
 
  private:
   int fd_ = -1;
+  std::uint64_t bytes_sent_ = 0;
   wire::BerWriter writer_;
   std::string buffer_;
   std::string pdu_;
