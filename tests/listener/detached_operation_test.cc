@@ -177,10 +177,7 @@ TEST_CASE("OpenOperation: a connection closed under one is destroyed once its ho
 
 TEST_CASE("OpenOperation: one abandoned before it detached is born ended and its on_end runs") {
   Server server;
-  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
-    testing::FakeHandler& handler;
-    ~GateOpener() { handler.open_gate(); }
-  } opener{server.handler};
+  const testing::GateOpener opener{server.handler};
   Client client(server.port);
   client.set_receive_timeout(20);
   client.search(1, "gate-open");

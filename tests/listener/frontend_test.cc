@@ -23,6 +23,7 @@ namespace {
 using testing::Client;
 using testing::eventually;
 using testing::FakeHandler;
+using testing::GateOpener;
 using testing::Server;
 using wire::LdapMessage;
 using wire::ProtocolOp;
@@ -292,10 +293,7 @@ TEST_CASE("Frontend: a helping listener runs a request with its own worker state
   options.workers = 1;
   options.listeners_help = true;
   Server server(options);
-  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
-    FakeHandler& handler;
-    ~GateOpener() { handler.open_gate(); }
-  } opener{server.handler};
+  const GateOpener opener{server.handler};
   Client client(server.port);
   client.set_receive_timeout(20);  // Unhelped, search 2 would wait for the gate: fail, not hang.
   client.del(1, "gate");           // An update: only the worker takes it.
@@ -326,10 +324,7 @@ TEST_CASE("Frontend: requests a full pool refused start once it has room") {
   SUBCASE("percpu dispatcher") { options.dispatcher = Dispatcher::kPerCpu; }
   SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
   Server server(options);
-  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
-    FakeHandler& handler;
-    ~GateOpener() { handler.open_gate(); }
-  } opener{server.handler};
+  const GateOpener opener{server.handler};
   Client client(server.port);
   // The listener sleeps without a timeout: only the pool's room signal gets the refused
   // requests going. Without it this fails instead of hanging.

@@ -323,6 +323,13 @@ class FakeHandler : public RequestHandler {
   std::map<std::int32_t, std::int32_t> state_made_on_;  // Message ID -> its state's maker.
 };
 
+// Opens the handler's gate when it goes out of scope: a failed REQUIRE still lets a worker held
+// at the gate finish, so the server stops.
+struct GateOpener {
+  FakeHandler& handler;
+  ~GateOpener() { handler.open_gate(); }
+};
+
 // A blocking test client over one socket.
 class Client {
  public:

@@ -29,6 +29,7 @@ namespace {
 using numadir::testing::wait_until;
 using testing::Client;
 using testing::FakeHandler;
+using testing::GateOpener;
 using testing::Server;
 using wire::LdapMessage;
 using wire::ProtocolOp;
@@ -115,10 +116,7 @@ TEST_CASE("Frontend: a listener with nothing to read runs queued reads itself an
   options.workers = 1;
   options.listeners_help = true;
   Server server(options);
-  struct GateOpener {  // A failed REQUIRE still lets the worker finish, so the server stops.
-    FakeHandler& handler;
-    ~GateOpener() { handler.open_gate(); }
-  } opener{server.handler};
+  const GateOpener opener{server.handler};
   Client client(server.port);
   client.set_receive_timeout(20);  // Unhelped, search 3 would wait for the gate: fail, not hang.
   client.del(1, "gate");
