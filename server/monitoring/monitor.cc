@@ -47,7 +47,7 @@ std::string child_dn(std::string_view rdn, std::string_view parent) {
   return std::string(rdn) + "," + std::string(parent);
 }
 
-// Appends cn=Monitor, cn=Connections and cn=Operations.
+// Appends cn=Monitor, cn=Connections, cn=Operations and cn=Writer.
 void add_server_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
   const std::string root(kMonitorDn);
   EntryBuilder server(root, "numadirMonitor", "Monitor");
@@ -90,6 +90,18 @@ void add_server_entries(const MonitorData& data, std::vector<schema::Entry>& ent
       .number("numadirModDNs", ops.of(OperationKind::kModifyDn))
       .number("numadirExtendedOperations", ops.of(OperationKind::kExtended));
   entries.push_back(operations.take());
+
+  if (data.writer.has_value()) {
+    const backend::WriterStats& writer = *data.writer;
+    EntryBuilder entry(child_dn("cn=Writer", root), "numadirMonitor", "Writer");
+    entry.text("description", "the single writer: every update, batched into commits")
+        .number("numadirWriterJobs", writer.jobs)
+        .number("numadirWriterFailed", writer.failed)
+        .number("numadirCommits", writer.commits)
+        .number("numadirBatches", writer.batches)
+        .number("numadirLargestBatch", writer.largest_batch);
+    entries.push_back(entry.take());
+  }
 }
 
 // Appends cn=Listeners and an entry per listener thread.

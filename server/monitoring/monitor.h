@@ -4,6 +4,7 @@
 //   cn=Monitor                               numadirVersion, numadirDispatcher, uptime
 //     cn=Connections,cn=Monitor              open, accepted and refused connections
 //     cn=Operations,cn=Monitor               operations by kind; auths (successful binds)
+//     cn=Writer,cn=Monitor                   the single writer: updates, commits, batches
 //     cn=Listeners,cn=Monitor
 //       cn=Listener <i>,cn=Listeners,...     per listener thread: connections, requests, CPU
 //     cn=Workers,cn=Monitor
@@ -27,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/writer.h"
 #include "base/thread_annotations.h"
 #include "listener/frontend_snapshot.h"
 #include "schema/entry.h"
@@ -47,6 +49,8 @@ struct MonitorData {
   std::vector<std::optional<std::uint64_t>> listener_cpu_ms;
   std::vector<std::optional<std::uint64_t>> worker_cpu_ms;
   OperationTotals operations;
+  // The directory's writer (cn=Writer is left out without it).
+  std::optional<backend::WriterStats> writer;
 };
 
 // Returns: the entries of cn=Monitor for `data`, parents before their children, each with its

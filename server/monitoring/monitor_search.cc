@@ -101,8 +101,9 @@ bool MonitorSearch::run(const LdapMessage& request, const Identity& who, std::st
     return true;
   }
   const SearchRequest& search = request.search_request;
-  const std::vector<schema::Entry> entries =
-      make_monitor_entries(monitor->collect(counters_.totals()));
+  MonitorData data = monitor->collect(counters_.totals());
+  data.writer = context_.directory().writer().stats();
+  const std::vector<schema::Entry> entries = make_monitor_entries(data);
   const std::vector<ScopedEntry> scoped = scoped_entries(entries, context_);
   if (std::none_of(scoped.begin(), scoped.end(),
                    [&](const ScopedEntry& item) { return item.ndn == base_ndn; })) {

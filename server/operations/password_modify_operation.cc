@@ -4,14 +4,15 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <memory>
 #include <optional>
-#include <span>
 #include <string>
 
 #include "backend/password_scheme.h"
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
 #include "server/operations/operation_access.h"
+#include "server/operations/update_common.h"
 
 namespace numadir::server {
 
@@ -100,6 +101,8 @@ std::optional<OwnedResult> parse_passwd_modify(const std::optional<std::string_v
   return std::nullopt;
 }
 
+constexpr const char* kUnwillingToVerify = "unwilling to verify old password";
+
 }  // namespace
 
 void PasswordModifyOperation::run(const LdapMessage& request, const Identity& who,
@@ -135,79 +138,97 @@ void PasswordModifyOperation::run(const LdapMessage& request, const Identity& wh
                          std::nullopt);
     return;
   }
-  const OperationAccess access(context_, state, who);
-  if (!access.may(target_ndn, access.entry_for_access(target_dn),
-                  AccessAttribute::of(context_.user_password_type()), AccessLevel::kWrite)) {
-    sender.send_extended(OwnedResult::error(ResultCode::kInsufficientAccessRights, ""),
-                         std::nullopt);
-    return;
+  // The old password is checked whenever given, whoever asks (as slapd), after access. Hashing
+  // is the costly part, so it runs here on the worker, against the snapshot; the writer's check
+  // then decides access and only compares the matched value with what is still stored.
+  OldPassword old;
+  if (passwd.old_password.has_value()) {
+    old.given = true;
+    old.matched = matching_password(target_dn, *passwd.old_password, state);
   }
-  // As slapd: the old password is checked whenever given, whoever asks.
-  if (passwd.old_password.has_value() &&
-      !old_password_matches(target_dn, *passwd.old_password, state)) {
-    sender.send_extended(
-        OwnedResult::error(ResultCode::kUnwillingToPerform, "unwilling to verify old password"),
-        std::nullopt);
-    return;
-  }
-  store(target_dn, passwd.new_password, who, sender);
-}
-
-bool PasswordModifyOperation::old_password_matches(std::string_view dn, std::string_view password,
-                                                   ServerWorkerState& state) const {
-  bool matched = false;
-  const Status status =
-      context_.directory().lookup(state.txn(), dn, [&](const backend::EntryRef& entry) {
-        for (std::string_view stored : entry.values("userPassword")) {
-          Result<bool> verified =
-              backend::verify_password(password, stored, context_.verify_policy());
-          if (verified.ok() && *verified) {
-            matched = true;
-            return;
-          }
-        }
-      });
-  return status.ok() && matched;
-}
-
-void PasswordModifyOperation::store(std::string_view dn,
-                                    std::optional<std::string_view> new_password,
-                                    const Identity& who, ResultSender& sender) const {
   std::optional<std::string> generated;
-  if (!new_password.has_value()) {
+  if (!passwd.new_password.has_value()) {
     generated = generate_password();
     if (!generated.has_value()) {
       sender.send_extended(OwnedResult::error(ResultCode::kOther, "password generation failed"),
                            std::nullopt);
       return;
     }
-    new_password = *generated;
   }
-  Result<std::string> hashed =
-      backend::hash_password(*new_password, context_.options().default_password_scheme);
+  Result<std::string> hashed = backend::hash_password(
+      generated.has_value() ? std::string_view(*generated) : *passwd.new_password,
+      context_.options().default_password_scheme);
   if (!hashed.ok()) {
     sender.send_extended(OwnedResult::error(ResultCode::kOther, "password hash failed"),
                          std::nullopt);
     return;
   }
-  const backend::Modification replace{
-      backend::ModificationKind::kReplace, "userPassword", {std::move(*hashed)}};
-  const Status status = context_.directory().modify(dn, std::span(&replace, 1),
-                                                    backend::UpdateContext{who.dn, std::nullopt});
-  if (!status.ok()) {
-    sender.send_status(status);
-    return;
+  auto job = std::make_unique<backend::UpdateJob>();
+  job->context = backend::UpdateContext{who.dn, std::nullopt};
+  job->check = [&context = context_, who, dn = target_dn, ndn = std::move(target_ndn),
+                old = std::move(old)](const backend::WriteView& view) {
+    return may_store(context, ViewEntryReader(view), who, dn, ndn, old);
+  };
+  job->change = backend::ModifyChange{
+      std::move(target_dn),
+      {backend::Modification{
+          backend::ModificationKind::kReplace, "userPassword", {std::move(*hashed)}}}};
+  std::optional<std::string> response_value;
+  if (generated.has_value()) {
+    // PasswdModifyResponseValue ::= SEQUENCE { genPasswd [0] OCTET STRING OPTIONAL }
+    listener::wire::BerWriter writer;
+    writer.begin(ber::kSequence);
+    writer.write_octets(ber::context(0), *generated);
+    writer.end();
+    response_value = std::string(writer.view());
   }
-  if (!generated.has_value()) {
-    sender.send_extended(OwnedResult::success(), std::nullopt);
-    return;
+  run_update(context_, std::move(job), sender, std::move(response_value));
+}
+
+std::optional<std::string> PasswordModifyOperation::matching_password(
+    std::string_view dn, std::string_view password, ServerWorkerState& state) const {
+  std::optional<std::string> matched;
+  const Status status =
+      context_.directory().lookup(state.txn(), dn, [&](const backend::EntryRef& entry) {
+        for (std::string_view stored : entry.values("userPassword")) {
+          Result<bool> verified =
+              backend::verify_password(password, stored, context_.verify_policy());
+          if (verified.ok() && *verified) {
+            matched = std::string(stored);
+            return;
+          }
+        }
+      });
+  return status.ok() ? matched : std::nullopt;
+}
+
+Status PasswordModifyOperation::may_store(const OperationContext& context,
+                                          const EntryReader& reader, const Identity& who,
+                                          std::string_view dn, std::string_view ndn,
+                                          const OldPassword& old) {
+  const OperationAccess access(context, reader, who);
+  if (!access.may(ndn, access.entry_for_access(dn),
+                  AccessAttribute::of(context.user_password_type()), AccessLevel::kWrite)) {
+    return Status(StatusCode::kInsufficientAccessRights, "");
   }
-  // PasswdModifyResponseValue ::= SEQUENCE { genPasswd [0] OCTET STRING OPTIONAL }
-  listener::wire::BerWriter writer;
-  writer.begin(ber::kSequence);
-  writer.write_octets(ber::context(0), *generated);
-  writer.end();
-  sender.send_extended(OwnedResult::success(), writer.view());
+  if (!old.given) {
+    return Status();
+  }
+  if (!old.matched.has_value()) {
+    return Status(StatusCode::kUnwillingToPerform, kUnwillingToVerify);
+  }
+  // The old password was verified against the snapshot; it still holds only if the value it
+  // matched is still stored (a change since then refuses, as a wrong old password would).
+  bool still_stored = false;
+  const Status found = reader.lookup(dn, [&](const backend::EntryRef& entry) {
+    for (std::string_view stored : entry.values("userPassword")) {
+      still_stored = still_stored || stored == *old.matched;
+    }
+  });
+  if (!found.ok() && found.code() != StatusCode::kNoSuchObject) {
+    return found;
+  }
+  return still_stored ? Status() : Status(StatusCode::kUnwillingToPerform, kUnwillingToVerify);
 }
 
 }  // namespace numadir::server

@@ -96,9 +96,14 @@ void ResultSender::send_denied(const Status& found, const OwnedResult& denied) {
   send_result(denied);
 }
 
-void ResultSender::send_update_result(const Status& status) {
+void ResultSender::send_update_result(const Status& status,
+                                      const std::optional<std::string>& value) {
   if (!status.ok()) {
     send_status(status);
+    return;
+  }
+  if (value.has_value()) {
+    send_extended(OwnedResult::success(), *value);
     return;
   }
   send_result(OwnedResult::success());

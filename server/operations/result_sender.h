@@ -59,8 +59,10 @@ class ResultSender {
   // status of looking that entry up) says it does not exist: then noSuchObject with its matched
   // DN, as slapd, which finds the entry first.
   void send_denied(const Status& found, const OwnedResult& denied);
-  // Sends success for an ok `status`, else as send_status (the end of every update).
-  void send_update_result(const Status& status);
+  // Sends success for an ok `status` (an ExtendedResponse with responseValue `value` when one
+  // is given), else as send_status (the end of every update).
+  void send_update_result(const Status& status,
+                          const std::optional<std::string>& value = std::nullopt);
 
   // Sends `entry` (a SearchResultEntry or SearchResultReference the caller built) as it is,
   // with the request's message ID.

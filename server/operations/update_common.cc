@@ -123,33 +123,35 @@ namespace {
 class OpenReply {
  public:
   OpenReply(std::unique_ptr<listener::OpenOperation> open,
-            const listener::wire::LdapMessage& request)
-      : open_(std::move(open)) {
+            const listener::wire::LdapMessage& request, std::optional<std::string> response_value)
+      : open_(std::move(open)), response_value_(std::move(response_value)) {
     request_.message_id = request.message_id;
     request_.op = request.op;
   }
   void finish(const Status& status) {
     OpenOperationSink sink(*open_);
     ResultSender sender(request_, sink);
-    sender.send_update_result(status);
+    sender.send_update_result(status, response_value_);
   }
 
  private:
   const std::unique_ptr<listener::OpenOperation> open_;
+  const std::optional<std::string> response_value_;
   listener::wire::LdapMessage request_;
 };
 
 }  // namespace
 
 void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
-                ResultSender& sender) {
+                ResultSender& sender, std::optional<std::string> response_value) {
   backend::Writer& writer = context.directory().writer();
   std::unique_ptr<listener::OpenOperation> open = sender.detach();
   if (open == nullptr) {
-    sender.send_update_result(writer.run(std::move(job)));
+    sender.send_update_result(writer.run(std::move(job)), response_value);
     return;
   }
-  auto reply = std::make_shared<OpenReply>(std::move(open), sender.request());
+  auto reply =
+      std::make_shared<OpenReply>(std::move(open), sender.request(), std::move(response_value));
   job->done = [reply](Status status) { reply->finish(status); };
   if (writer.try_submit(job)) {
     return;

@@ -98,8 +98,10 @@ Status refused(const OperationAccess& access, std::string_view dn, Status denied
 // commit and this returns at once: no worker waits for the fsync, and the writer batches the
 // updates of every connection. Otherwise it waits here for the outcome. An update whose
 // operation is abandoned meanwhile is still carried out; its response is dropped.
+// `response_value`: the responseValue of the ExtendedResponse sent on success (an extended
+// operation's, e.g. Password Modify's genPasswd).
 // Requires: `job` has no completion; no response control pending on `sender`.
 void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
-                ResultSender& sender);
+                ResultSender& sender, std::optional<std::string> response_value = std::nullopt);
 
 }  // namespace numadir::server

@@ -85,6 +85,8 @@ TEST_CASE("make_monitor_entries: the server and each listener and worker and poo
   data.operations.operations[static_cast<std::size_t>(OperationKind::kBind)] = 9;
   data.operations.operations[static_cast<std::size_t>(OperationKind::kSearch)] = 11;
   data.operations.auths = 8;
+  data.writer = backend::WriterStats{
+      .jobs = 30, .failed = 2, .commits = 12, .batches = 13, .largest_batch = 6};
   const std::vector<schema::Entry> entries = make_monitor_entries(data);
 
   std::vector<std::string> dns;
@@ -98,6 +100,7 @@ TEST_CASE("make_monitor_entries: the server and each listener and worker and poo
                    "cn=Monitor",
                    "cn=Connections,cn=Monitor",
                    "cn=Operations,cn=Monitor",
+                   "cn=Writer,cn=Monitor",
                    "cn=Listeners,cn=Monitor",
                    "cn=Listener 0,cn=Listeners,cn=Monitor",
                    "cn=Listener 1,cn=Listeners,cn=Monitor",
@@ -124,6 +127,13 @@ TEST_CASE("make_monitor_entries: the server and each listener and worker and poo
   CHECK(value_of(operations, "numadirAuths") == "8");
   CHECK(value_of(operations, "numadirSearches") == "11");
   CHECK(value_of(operations, "numadirAdds") == "0");
+
+  const schema::Entry& writer = *find_entry(entries, "cn=Writer,cn=Monitor");
+  CHECK(value_of(writer, "numadirWriterJobs") == "30");
+  CHECK(value_of(writer, "numadirWriterFailed") == "2");
+  CHECK(value_of(writer, "numadirCommits") == "12");
+  CHECK(value_of(writer, "numadirBatches") == "13");
+  CHECK(value_of(writer, "numadirLargestBatch") == "6");
 
   const schema::Entry& listener0 = *find_entry(entries, "cn=Listener 0,cn=Listeners,cn=Monitor");
   CHECK(value_of(listener0, "numadirThreadName") == "listener-0-0");
@@ -243,7 +253,7 @@ TEST_CASE("Monitor search: the rootdn reads cn=Monitor and anyone else gets noSu
   MonitorFixture fixture;
   auto responses = fixture.search("cn=Monitor", SearchScope::kWholeSubtree, "(objectClass=*)");
   CHECK(done_of(responses).result.code == ResultCode::kSuccess);
-  CHECK(entries_of(responses).size() == 12);
+  CHECK(entries_of(responses).size() == 13);
 
   SUBCASE("anonymous") {
     auto anonymous = fixture.handler().open_session();
@@ -285,8 +295,8 @@ TEST_CASE("Monitor search: scopes and filters and attribute lists") {
         fixture.search("cn=Monitor", SearchScope::kSingleLevel, "(objectClass=numadirMonitor)");
     CHECK(dns_of(responses) ==
           std::vector<std::string>{"cn=Connections,cn=Monitor", "cn=Operations,cn=Monitor",
-                                   "cn=Listeners,cn=Monitor", "cn=Workers,cn=Monitor",
-                                   "cn=Pools,cn=Monitor"});
+                                   "cn=Writer,cn=Monitor", "cn=Listeners,cn=Monitor",
+                                   "cn=Workers,cn=Monitor", "cn=Pools,cn=Monitor"});
   }
   SUBCASE("subordinates") {
     auto responses = fixture.search("cn=Workers,cn=Monitor", SearchScope::kSubordinateSubtree,
@@ -352,6 +362,25 @@ TEST_CASE("Monitor search: binds and operations are counted") {
   const OperationTotals totals = fixture.handler().handler().operation_totals();
   CHECK(totals.of(OperationKind::kSearch) == 1);
   CHECK(totals.auths == 4);
+}
+
+TEST_CASE("Monitor search: cn=Writer counts the writer's updates and commits") {
+  MonitorFixture fixture;
+  const backend::WriterStats before = fixture.handler().directory().writer().stats();
+  CHECK(code_of(*fixture.handler().run_one(delete_request(30, user_dn(5)), fixture.root())) ==
+        ResultCode::kSuccess);
+  CHECK(code_of(*fixture.handler().run_one(delete_request(31, user_dn(5)), fixture.root())) ==
+        ResultCode::kNoSuchObject);
+  auto responses =
+      fixture.search("cn=Writer,cn=Monitor", SearchScope::kBaseObject, "(objectClass=*)");
+  REQUIRE(entries_of(responses).size() == 1);
+  const auto& writer = *entries_of(responses)[0];
+  CHECK(values_of(writer, "numadirWriterJobs") ==
+        std::vector<std::string>{std::to_string(before.jobs + 2)});
+  CHECK(values_of(writer, "numadirWriterFailed") ==
+        std::vector<std::string>{std::to_string(before.failed + 1)});
+  CHECK(values_of(writer, "numadirCommits") ==
+        std::vector<std::string>{std::to_string(before.commits + 1)});
 }
 
 TEST_CASE("Monitor search: writes below cn=Monitor are unwillingToPerform") {

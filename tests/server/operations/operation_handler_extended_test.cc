@@ -28,36 +28,6 @@ namespace {
 
 namespace ber = listener::wire::ber;
 
-// Returns: an encoded PasswdModifyRequestValue with the fields given.
-std::string passwd_value(std::optional<std::string_view> user,
-                         std::optional<std::string_view> old_password,
-                         std::optional<std::string_view> new_password) {
-  listener::wire::BerWriter writer;
-  writer.begin(ber::kSequence);
-  if (user.has_value()) {
-    writer.write_octets(ber::context(0), *user);
-  }
-  if (old_password.has_value()) {
-    writer.write_octets(ber::context(1), *old_password);
-  }
-  if (new_password.has_value()) {
-    writer.write_octets(ber::context(2), *new_password);
-  }
-  writer.end();
-  return std::string(writer.view());
-}
-
-// Returns: genPasswd from a PasswdModifyResponseValue.
-std::string gen_passwd(std::string_view value) {
-  listener::wire::BerError error;
-  listener::wire::BerReader outer(value, error, 2);
-  listener::wire::BerReader sequence = outer.enter(ber::kSequence);
-  std::string_view generated;
-  REQUIRE(sequence.read_octets(ber::context(0), generated));
-  REQUIRE(sequence.at_end());
-  return std::string(generated);
-}
-
 ResultCode bind_code(HandlerFixture& fixture, listener::Session& session, std::string_view dn,
                      std::string_view password) {
   return code_of(*fixture.run_one(bind_request(1, dn, password), session));

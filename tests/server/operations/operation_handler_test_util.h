@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/password_scheme.h"
+#include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
@@ -184,6 +185,36 @@ inline LdapMessage extended_request(std::int32_t id, std::string_view oid,
   message.extended.name = oid;
   message.extended.value = value;
   return message;
+}
+
+// Returns: an encoded PasswdModifyRequestValue with the fields given.
+inline std::string passwd_value(std::optional<std::string_view> user,
+                                std::optional<std::string_view> old_password,
+                                std::optional<std::string_view> new_password) {
+  listener::wire::BerWriter writer;
+  writer.begin(listener::wire::ber::kSequence);
+  if (user.has_value()) {
+    writer.write_octets(listener::wire::ber::context(0), *user);
+  }
+  if (old_password.has_value()) {
+    writer.write_octets(listener::wire::ber::context(1), *old_password);
+  }
+  if (new_password.has_value()) {
+    writer.write_octets(listener::wire::ber::context(2), *new_password);
+  }
+  writer.end();
+  return std::string(writer.view());
+}
+
+// Returns: genPasswd from a PasswdModifyResponseValue.
+inline std::string gen_passwd(std::string_view value) {
+  listener::wire::BerError error;
+  listener::wire::BerReader outer(value, error, 2);
+  listener::wire::BerReader sequence = outer.enter(listener::wire::ber::kSequence);
+  std::string_view generated;
+  REQUIRE(sequence.read_octets(listener::wire::ber::context(0), generated));
+  REQUIRE(sequence.at_end());
+  return std::string(generated);
 }
 
 inline LdapMessage delete_request(std::int32_t id, std::string_view dn) {

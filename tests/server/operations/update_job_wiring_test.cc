@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/writer.h"
+#include "server/operations/root_dse.h"
 #include "tests/server/operations/operation_handler_test_util.h"
 
 namespace numadir::server::testing {
@@ -194,6 +195,77 @@ TEST_CASE("UpdateJob wiring: access revoked before the commit refuses the update
   CHECK(response.message.result.diagnostic_message == "no write access to attribute description");
   CHECK(descriptions(editors.fixture, user_dn(2)).empty());
   CHECK(leave_outcome.get().ok());
+}
+
+bool binds(HandlerFixture& fixture, std::string_view dn, std::string_view password) {
+  auto session = fixture.open_session();
+  return code_of(*fixture.run_one(bind_request(1, dn, password), *session)) == ResultCode::kSuccess;
+}
+
+TEST_CASE("UpdateJob wiring: a detached password modify is answered by the writer") {
+  EditorsFixture editors;
+  DetachingSink sink;
+  // user1 changes their own password, giving the old one, and lets the server make one up.
+  const std::string value = passwd_value(std::nullopt, user_password(1), std::nullopt);
+  editors.fixture.handler().handle(extended_request(2, kPasswordModifyOid, value), *editors.session,
+                                   sink, editors.fixture.worker_state());
+  REQUIRE(sink.detached);
+  sink.record->wait_released();
+  REQUIRE(sink.record->responses.responses.size() == 1);
+  const Response& response = *sink.record->responses.responses[0];
+  CHECK(response.message.op == ProtocolOp::kExtendedResponse);
+  REQUIRE(code_of(response) == ResultCode::kSuccess);
+  REQUIRE(response.message.extended.value.has_value());
+  const std::string generated = gen_passwd(*response.message.extended.value);
+  CHECK(binds(editors.fixture, user_dn(1), generated));
+  CHECK_FALSE(binds(editors.fixture, user_dn(1), user_password(1)));
+}
+
+TEST_CASE(
+    "UpdateJob wiring: an old password changed before the commit refuses the password modify") {
+  EditorsFixture editors;
+  backend::Directory& directory = editors.fixture.directory();
+  WriterGate gate(directory);
+  // Queued first: an administrator sets user1's password.
+  auto reset = std::make_unique<backend::UpdateJob>();
+  reset->change = backend::ModifyChange{
+      user_dn(1), {{backend::ModificationKind::kReplace, "userPassword", {"{CLEARTEXT}reset"}}}};
+  REQUIRE(directory.writer().try_submit(reset));
+  // Then user1's change, whose old password the worker verified against the snapshot.
+  DetachingSink sink;
+  const std::string value = passwd_value(std::nullopt, user_password(1), "mine");
+  editors.fixture.handler().handle(extended_request(2, kPasswordModifyOid, value), *editors.session,
+                                   sink, editors.fixture.worker_state());
+  REQUIRE(sink.detached);
+  gate.release();
+  sink.record->wait_released();
+  REQUIRE(sink.record->responses.responses.size() == 1);
+  const Response& response = *sink.record->responses.responses[0];
+  CHECK(code_of(response) == ResultCode::kUnwillingToPerform);
+  CHECK(response.message.result.diagnostic_message == "unwilling to verify old password");
+  CHECK_FALSE(binds(editors.fixture, user_dn(1), "mine"));
+}
+
+TEST_CASE("UpdateJob wiring: access revoked before the commit refuses the password modify") {
+  EditorsFixture editors;
+  backend::Directory& directory = editors.fixture.directory();
+  WriterGate gate(directory);
+  auto leave = std::make_unique<backend::UpdateJob>();
+  leave->change = backend::ModifyChange{
+      kEditors, {{backend::ModificationKind::kDelete, "member", {user_dn(1)}}}};
+  REQUIRE(directory.writer().try_submit(leave));
+  // user1, an editor in the snapshot, sets user2's password.
+  DetachingSink sink;
+  const std::string value = passwd_value(user_dn(2), std::nullopt, "by an editor");
+  editors.fixture.handler().handle(extended_request(2, kPasswordModifyOid, value), *editors.session,
+                                   sink, editors.fixture.worker_state());
+  REQUIRE(sink.detached);
+  gate.release();
+  sink.record->wait_released();
+  REQUIRE(sink.record->responses.responses.size() == 1);
+  CHECK(code_of(*sink.record->responses.responses[0]) == ResultCode::kInsufficientAccessRights);
+  CHECK(binds(editors.fixture, user_dn(2), user_password(2)));
+  CHECK_FALSE(binds(editors.fixture, user_dn(2), "by an editor"));
 }
 
 TEST_CASE("UpdateJob wiring: an abandoned update still commits without a response") {
