@@ -8,6 +8,7 @@
 #include "backend/detail/directory_core.h"
 #include "backend/update_job.h"
 #include "backend/writer.h"
+#include "base/check.h"
 
 namespace numadir::backend {
 
@@ -188,6 +189,11 @@ std::unique_ptr<ReadTxn> Directory::begin_read() const {
   return txn;
 }
 
+void Directory::pin_snapshot(ReadTxn& txn) const {
+  NUMADIR_CHECK(txn.state_->txn != nullptr, "pin_snapshot outside a read");
+  txn.state_->pinned = true;
+}
+
 Result<schema::Entry> Directory::get(ReadTxn& txn, std::string_view dn) const {
   return detail::run_get(*impl_, *txn.state_, dn);
 }
@@ -274,6 +280,9 @@ Result<std::uint64_t> Directory::entry_count() const { return detail::run_entry_
 namespace detail {
 
 ReadScope::ReadScope(const DirectoryCore& core, ReadState& state) : state_(state) {
+  if (state.pinned) {
+    return;  // Live since the read that pinned it; its cursors are bound to it.
+  }
   if (state.txn == nullptr) {
     Result<MDB_txn*> txn = begin_raw_read_txn(*core.env);
     if (!txn.ok()) {
@@ -291,7 +300,7 @@ ReadScope::ReadScope(const DirectoryCore& core, ReadState& state) : state_(state
 }
 
 ReadScope::~ReadScope() {
-  if (status_.ok() && state_.txn != nullptr) {
+  if (status_.ok() && state_.txn != nullptr && !state_.pinned) {
     reset_read_txn(state_.txn);
   }
 }

@@ -158,6 +158,13 @@ class Directory {
   // Returns: a read transaction for the calling thread (begin once, reuse for every operation:
   // each get/search renews it and resets it after).
   std::unique_ptr<ReadTxn> begin_read() const;
+  // Keeps `txn`'s snapshot: called during a read with it (in a search's callback), it makes
+  // that read leave the transaction live, and every later read with `txn` reads the same
+  // snapshot, until `txn` is destroyed. For an operation that pauses and goes on later (a
+  // search waiting for its client to read) and must not see entries move meanwhile. A pinned
+  // snapshot holds an LMDB reader slot and keeps the pages it sees from reuse: hold it briefly.
+  // Requires: a read with `txn` is under way on this thread.
+  void pin_snapshot(ReadTxn& txn) const;
 
   // Errors: kNoSuchObject if absent (message = the matched DN); kInvalidDnSyntax; kStorage.
   Result<schema::Entry> get(ReadTxn& txn, std::string_view dn) const;

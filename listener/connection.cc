@@ -10,6 +10,13 @@
 #include "listener/request.h"
 
 namespace numadir::listener {
+namespace {
+
+// The writer's buffer keeps its capacity up to this when the socket blocks (steady traffic
+// allocates nothing); a larger one is freed, so a stalled client holds one buffer of its bound.
+constexpr std::size_t kKeptChunkBytes = 64 * 1024;
+
+}  // namespace
 
 Connection::Connection(int fd, ConnectionInfo info, ConnectionNotifier& owner)
     : fd_(fd), info_(std::move(info)), owner_(owner) {
@@ -44,9 +51,10 @@ std::uint64_t Connection::watch() {
 void Connection::abandon(std::int32_t message_id) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   std::vector<std::function<void()>> due;
+  std::vector<WritableResume> dropped;  // Destroyed last, unlocked: they may release slots.
   {
     MutexLock lock(mu_);
-    end_open_locked(message_id, due);
+    end_open_locked(message_id, due, dropped);
     // Finished or never sent: nothing to abandon (RFC 4511 §4.11).
     if (std::find(running_ids_.begin(), running_ids_.end(), message_id) != running_ids_.end()) {
       abandoned_ids_.push_back(message_id);
@@ -60,17 +68,19 @@ void Connection::abandon(std::int32_t message_id) {
 void Connection::abandon_all() {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   std::vector<std::function<void()>> due;
+  std::vector<WritableResume> dropped;  // Destroyed last, unlocked: they may release slots.
   {
     MutexLock lock(mu_);
     // Under the lock: an operation opened after this is born ended (open_operation).
     abandon_all_.store(true, std::memory_order_release);
-    end_open_locked(std::nullopt, due);
+    end_open_locked(std::nullopt, due, dropped);
   }
   run_ends(due);
 }
 
 void Connection::end_open_locked(std::optional<std::int32_t> message_id,
-                                 std::vector<std::function<void()>>& due) {
+                                 std::vector<std::function<void()>>& due,
+                                 std::vector<WritableResume>& dropped) {
   for (OpenSlot* slot : open_) {
     if ((message_id.has_value() && slot->message_id != *message_id) ||
         slot->state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
@@ -83,6 +93,11 @@ void Connection::end_open_locked(std::optional<std::int32_t> message_id,
       slot->end_told = true;
       due.push_back(std::move(slot->on_end));
       slot->on_end = nullptr;
+    }
+    if (slot->on_writable) {
+      --writable_waiters_;
+      dropped.push_back(std::move(slot->on_writable));
+      slot->on_writable = nullptr;
     }
   }
 }
@@ -112,6 +127,60 @@ void Connection::run_due_ends() {
   run_ends(due);
 }
 
+void Connection::set_on_writable(OpenSlot& slot, WritableResume resume) {
+  bool due = false;
+  {
+    MutexLock lock(mu_);
+    if (slot.state.load(std::memory_order_relaxed) == OpenSlot::State::kOpen) {
+      NUMADIR_DCHECK(!slot.on_writable, "OpenOperation::set_on_writable while one is set");
+      slot.on_writable = std::move(resume);
+      ++writable_waiters_;
+      // Under the lock: a writer that drains after this sees the waiter and tells the owner.
+      due = drained();
+    }
+  }
+  // `resume` (moved from only when the slot is open) is destroyed here, unlocked.
+  if (due) {
+    owner_.notify(info_.id);
+  }
+}
+
+bool Connection::pause_output() {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  MutexLock lock(mu_);
+  if (writable()) {
+    return false;
+  }
+  output_paused_mark_ = true;
+  output_paused_ = true;
+  return true;
+}
+
+void Connection::unpause_output() {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  MutexLock lock(mu_);
+  output_paused_mark_ = false;
+  output_paused_ = false;
+}
+
+void Connection::take_due_writables(std::vector<WritableResume>& out) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  if (!drained()) {
+    return;
+  }
+  MutexLock lock(mu_);
+  if (writable_waiters_ == 0) {
+    return;
+  }
+  for (OpenSlot* slot : open_) {
+    if (slot->on_writable) {
+      out.push_back(std::move(slot->on_writable));
+      slot->on_writable = nullptr;
+      --writable_waiters_;
+    }
+  }
+}
+
 void Connection::open_operation(OpenSlot& slot) {
   add_ref();  // The caller's request holds one: the count cannot reach the owner's alone.
   MutexLock lock(mu_);
@@ -129,20 +198,20 @@ void Connection::open_operation(OpenSlot& slot) {
 
 void Connection::send_open(OpenSlot& slot, std::string_view bytes) {
   bool writer = false;
+  bool crossed = false;
   {
     MutexLock lock(mu_);
     if (slot.state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
       return;  // Ended: nothing more goes out for it.
     }
-    writer = queue_output(bytes);
+    writer = queue_output(bytes, crossed);
   }
-  if (writer) {
-    write_as_writer();
-  }
+  after_queue(writer, crossed);
 }
 
 void Connection::finish_open(OpenSlot& slot, std::string_view last_bytes) {
   bool writer = false;
+  bool crossed = false;
   std::uint64_t before = 0;
   {
     MutexLock lock(mu_);
@@ -150,14 +219,12 @@ void Connection::finish_open(OpenSlot& slot, std::string_view last_bytes) {
       return;
     }
     slot.state.store(OpenSlot::State::kFinished, std::memory_order_release);
-    writer = queue_output(last_bytes);
+    writer = queue_output(last_bytes, crossed);
     // After the bytes, under the lock: as finish_operation.
     before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
   }
   operation_ended(before);
-  if (writer) {
-    write_as_writer();
-  }
+  after_queue(writer, crossed);
 }
 
 void Connection::set_on_end(OpenSlot& slot, std::function<void()> on_end) {
@@ -174,8 +241,14 @@ void Connection::set_on_end(OpenSlot& slot, std::function<void()> on_end) {
 
 void Connection::close_open(OpenSlot& slot) {
   std::optional<std::uint64_t> before;
+  WritableResume dropped;  // Destroyed unlocked.
   {
     MutexLock lock(mu_);
+    if (slot.on_writable) {
+      --writable_waiters_;
+      dropped = std::move(slot.on_writable);
+      slot.on_writable = nullptr;
+    }
     if (slot.state.load(std::memory_order_relaxed) == OpenSlot::State::kOpen) {
       slot.state.store(OpenSlot::State::kFinished, std::memory_order_release);
       before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
@@ -223,31 +296,41 @@ void Connection::cancel_operation(std::int32_t message_id) {
 
 void Connection::finish_operation(std::int32_t message_id, std::string_view last_bytes) {
   bool writer = false;
+  bool crossed = false;
   std::uint64_t before = 0;
   {
     MutexLock lock(mu_);
     forget_operation(message_id);
-    writer = queue_output(last_bytes);
+    writer = queue_output(last_bytes, crossed);
     // Ends under the lock, after the bytes are queued: a request the owner starts because of
     // this queues its response behind them.
     before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
   }
   operation_ended(before);
-  if (writer) {
-    write_as_writer();
-  }
+  after_queue(writer, crossed);
 }
 
-bool Connection::queue_output(std::string_view bytes) {
+bool Connection::queue_output(std::string_view bytes, bool& crossed) {
   if (bytes.empty() || output_failed_.load(std::memory_order_relaxed)) {
     return false;
   }
+  const bool was_writable = writable();
   append_output(bytes);
+  crossed = was_writable && !writable();
   if (writing_) {
     return false;  // The current writer (or the owner's EPOLLOUT) takes these bytes too.
   }
   writing_ = true;
   return true;
+}
+
+void Connection::after_queue(bool writer, bool crossed) {
+  if (crossed) {
+    owner_.notify(info_.id);  // The owner stops reading it (Listener::on_notified).
+  }
+  if (writer) {
+    write_as_writer();
+  }
 }
 
 void Connection::write_as_writer() {
@@ -273,18 +356,17 @@ void Connection::forget_operation(std::int32_t message_id) {
 
 std::size_t Connection::pending_output_bytes() const {
   MutexLock lock(mu_);
-  return out_.size();
+  return queued_bytes_.load(std::memory_order_relaxed);
 }
 
 void Connection::send_bytes(std::string_view bytes) {
   bool writer = false;
+  bool crossed = false;
   {
     MutexLock lock(mu_);
-    writer = queue_output(bytes);
+    writer = queue_output(bytes, crossed);
   }
-  if (writer) {
-    write_as_writer();
-  }
+  after_queue(writer, crossed);
 }
 
 bool Connection::flush_from_owner() {
@@ -308,15 +390,25 @@ bool Connection::write_pending() {
       MutexLock lock(mu_);
       if (out_.empty()) {
         writing_ = false;
-        return true;
+        if (writable_waiters_ == 0 && !output_paused_mark_) {
+          return true;
+        }
+      } else {
+        chunk.swap(out_);
       }
-      chunk.swap(out_);
+    }
+    if (chunk.empty()) {
+      // Drained with producers waiting or reading paused: the owner resumes them.
+      owner_.notify(info_.id);
+      return true;
     }
     std::size_t done = 0;
     while (done < chunk.size()) {
       const ssize_t n = ::send(fd_, chunk.data() + done, chunk.size() - done, MSG_NOSIGNAL);
       if (n > 0) {
         done += static_cast<std::size_t>(n);
+        queued_bytes_.fetch_sub(static_cast<std::size_t>(n), std::memory_order_relaxed);
+        bytes_written_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
         continue;
       }
       if (n < 0 && errno == EINTR) {
@@ -327,9 +419,13 @@ bool Connection::write_pending() {
         // Keep the order: what is left of this chunk goes before bytes appended meanwhile.
         out_.insert(0, chunk, done, std::string::npos);
         blocked_ = true;  // writing_ stays true: the owner writes on EPOLLOUT.
+        if (chunk.capacity() > kKeptChunkBytes) {
+          std::string().swap(chunk);  // A stalled client holds out_ alone, not twice its size.
+        }
       } else {
         output_failed_.store(true, std::memory_order_release);
         out_.clear();
+        queued_bytes_.store(0, std::memory_order_relaxed);
         writing_ = false;
       }
       chunk.clear();
@@ -340,13 +436,13 @@ bool Connection::write_pending() {
 }
 
 void Connection::append_output(std::string_view bytes) {
+  const std::size_t before = out_.size();
   if (tls_ == nullptr) {
     out_.append(bytes);
-    return;
-  }
-  if (!tls_->output(bytes, out_).ok()) {
+  } else if (!tls_->output(bytes, out_).ok()) {
     output_failed_.store(true, std::memory_order_release);
   }
+  queued_bytes_.fetch_add(out_.size() - before, std::memory_order_relaxed);
 }
 
 void Connection::start_tls(std::unique_ptr<TlsChannel> channel) {
@@ -362,7 +458,9 @@ TlsChannel::InputResult Connection::tls_input(std::string_view cipher) {
   TlsChannel::InputResult result;
   {
     MutexLock lock(mu_);
+    const std::size_t before = out_.size();
     result = tls_->input(cipher, input_, out_);
+    queued_bytes_.fetch_add(out_.size() - before, std::memory_order_relaxed);
     if (!out_.empty() && !writing_ && !output_failed_.load(std::memory_order_relaxed)) {
       writing_ = true;
       write_now = true;

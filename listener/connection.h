@@ -56,12 +56,23 @@ struct OpenSlot {
   std::atomic<State> state{State::kOpen};
   bool end_told = false;  // on_end was taken to be run.
   std::function<void()> on_end;
+  // Set while the holder waits for the output to drain (OpenOperation::set_on_writable).
+  std::function<void(threadpool::WorkerState&)> on_writable;
 };
+
+// What a connection's owner hands its pool once the output drained: an OpenSlot's on_writable.
+using WritableResume = std::function<void(threadpool::WorkerState&)>;
 
 class Connection {
  public:
   // Owner thread: the calling thread becomes the owner.
   Connection(int fd, ConnectionInfo info, ConnectionNotifier& owner);
+  // Owner, before any output: the output bound (ListenerLimits::max_output_bytes). Default:
+  // none.
+  void set_output_bound(std::size_t bytes) {
+    NUMADIR_DCHECK_OWNER(owner_thread_);
+    output_bound_ = bytes;
+  }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   ~Connection();  // Owner thread, with refs() == 1. Closes fd_.
@@ -74,7 +85,17 @@ class Connection {
 
   // Appends response bytes in order and writes them now when the output is idle (the caller
   // becomes the writer); when the socket is full, the rest waits for the owner's EPOLLOUT.
+  // Never refuses: the bound (set_output_bound) is for producers to check (writable()).
   void send_bytes(std::string_view bytes);
+  // Returns: whether the bytes queued and not yet taken by the socket are within the bound.
+  bool writable() const { return queued_bytes_.load(std::memory_order_relaxed) <= output_bound_; }
+  // Returns: whether they are within half of it: paused producers and reading go on.
+  bool drained() const {
+    return queued_bytes_.load(std::memory_order_relaxed) <= output_bound_ / 2;
+  }
+  std::size_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
+  // Returns: every byte the socket has taken so far (the owner watches it for progress).
+  std::uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
   // Owner, on EPOLLOUT: writes what is pending. Returns true when all is written.
   bool flush_from_owner();
 
@@ -143,12 +164,22 @@ class Connection {
   void close_open(OpenSlot& slot);
   // Owner: runs the on_end of every ended slot whose on_end was set after it ended.
   void run_due_ends();
+  // Sets the slot's on_writable (OpenOperation::set_on_writable); tells the owner at once when
+  // the output has drained already. Dropped (destroyed unlocked) if the slot is not open.
+  void set_on_writable(OpenSlot& slot, WritableResume resume);
+  // Owner: marks the output paused (output_paused_) if the queue is past the bound now.
+  // Returns: whether it did. While it is marked, a writer that drains the queue tells the owner.
+  bool pause_output();
+  // Owner: clears the mark (the owner read drained()).
+  void unpause_output();
+  // Owner: when drained(), moves every open slot's on_writable into `out`, for the owner to
+  // hand to its pool.
+  void take_due_writables(std::vector<WritableResume>& out);
 
   bool output_failed() const { return output_failed_.load(std::memory_order_acquire); }
   // Returns: true when the socket was full and the owner must write on EPOLLOUT.
   bool output_blocked() const;
-  // Bytes written and waiting: a reader that does not read holds this much. (Where the output
-  // bound of the next step will be checked: see "Output backpressure" in request_handler.h.)
+  // Bytes queued and not yet taken by the socket (queued_bytes(), read under the lock).
   std::size_t pending_output_bytes() const;
 
   // --- TLS (owner thread only): responses are encrypted by whoever queues them. ---
@@ -172,9 +203,15 @@ class Connection {
   bool bind_running_ = false;                  // Owner: listener.
   bool closing_ = false;                       // Owner: listener.
   bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
-  // Owner: listener. Backpressure: requests are held. (The output bound of the next step will
-  // pause reading too: "Output backpressure" in request_handler.h.)
+  // Owner: listener. Backpressure: requests are held.
   bool reading_paused_ = false;
+  // Owner: listener. Output backpressure: past the output bound, the connection is not read and
+  // no request of it starts, until drained().
+  bool output_paused_ = false;
+  // Owner: listener. Steady clock: since when the output has waited for the socket without
+  // progress (want_output_), and the bytes_written() seen then.
+  std::int64_t output_stalled_since_ms_ = 0;
+  std::uint64_t written_seen_ = 0;
   std::int64_t last_read_ms_ = 0;  // Owner: listener. Steady clock, for idle_timeout.
   // Owner: listener. Steady clock: the TLS handshake must be done by then (0: none pending).
   std::int64_t handshake_deadline_ms_ = 0;
@@ -191,14 +228,19 @@ class Connection {
   // Removes `message_id` from the running and abandoned lists.
   void forget_operation(std::int32_t message_id) NUMADIR_REQUIRES(mu_);
   // Queues `bytes` (none: nothing) and, if no one writes yet, makes the caller the writer.
-  // Returns: whether the caller is to write (write_as_writer) once it has unlocked.
-  bool queue_output(std::string_view bytes) NUMADIR_REQUIRES(mu_);
+  // Returns: whether the caller is to write (write_as_writer) once it has unlocked; sets
+  // `crossed` when these bytes took the queue past the bound (the caller tells the owner).
+  bool queue_output(std::string_view bytes, bool& crossed) NUMADIR_REQUIRES(mu_);
+  // After queueing, unlocked: tells the owner of a crossing, then writes as the writer.
+  void after_queue(bool writer, bool crossed);
   // Writes as the writer; tells the owner when the socket blocked or failed.
   void write_as_writer();
   // Ends the open operations `message_id` names (nullopt: every one);
-  // moves their on_end into `due`, for the caller to run once unlocked.
+  // moves their on_end into `due`, for the caller to run once unlocked, and their on_writable
+  // into `dropped`, for the caller to destroy once unlocked.
   void end_open_locked(std::optional<std::int32_t> message_id,
-                       std::vector<std::function<void()>>& due) NUMADIR_REQUIRES(mu_);
+                       std::vector<std::function<void()>>& due,
+                       std::vector<WritableResume>& dropped) NUMADIR_REQUIRES(mu_);
   void run_ends(std::vector<std::function<void()>>& due);
   // One operation fewer; tells the owner when it watches. Requires: called once mu_ is released.
   void operation_ended(std::uint64_t before);
@@ -220,6 +262,11 @@ class Connection {
   std::atomic<std::uint32_t> abandoned_count_{0};
   // Shared: set once by the writer that failed (release); then nothing more is queued.
   std::atomic<bool> output_failed_{false};
+  // Shared: bytes in out_ and in the writer's chunk not yet sent (relaxed: a producer's check
+  // may be a message late). Grown under mu_, shrunk by the writer as the socket takes them.
+  std::atomic<std::size_t> queued_bytes_{0};
+  std::atomic<std::uint64_t> bytes_written_{0};  // Shared: written by the writer only.
+  std::size_t output_bound_ = SIZE_MAX;          // Set by the owner before any output.
   mutable Mutex mu_;
   std::string out_ NUMADIR_GUARDED_BY(mu_);  // Bytes waiting to be written, in order.
   // Owner: the thread that set writing_ (one at a time); the bytes it is writing now.
@@ -228,8 +275,10 @@ class Connection {
   bool blocked_ NUMADIR_GUARDED_BY(mu_) = false;  // The socket was full: the owner writes.
   std::vector<std::int32_t> running_ids_ NUMADIR_GUARDED_BY(mu_);
   std::vector<std::int32_t> abandoned_ids_ NUMADIR_GUARDED_BY(mu_);
-  std::vector<OpenSlot*> open_ NUMADIR_GUARDED_BY(mu_);      // Registered, not yet released.
-  std::unique_ptr<TlsChannel> tls_ NUMADIR_GUARDED_BY(mu_);  // Set once by the owner.
+  std::vector<OpenSlot*> open_ NUMADIR_GUARDED_BY(mu_);       // Registered, not yet released.
+  std::size_t writable_waiters_ NUMADIR_GUARDED_BY(mu_) = 0;  // Slots with an on_writable.
+  bool output_paused_mark_ NUMADIR_GUARDED_BY(mu_) = false;   // output_paused_, for writers.
+  std::unique_ptr<TlsChannel> tls_ NUMADIR_GUARDED_BY(mu_);   // Set once by the owner.
   bool tls_started_ = false;  // Owner: listener. Whether tls_ is set (read without the lock).
 };
 

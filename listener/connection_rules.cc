@@ -47,6 +47,9 @@ PumpResult ConnectionRules::pump(Connection& connection) {
     if (connection.closing_) {
       return PumpResult::kClose;  // The listener finishes the close once nothing holds it.
     }
+    if (connection.output_paused_) {
+      return PumpResult::kIdle;  // Past its output bound: nothing starts until it drains.
+    }
     const StartResult held = start_held(connection);
     if (held == StartResult::kStarted && !route_input(connection)) {
       return PumpResult::kClose;
@@ -265,6 +268,28 @@ bool ConnectionRules::expired(const Connection& connection, std::int64_t now_ms)
   const std::int64_t idle_limit_ms = std::int64_t{1000} * shared_.limits.idle_timeout_s;
   return idle_limit_ms != 0 && connection.held_.empty() && connection.operations() == 0 &&
          now_ms - connection.last_read_ms_ >= idle_limit_ms;
+}
+
+bool ConnectionRules::write_expired(Connection& connection, std::int64_t now_ms) const {
+  const std::int64_t limit_ms = std::int64_t{1000} * shared_.limits.write_timeout_s;
+  if (connection.closing_ || limit_ms == 0 || !connection.want_output_) {
+    return false;
+  }
+  if (const std::uint64_t written = connection.bytes_written();
+      written != connection.written_seen_) {
+    connection.written_seen_ = written;  // The client read some: the clock starts again.
+    connection.output_stalled_since_ms_ = now_ms;
+    return false;
+  }
+  if (now_ms - connection.output_stalled_since_ms_ < limit_ms) {
+    return false;
+  }
+  std::fprintf(stderr,
+               "numadir: conn=%llu peer=%s: closed: the client read nothing for %u s "
+               "(limits.write_timeout) with %zu bytes waiting\n",
+               static_cast<unsigned long long>(connection.id()), connection.info().peer.c_str(),
+               shared_.limits.write_timeout_s, connection.queued_bytes());
+  return true;
 }
 
 }  // namespace numadir::listener

@@ -65,6 +65,10 @@ class ConnectionRules {
   // Returns: whether `connection` is to be closed at `now_ms`: its TLS handshake is overdue,
   //   or it has been idle (nothing outstanding or held, nothing read) for idle_timeout_s.
   bool expired(const Connection& connection, std::int64_t now_ms) const;
+  // Returns: whether `connection`'s output has waited for its socket for write_timeout_s with
+  //   nothing taken (then it logs the close to standard error). Restarts the connection's clock
+  //   when the socket took bytes since the last look.
+  bool write_expired(Connection& connection, std::int64_t now_ms) const;
 
  private:
   enum class StartResult : std::uint8_t { kStarted, kWait, kPoolFull };

@@ -45,4 +45,11 @@ void DetachedOperation::set_on_end(std::function<void()> on_end) {
   connection_.set_on_end(slot_, std::move(on_end));
 }
 
+bool DetachedOperation::writable() const { return connection_.writable(); }
+
+void DetachedOperation::set_on_writable(std::function<void(threadpool::WorkerState&)> resume) {
+  NUMADIR_DCHECK(!finished_, "OpenOperation::set_on_writable after finish");
+  connection_.set_on_writable(slot_, std::move(resume));
+}
+
 }  // namespace numadir::listener

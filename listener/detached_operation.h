@@ -1,10 +1,10 @@
 // listener/detached_operation.h: DetachedOperation, the listener's OpenOperation: what
 // Request::detach() hands a handler that keeps its operation open past handle().
 //
-// Today send() queues whatever it is given. The output bound of the next step ("Output
-// backpressure" in request_handler.h) adds writable() and set_on_writable() here: the first
-// compares the connection's queued bytes with the bound, the second is kept in the OpenSlot
-// beside on_end and run by the owner when EPOLLOUT drains the socket, as on_end is.
+// send() queues whatever it is given; writable() compares the connection's queued bytes with
+// its output bound, and set_on_writable() keeps its callback in the OpenSlot beside on_end,
+// for the owner to hand to its pool once the output drained ("Output backpressure" in
+// request_handler.h).
 //
 // Thread contract: as OpenOperation (listener/request_handler.h): its holder calls it from any
 // thread, one call at a time, and destroys it on any thread. It holds a reference to its
@@ -34,6 +34,8 @@ class DetachedOperation final : public OpenOperation {
   void finish(const wire::LdapMessage& last_message) override;
   bool abandoned() const override;
   void set_on_end(std::function<void()> on_end) override;
+  bool writable() const override;
+  void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) override;
 
  private:
   Connection& connection_;

@@ -243,6 +243,7 @@ FrontendSnapshot Frontend::snapshot() const {
     listener.requests = counters.requests.load(std::memory_order_relaxed);
     listener.bytes_received = counters.bytes_received.load(std::memory_order_relaxed);
     listener.helped = counters.helped.load(std::memory_order_relaxed);
+    listener.output_pauses = counters.output_pauses.load(std::memory_order_relaxed);
     ++out.pools[listener.pool].listeners;
     out.listeners.push_back(std::move(listener));
   }

@@ -22,6 +22,8 @@ struct ListenerSnapshot {
   std::uint64_t requests = 0;     // Requests decoded.
   std::uint64_t bytes_received = 0;
   std::uint64_t helped = 0;  // Requests it ran itself, helping its pool.
+  // Times one of its connections passed its output bound and was paused (not read).
+  std::uint64_t output_pauses = 0;
 };
 
 struct WorkerSnapshot {

@@ -54,6 +54,18 @@ std::uint16_t local_port(int fd) {
                    : reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
 }
 
+// Runs an open operation's on_writable (Connection::take_due_writables) on a thread of the pool.
+class ResumeTask final : public threadpool::Task {
+ public:
+  explicit ResumeTask(WritableResume resume) : resume_(std::move(resume)) {}
+  void run(threadpool::WorkerState& state) override { resume_(state); }
+  // What resumes is a read (a paused search) that never waits for the writer or the disk.
+  bool may_run_inline() const override { return true; }
+
+ private:
+  WritableResume resume_;
+};
+
 }  // namespace
 
 Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
@@ -223,16 +235,56 @@ void Listener::dispatch(const epoll_event& event) {
   if (connection.closing_) {
     return;  // Closed by an earlier event of this batch.
   }
-  // The socket drained: the owner writes what waited. (Where paused producers will be told to
-  // go on: "Output backpressure" in request_handler.h.)
-  if ((event.events & EPOLLOUT) != 0 && connection.flush_from_owner()) {
-    connection.want_output_ = false;
-    set_interest(connection);
+  // The socket took bytes: the owner writes what waited, and what paused for it goes on.
+  if ((event.events & EPOLLOUT) != 0) {
+    if (connection.flush_from_owner()) {
+      set_want_output(connection, false);
+      set_interest(connection);
+    }
+    if (!connection.output_failed() && connection.output_paused_ && connection.drained()) {
+      resume_output(connection);
+      return;
+    }
   }
   if (connection.output_failed()) {
     begin_close(connection);
   } else if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
     on_readable(connection);
+  }
+}
+
+void Listener::set_want_output(Connection& connection, bool want) {
+  if (connection.want_output_ == want) {
+    return;
+  }
+  connection.want_output_ = want;
+  if (want) {
+    ++output_waiting_;
+    connection.output_stalled_since_ms_ = shared_.limits.write_timeout_s != 0 ? steady_ms() : 0;
+    connection.written_seen_ = connection.bytes_written();
+  } else {
+    --output_waiting_;
+  }
+}
+
+void Listener::resume_output(Connection& connection) {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  std::vector<WritableResume> due;
+  connection.take_due_writables(due);
+  for (WritableResume& resume : due) {
+    std::unique_ptr<threadpool::Task> task = std::make_unique<ResumeTask>(std::move(resume));
+    if (!pool_.try_submit(task)) {
+      pending_resumes_.push_back(std::move(task));  // Run once the pool has room.
+      if (!waiting_for_room_) {
+        waiting_for_room_ = true;
+        pool_.notify_when_room(*this);
+      }
+    }
+  }
+  if (connection.output_paused_ && connection.drained()) {
+    connection.unpause_output();
+    set_interest(connection);
+    pump(connection);  // What it held, and what it read before it paused.
   }
 }
 
@@ -253,6 +305,17 @@ void Listener::run_notices() {
   }
   if (pool_room_.exchange(false, std::memory_order_seq_cst)) {
     waiting_for_room_ = false;
+    std::vector<std::unique_ptr<threadpool::Task>> resumes;
+    resumes.swap(pending_resumes_);
+    for (std::unique_ptr<threadpool::Task>& task : resumes) {
+      if (!pool_.try_submit(task)) {
+        pending_resumes_.push_back(std::move(task));
+      }
+    }
+    if (!pending_resumes_.empty() && !waiting_for_room_) {
+      waiting_for_room_ = true;
+      pool_.notify_when_room(*this);
+    }
     std::vector<std::uint64_t> stalled;
     stalled.swap(stalled_);
     for (const std::uint64_t stalled_id : stalled) {
@@ -263,7 +326,8 @@ void Listener::run_notices() {
 }
 
 bool Listener::timers_wanted() const {
-  return (shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || rules_.handshakes() > 0;
+  return (shared_.limits.idle_timeout_s != 0 && !connections_.empty()) || rules_.handshakes() > 0 ||
+         (shared_.limits.write_timeout_s != 0 && output_waiting_ > 0);
 }
 
 void Listener::run_timers() {
@@ -277,7 +341,7 @@ void Listener::run_timers() {
   next_timer_ms_ = now_ms + kTimerPeriodMs;
   std::vector<Connection*> expired;
   for (const auto& [id, connection] : connections_) {
-    if (rules_.expired(*connection, now_ms)) {
+    if (rules_.expired(*connection, now_ms) || rules_.write_expired(*connection, now_ms)) {
       expired.push_back(connection.get());
     }
   }
@@ -354,6 +418,7 @@ void Listener::accept_all(int listen_fd, bool tls) {
     if (channel != nullptr) {
       rules_.begin_tls(*connection, std::move(channel), steady_ms());
     }
+    connection->set_output_bound(shared_.limits.max_output_bytes);
     connection->session_ = shared_.handler->open_session(connection->info());
     shared_.connections.fetch_add(1, std::memory_order_relaxed);
     threadpool::owner_add(counters_.accepted);
@@ -369,7 +434,7 @@ void Listener::on_readable(Connection& connection) {
   // Reads until EAGAIN, but no further than one PDU past what was buffered: the rest waits in
   // the socket (the kernel's buffer is the backpressure).
   for (;;) {
-    if (connection.reading_paused_ ||
+    if (connection.reading_paused_ || connection.output_paused_ ||
         connection.input_.size() > shared_.limits.max_pdu_bytes + kReadChunkBytes) {
       break;
     }
@@ -436,6 +501,7 @@ void Listener::begin_close(Connection& connection) {
   if (!connection.closing_) {
     connection.closing_ = true;
     rules_.forget_handshake(connection);
+    set_want_output(connection, false);
     connection.abandon_all();  // Ends its open operations: their on_end runs here.
     connection.held_.clear();
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd(), nullptr);
@@ -453,7 +519,8 @@ void Listener::begin_close(Connection& connection) {
 void Listener::set_interest(Connection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   epoll_event event{};
-  event.events = (connection.reading_paused_ ? 0u : static_cast<std::uint32_t>(EPOLLIN)) |
+  const bool read = !connection.reading_paused_ && !connection.output_paused_;
+  event.events = (read ? static_cast<std::uint32_t>(EPOLLIN) : 0u) |
                  (connection.want_output_ ? static_cast<std::uint32_t>(EPOLLOUT) : 0u);
   event.data.ptr = &connection;
   epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection.fd(), &event);
@@ -472,8 +539,18 @@ void Listener::on_notified(std::uint64_t connection_id) {
     return;
   }
   if (!connection.want_output_ && connection.output_blocked()) {
-    connection.want_output_ = true;
+    set_want_output(connection, true);
     set_interest(connection);
+  }
+  if (!connection.output_paused_ && connection.pause_output()) {
+    threadpool::owner_add(counters_.output_pauses);
+    set_interest(connection);  // Not read, nothing started, until drained().
+  }
+  if (connection.drained()) {
+    resume_output(connection);  // Pumps too, once unpaused.
+    if (connection.closing_) {
+      return;
+    }
   }
   pump(connection);
 }

@@ -41,6 +41,14 @@ struct ListenerLimits {
   // idletimeout). 0: never. When set, each listener wakes once a second to look.
   std::uint32_t idle_timeout_s = 0;
   std::size_t max_connections = 4096;  // For the whole server.
+  // Response bytes queued for one connection (not yet taken by its socket) past which the
+  // connection is not read, no request of it starts and its producers pause (see "Output
+  // backpressure" in request_handler.h); they go on once half of it has drained.
+  std::size_t max_output_bytes = 1024 * 1024;
+  // A connection whose output waits this long with nothing taken by its socket is closed and
+  // logged (slapd's writetimeout). 0: no limit. While output waits, each listener wakes once a
+  // second to look.
+  std::uint32_t write_timeout_s = 60;
 };
 
 // Counters of one listener, on their own cache line: written by its thread only (with
@@ -52,7 +60,9 @@ struct alignas(kCacheLineSize) ListenerCounters {
   std::atomic<std::uint64_t> refused{0};   // Over max_connections, or accept failed (EMFILE).
   std::atomic<std::uint64_t> bytes_received{0};
   std::atomic<std::uint64_t> helped{0};  // Requests it ran itself (ListenerShared::help_pool).
-  std::atomic<std::int32_t> tid{0};      // The listener thread's OS id, 0 before it runs.
+  // Times a connection passed its output bound and stopped being read.
+  std::atomic<std::uint64_t> output_pauses{0};
+  std::atomic<std::int32_t> tid{0};  // The listener thread's OS id, 0 before it runs.
 };
 
 // What every listener of one server shares.
@@ -123,6 +133,12 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // once no worker or open operation holds it.
   void begin_close(Connection& connection);
   void set_interest(Connection& connection);
+  // Sets connection.want_output_ (EPOLLOUT wanted: the socket was full), counting the
+  // connections that wait, and starts the write timeout's clock.
+  void set_want_output(Connection& connection, bool want);
+  // The output drained to half its bound: hands the paused producers' on_writable to the pool
+  // and, once unpaused, reads and pumps the connection again.
+  void resume_output(Connection& connection);
   void on_notified(std::uint64_t connection_id);
   // The pool has room again (threadpool::RoomWaiter): any thread, under the pool's lock.
   void on_room() override;
@@ -158,6 +174,9 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // pool has room; waiting_for_room_: registered with it (notify_when_room), not yet told.
   std::vector<std::uint64_t> stalled_;
   bool waiting_for_room_ = false;
+  // Owner: listener thread. Paused producers to resume (ResumeTask) that the full pool refused.
+  std::vector<std::unique_ptr<threadpool::Task>> pending_resumes_;
+  std::size_t output_waiting_ = 0;  // Owner: listener thread. Connections with want_output_.
   bool draining_ = false;           // Owner: listener thread. Stopping: no accepts, no reads.
   std::int64_t next_timer_ms_ = 0;  // Owner: listener thread. Steady clock.
   // Shared: connection ids from notify(). When it is full, rescan_ asks for a look at every

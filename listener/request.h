@@ -60,6 +60,7 @@ class Request final : public threadpool::Task, private ResponseSink {
 
   void send(const wire::LdapMessage& response) override;
   bool abandoned() const override;
+  bool writable() const override { return connection_.writable(); }
   std::unique_ptr<OpenOperation> detach() override;
 
   Connection& connection_;

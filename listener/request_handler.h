@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "base/check.h"
 #include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
 #include "threadpool/task.h"
@@ -64,13 +65,13 @@ class Session {
 // OpenOperation of it has been released. Frontend::stop() waits for that too, so a holder must
 // drop the operation when on_end runs.
 //
-// Output backpressure (the next step, not built yet): a per-connection bound on queued response
-// bytes. Past it the connection is not read, and an open operation producing output pauses
-// without holding a worker: writable() will return false, and the holder will stop sending and
-// ask set_on_writable(callback) to be told, on the listener thread as on_end is, once the socket
-// has drained; send() will then stay as it is (never blocking, queueing what it is given). The
-// listener's side is Connection::pending_output_bytes() against the bound on every queueing, and
-// the EPOLLOUT flush (Listener::dispatch) where the socket drains.
+// Output backpressure: each connection bounds the response bytes queued for its socket
+// (ListenerLimits::max_output_bytes). Past the bound the connection is not read and none of its
+// requests starts; an operation producing output (a search) checks writable() between messages
+// and, when it is false, pauses without holding a worker: it keeps the operation open
+// (ResponseSink::detach) and asks set_on_writable() to be run again, on a worker, once half of
+// the bound has drained. send() itself never blocks and never refuses: it queues what it is
+// given, so the bound is exceeded by at most what a producer sends between two checks.
 //
 // Thread contract: the holder calls send, finish, abandoned and set_on_end from any thread, one
 // call at a time (it serializes them, e.g. under its own lock), and may destroy the
@@ -100,6 +101,19 @@ class OpenOperation {
   //   feeder's lock) and must not assume the OpenOperation still exists. Must not block.
   // Requires: called at most once.
   virtual void set_on_end(std::function<void()> on_end) = 0;
+  // Returns: whether the connection takes more output now (false past max_output_bytes).
+  virtual bool writable() const { return true; }
+  // Sets what runs once the connection's output has drained to half the bound: `resume`, once,
+  //   on a thread of the connection's pool (a worker, or its listener helping), with that
+  //   thread's WorkerState; soon when it has drained already. Dropped unrun (destroyed on the
+  //   listener thread) if the operation ends first (abandon, unbind, close, stop), so `resume`
+  //   may own the holder's state, OpenOperation included. The default (a holder that never
+  //   sees writable() false) aborts.
+  // Requires: at most one set at a time (it is taken when it runs); not finished.
+  virtual void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) {
+    (void)resume;
+    NUMADIR_CHECK(false, "OpenOperation::set_on_writable on an operation without an output bound");
+  }
 };
 
 // Where a handler sends the responses of one request. Owned by the listener; valid only during
@@ -108,13 +122,17 @@ class ResponseSink {
  public:
   virtual ~ResponseSink() = default;
   // Encodes `response` (its views need only live during the call) and queues it for the
-  // connection, in order. Entries of a large search are flushed to the socket as they come, so
-  // memory stays bounded; a client that does not read stalls only its own connection's
-  // operation.
+  // connection, in order. Entries of a large search are flushed to the socket as they come; a
+  // client that does not read stalls only its own connection's operations, which pause at the
+  // connection's output bound (writable()).
   virtual void send(const wire::LdapMessage& response) = 0;
   // Returns: true once the operation was abandoned (AbandonRequest, Unbind, or the connection
   //   closed): a long search checks it between entries and stops without a SearchResultDone.
   virtual bool abandoned() const = 0;
+  // Returns: whether the connection takes more output now (OpenOperation::writable); a search
+  //   that finds it false pauses (detach, then OpenOperation::set_on_writable). The default is
+  //   for sinks without a bound.
+  virtual bool writable() const { return true; }
   // Keeps the operation open after handle() returns: what was sent so far is queued, and the
   //   rest goes through the returned OpenOperation, which the handler may keep and hand to
   //   another thread. The operation stays outstanding until that ends it (OpenOperation).

@@ -82,7 +82,9 @@ struct ReadState {
     }
   }
 
-  MDB_txn* txn = nullptr;  // Reset between operations.
+  MDB_txn* txn = nullptr;  // Reset between operations, unless pinned.
+  // Directory::pin_snapshot: the transaction stays live between operations (one snapshot).
+  bool pinned = false;
   CursorCache cursors;
   // Scratch of the lookups by name: the dn key and what keying a DN goes through.
   std::string key;
@@ -102,7 +104,8 @@ struct ReadState {
 };
 
 // Begins one read operation on `state` (begin or renew) and resets the transaction when it
-// goes out of scope, so LMDB views do not outlive the operation.
+// goes out of scope, so LMDB views do not outlive the operation. A pinned transaction is
+// neither renewed nor reset: its operations all read its one snapshot.
 class ReadScope {
  public:
   ReadScope(const DirectoryCore& core, ReadState& state);

@@ -169,6 +169,8 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   frontend_options.limits.max_pdu_bytes = settings.max_pdu_bytes;
   frontend_options.limits.max_outstanding_per_connection = settings.max_outstanding_per_connection;
   frontend_options.limits.idle_timeout_s = settings.idle_timeout_s;
+  frontend_options.limits.max_output_bytes = settings.max_output_bytes;
+  frontend_options.limits.write_timeout_s = settings.write_timeout_s;
   frontend_options.tls = tls.get();
   std::string threads_summary;
   if (config->threads.dispatcher == "single") {

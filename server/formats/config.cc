@@ -336,14 +336,33 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
            problems);
 }
 
+// The least limits.max_output_bytes: below the listener's 64 KiB write chunks, every response
+// would pause.
+constexpr std::size_t kMinOutputBytes = 64 * 1024;
+
 void parse_limits(const toml::table& table, Config& config, Problems& problems) {
-  check_keys(table, "limits", {"size_limit", "time_limit"}, problems);
+  check_keys(table, "limits", {"size_limit", "time_limit", "max_output_bytes", "write_timeout"},
+             problems);
   std::uint64_t number = 0;
   if (get_count(table, "limits", "size_limit", UINT32_MAX, number, problems)) {
     config.server.size_limit = number;
   }
   if (get_count(table, "limits", "time_limit", UINT32_MAX, number, problems)) {
     config.server.time_limit_s = static_cast<std::uint32_t>(number);
+  }
+  if (std::string text; get_string(table, "limits", "max_output_bytes", text, problems)) {
+    auto bytes = parse_size_bytes(text);
+    if (!bytes.ok()) {
+      problems.add("limits.max_output_bytes", bytes.status().message());
+    } else if (*bytes < kMinOutputBytes) {
+      problems.add("limits.max_output_bytes",
+                   "must be at least 64KiB (a response is queued whole before the bound applies)");
+    } else {
+      config.server.max_output_bytes = *bytes;
+    }
+  }
+  if (get_count(table, "limits", "write_timeout", 86400 * 365, number, problems)) {
+    config.server.write_timeout_s = static_cast<std::uint32_t>(number);
   }
 }
 

@@ -31,6 +31,8 @@
 //   [limits]
 //   size_limit = 500                     # entries per search for anonymous and users (0 = none)
 //   time_limit = 3600                    # seconds per search (0 = none); rootdn: unlimited
+//   max_output_bytes = "1MiB"            # responses queued per connection before it pauses
+//   write_timeout = 60                   # seconds a client may read nothing (0 = no limit)
 //
 //   [passwords]
 //   default_scheme = "SSHA512"           # scheme for passwords numadir hashes
@@ -116,6 +118,8 @@ struct ServerSettings {
   std::string group;  // Empty: the user's primary group (or keep the starting group).
   std::uint64_t size_limit = 500;
   std::uint32_t time_limit_s = 3600;
+  std::size_t max_output_bytes = 1024 * 1024;
+  std::uint32_t write_timeout_s = 60;  // 0: no limit.
 };
 
 struct ThreadSettings {

@@ -134,6 +134,10 @@ class WatchingOpenOperation final : public listener::OpenOperation {
   }
   bool abandoned() const override { return inner_->abandoned(); }
   void set_on_end(std::function<void()> on_end) override { inner_->set_on_end(std::move(on_end)); }
+  bool writable() const override { return inner_->writable(); }
+  void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) override {
+    inner_->set_on_writable(std::move(resume));
+  }
 
  private:
   const std::unique_ptr<listener::OpenOperation> inner_;
@@ -152,6 +156,7 @@ class WatchingSink final : public listener::ResponseSink {
     inner_.send(response);
   }
   bool abandoned() const override { return inner_.abandoned(); }
+  bool writable() const override { return inner_.writable(); }
   std::unique_ptr<listener::OpenOperation> detach() override {
     std::unique_ptr<listener::OpenOperation> open = inner_.detach();
     if (open == nullptr) {

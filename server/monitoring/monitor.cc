@@ -124,6 +124,7 @@ void add_listener_entries(const MonitorData& data, std::vector<schema::Entry>& e
         .number("numadirConnectionsRefused", listener.refused)
         .number("numadirRequests", listener.requests)
         .number("numadirHelped", listener.helped)
+        .number("numadirOutputPauses", listener.output_pauses)
         .number("numadirBytesReceived", listener.bytes_received)
         .cpu(data.listener_cpu_ms, i);
     entries.push_back(entry.take());

@@ -38,6 +38,8 @@ class ResultSender {
   const listener::wire::LdapMessage& request() const { return request_; }
   // Returns: true once the operation was abandoned (it then sends nothing more: RFC 4511 §4.11).
   bool abandoned() const { return sink_.abandoned(); }
+  // Returns: whether the connection takes more output now (ResponseSink::writable).
+  bool writable() const { return sink_.writable(); }
   // Returns: the sink's ResponseSink::detach() (nullptr if it cannot keep the operation open);
   //   once it returned an operation, this sender must send nothing more.
   std::unique_ptr<listener::OpenOperation> detach() { return sink_.detach(); }
@@ -100,6 +102,7 @@ class OpenOperationSink final : public listener::ResponseSink {
   explicit OpenOperationSink(listener::OpenOperation& open) : open_(open) {}
   void send(const listener::wire::LdapMessage& response) override;
   bool abandoned() const override { return open_.abandoned(); }
+  bool writable() const override { return open_.writable(); }
 
  private:
   listener::OpenOperation& open_;

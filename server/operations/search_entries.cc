@@ -53,7 +53,39 @@ const std::vector<const schema::AttributeType*>& fill_item_types(
   return types;
 }
 
+// Returns: the result of a directory search that ran to `status` (sizeLimitExceeded when the
+//   entries stopped at the size limit), its matchedDN cleared when the requester may not know
+//   of that entry.
+OwnedResult search_result(const Status& status, const SearchEntrySender& entries,
+                          const OperationAccess& access) {
+  OwnedResult result;
+  if (!status.ok()) {
+    result = result_from_status(status);
+  } else if (entries.size_exceeded()) {
+    result = OwnedResult::error(listener::wire::ResultCode::kSizeLimitExceeded, "");
+  }
+  if (result.code == listener::wire::ResultCode::kNoSuchObject && !result.matched_dn.empty() &&
+      !access.discloses(result.matched_dn)) {
+    result.matched_dn.clear();
+  }
+  return result;
+}
+
 }  // namespace
+
+void send_search_done(const Status& status, const SearchEntrySender& entries,
+                      const OperationAccess& access, SearchPage& page, ResultSender& sender) {
+  if (entries.abandoned() || sender.abandoned()) {
+    return;  // RFC 4511 §4.11: an abandoned operation gets no response.
+  }
+  const OwnedResult result = search_result(status, entries, access);
+  if (result.code == listener::wire::ResultCode::kOther) {
+    sender.send_status(status);  // Logs it.
+    return;
+  }
+  page.finish(entries.page_full() && status.ok(), entries.returned(), sender);
+  sender.send_result(result);
+}
 
 const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool root,
                                               schema::Filter& restricted) {
@@ -89,7 +121,8 @@ void append_readable_attributes(const schema::Entry& entry, std::string_view ent
 SearchEntrySender::SearchEntrySender(const OperationContext& context, const OperationAccess& access,
                                      ServerWorkerState& state, const LdapMessage& request,
                                      const schema::Filter& filter, std::uint64_t size_limit,
-                                     const SearchPage& page, ResultSender& sender)
+                                     const SearchPage& page, ResultSender& sender,
+                                     backend::ReadTxn& txn, const std::optional<Progress>& from)
     : context_(context),
       access_(access),
       state_(state),
@@ -98,6 +131,7 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
       size_limit_(size_limit),
       page_(page),
       sender_(sender),
+      txn_(txn),
       selection_(request.search_request.attributes, context.catalog()),
       ndn_matters_(!context.access().is_default() ||
                    (!access.requester().identity.anonymous() && !access.requester().identity.root)),
@@ -105,13 +139,36 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
       item_types_(fill_item_types(filter, context, state.item_types)),
       returned_(page.skip()) {
   response_.op = ProtocolOp::kSearchResultEntry;
+  if (from.has_value()) {
+    skip_ = from->delivered;
+    seen_ = from->seen;
+    returned_ = from->returned;
+    in_page_ = from->in_page;
+  }
 }
 
 bool SearchEntrySender::operator()(const backend::EntryRef& entry) {
+  if (skip_ > 0) {  // Handled before the pause, in this same snapshot.
+    --skip_;
+    ++delivered_;
+    return true;
+  }
   if (sender_.abandoned()) {
     abandoned_ = true;
     return false;
   }
+  if (!sender_.writable()) {
+    // Past the connection's output bound: stop here without holding the worker and go on from
+    // this entry once the client has read (PausedSearch). Once entries were handled the rest
+    // must come from the same snapshot: it is pinned. Before, the search may start afresh.
+    if (delivered_ > 0) {
+      context_.directory().pin_snapshot(txn_);
+      pinned_ = true;
+    }
+    paused_ = true;
+    return false;
+  }
+  ++delivered_;
   std::string& entry_ndn = state_.entry_ndn;
   entry_ndn.clear();
   if (ndn_matters_ && !entry.normalized_dn(entry_ndn)) {

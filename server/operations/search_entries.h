@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -37,14 +38,38 @@ void append_readable_attributes(const schema::Entry& entry, std::string_view ent
                                 const AttributeSelection& selection, const OperationAccess& access,
                                 bool types_only, listener::wire::AttributeList& out);
 
+class SearchEntrySender;
+
+// Sends the end of a directory search that ran to `status` through `sender`: nothing once it was
+// abandoned; else the page's control and the SearchResultDone (sizeLimitExceeded when the
+// entries stopped at the size limit; matchedDN cleared where the requester may not know of it;
+// a storage error logged and answered `other`).
+void send_search_done(const Status& status, const SearchEntrySender& entries,
+                      const OperationAccess& access, SearchPage& page, ResultSender& sender);
+
 class SearchEntrySender {
  public:
+  // Where a search stands, for it to go on after a pause: the entries the backend delivered
+  // (handled, sent or not: a search resumed in the same snapshot skips as many), and the counts
+  // of visible entries (earlier pages' included), returned ones and this page's.
+  struct Progress {
+    std::uint64_t delivered = 0;
+    std::uint64_t seen = 0;
+    std::uint64_t returned = 0;
+    std::uint64_t in_page = 0;
+  };
+
   // Sends the entries of `request` (whose filter, restricted, is `filter`) through `sender`, at
-  // most `size_limit` of them (0: no limit), as `page` allows. Everything given outlives it.
+  // most `size_limit` of them (0: no limit), as `page` allows, from the start or from `from`
+  // (a search paused before). When the connection stops being writable it pauses: it stops,
+  // pinning `txn`'s snapshot (the transaction the search reads;
+  // backend::Directory::pin_snapshot) once it has handled an entry. Everything given outlives
+  // it.
   SearchEntrySender(const OperationContext& context, const OperationAccess& access,
                     ServerWorkerState& state, const listener::wire::LdapMessage& request,
                     const schema::Filter& filter, std::uint64_t size_limit, const SearchPage& page,
-                    ResultSender& sender);
+                    ResultSender& sender, backend::ReadTxn& txn,
+                    const std::optional<Progress>& from = std::nullopt);
   SearchEntrySender(const SearchEntrySender&) = delete;
   SearchEntrySender& operator=(const SearchEntrySender&) = delete;
 
@@ -53,6 +78,12 @@ class SearchEntrySender {
   bool operator()(const backend::EntryRef& entry);
 
   bool abandoned() const { return abandoned_; }
+  // The search stopped at the connection's output bound, its snapshot pinned: it is to go on
+  // from progress() once the output drained.
+  bool paused() const { return paused_; }
+  // Paused with `txn`'s snapshot pinned (it had handled entries): it must go on in `txn`.
+  bool pinned() const { return pinned_; }
+  Progress progress() const { return Progress{delivered_, seen_, returned_, in_page_}; }
   bool size_exceeded() const { return size_exceeded_; }
   bool page_full() const { return page_full_; }
   // Entries this search returned, earlier pages included.
@@ -79,6 +110,7 @@ class SearchEntrySender {
   const std::uint64_t size_limit_;
   const SearchPage& page_;
   ResultSender& sender_;
+  backend::ReadTxn& txn_;
   const AttributeSelection selection_;
   // Under the default policy only `self` clauses look at the entry's DN; rules may look at it,
   // and at the entry itself (filters).
@@ -88,10 +120,14 @@ class SearchEntrySender {
   // the per-entry search right is checked for each. Views state_.item_types.
   const std::vector<const schema::AttributeType*>& item_types_;
   listener::wire::LdapMessage response_;  // Reused for every entry.
+  std::uint64_t delivered_ = 0;           // Entries the backend delivered, skipped ones included.
+  std::uint64_t skip_ = 0;                // Deliveries still to skip: handled before the pause.
   std::uint64_t seen_ = 0;                // Visible entries, earlier pages' included.
   std::uint64_t returned_ = 0;
   std::uint64_t in_page_ = 0;  // Entries of this page.
   bool abandoned_ = false;
+  bool paused_ = false;
+  bool pinned_ = false;
   bool size_exceeded_ = false;
   bool page_full_ = false;
 };

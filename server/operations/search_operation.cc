@@ -10,6 +10,7 @@
 #include "backend/entry_filter.h"
 #include "server/operations/attribute_selection.h"
 #include "server/operations/search_entries.h"
+#include "server/operations/search_pause.h"
 
 namespace numadir::server {
 
@@ -40,24 +41,6 @@ backend::Scope backend_scope(SearchScope scope) {
       return backend::Scope::kChildren;
   }
   return backend::Scope::kSubtree;
-}
-
-// Returns: the result of a directory search that ran to `status` (sizeLimitExceeded when the
-//   entries stopped at the size limit), its matchedDN cleared when the requester may not know
-//   of that entry.
-OwnedResult search_result(const Status& status, const SearchEntrySender& entries,
-                          const OperationAccess& access) {
-  OwnedResult result;
-  if (!status.ok()) {
-    result = result_from_status(status);
-  } else if (entries.size_exceeded()) {
-    result = OwnedResult::error(ResultCode::kSizeLimitExceeded, "");
-  }
-  if (result.code == ResultCode::kNoSuchObject && !result.matched_dn.empty() &&
-      !access.discloses(result.matched_dn)) {
-    result.matched_dn.clear();
-  }
-  return result;
 }
 
 }  // namespace
@@ -97,7 +80,7 @@ void SearchOperation::run(const LdapMessage& request, ServerSession& session,
   if (!page.resume(search, sender)) {
     return;
   }
-  search_directory(request, access, state, page, sender);
+  search_directory(request, access, session, state, page, sender);
 }
 
 SearchOperation::Limits SearchOperation::limits_for(const Identity& who,
@@ -150,8 +133,8 @@ bool SearchOperation::search_special(const LdapMessage& request, const Operation
 }
 
 void SearchOperation::search_directory(const LdapMessage& request, const OperationAccess& access,
-                                       ServerWorkerState& state, SearchPage& page,
-                                       ResultSender& sender) const {
+                                       ServerSession& session, ServerWorkerState& state,
+                                       SearchPage& page, ResultSender& sender) const {
   const SearchRequest& search = request.search_request;
   const Limits limits = limits_for(access.requester().identity, search);
   // Items on attributes the client may not search are made Undefined entry by entry
@@ -169,20 +152,21 @@ void SearchOperation::search_directory(const LdapMessage& request, const Operati
   if (limits.time_s != 0) {
     spec.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limits.time_s);
   }
-  SearchEntrySender entries(context_, access, state, request, filter, limits.size, page, sender);
+  SearchEntrySender entries(context_, access, state, request, filter, limits.size, page, sender,
+                            state.txn());
   // std::ref: the std::function holds a pointer to the sender instead of a heap copy of it.
   const Status status = context_.directory().search(state.txn(), spec, std::ref(entries));
+  if (entries.paused()) {
+    // The connection's output is full: the search goes on once the client has read, from
+    // another worker, in the snapshot it pinned.
+    spec.filter = nullptr;
+    PausedSearch::pause(context_, request, access.requester().identity, session, spec, limits.size,
+                        entries.progress(), page.save(), state.take_txn(), sender);
+  }
   state.search_base.swap(spec.base);
-  if (entries.abandoned() || sender.abandoned()) {
-    return;  // RFC 4511 §4.11: an abandoned operation gets no response.
+  if (!entries.paused()) {
+    send_search_done(status, entries, access, page, sender);
   }
-  const OwnedResult result = search_result(status, entries, access);
-  if (result.code == ResultCode::kOther) {
-    sender.send_status(status);  // Logs it.
-    return;
-  }
-  page.finish(entries.page_full() && status.ok(), entries.returned(), sender);
-  sender.send_result(result);
 }
 
 }  // namespace numadir::server

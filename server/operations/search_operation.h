@@ -49,9 +49,11 @@ class SearchOperation {
   bool search_special(const listener::wire::LdapMessage& request, const OperationAccess& access,
                       std::string_view base_ndn, ServerWorkerState& state,
                       ResultSender& sender) const;
-  // Searches the directory, from where `page` resumes, and sends the result.
+  // Searches the directory, from where `page` resumes, and sends the result; or, when the
+  // connection's output fills up, pauses it (PausedSearch) to go on later.
   void search_directory(const listener::wire::LdapMessage& request, const OperationAccess& access,
-                        ServerWorkerState& state, SearchPage& page, ResultSender& sender) const;
+                        ServerSession& session, ServerWorkerState& state, SearchPage& page,
+                        ResultSender& sender) const;
 
   const OperationContext& context_;
   const MonitorSearch& monitor_;

@@ -68,6 +68,18 @@ class SearchPage {
   // empty cookie of the last page. Nothing when the search is not paged.
   void finish(bool page_full, std::uint64_t returned, ResultSender& sender);
 
+  // What a paused search keeps of its page: restore() puts it on a new SearchPage of the same
+  // request (resume() is not run again: the cookie was taken).
+  struct Saved {
+    std::uint64_t skip = 0;
+    std::string signature;
+  };
+  Saved save() const { return Saved{skip_, signature_}; }
+  void restore(Saved saved) {
+    skip_ = saved.skip;
+    signature_ = std::move(saved.signature);
+  }
+
  private:
   const PagedRequest& paged_;
   ServerSession& session_;

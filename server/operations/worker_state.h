@@ -28,6 +28,7 @@ class ServerWorkerState final : public threadpool::WorkerState {
   ServerWorkerState(const void* owner, const backend::Directory& directory,
                     OperationCounters::Slot& counters)
       : owner_(owner),
+        directory_(directory),
         txn_(directory.begin_read()),
         side_txn_(directory.begin_read()),
         counters_(counters) {}
@@ -35,6 +36,13 @@ class ServerWorkerState final : public threadpool::WorkerState {
   const void* owner() const { return owner_; }
   // The read transaction of the operation's own reads.
   backend::ReadTxn& txn() { return *txn_; }
+  // Hands over txn() (a paused search keeps it, pinned: backend::Directory::pin_snapshot) and
+  // starts a new one for the operations that follow.
+  std::unique_ptr<backend::ReadTxn> take_txn() {
+    std::unique_ptr<backend::ReadTxn> taken = std::move(txn_);
+    txn_ = directory_.begin_read();
+    return taken;
+  }
   // A second one, for reads made while the first is in use (group lookups during a search).
   backend::ReadTxn& side_txn() { return *side_txn_; }
   OperationCounters::Slot& counters() { return counters_; }
@@ -50,7 +58,8 @@ class ServerWorkerState final : public threadpool::WorkerState {
 
  private:
   const void* const owner_;
-  const std::unique_ptr<backend::ReadTxn> txn_;
+  const backend::Directory& directory_;
+  std::unique_ptr<backend::ReadTxn> txn_;
   const std::unique_ptr<backend::ReadTxn> side_txn_;
   OperationCounters::Slot& counters_;
 };

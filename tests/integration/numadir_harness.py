@@ -148,8 +148,9 @@ class NumadirServer:
     def __init__(self, numadir: str, gen_users: str, users: int = 1000, extra_ldif: str = "",
                  size_limit: int = 500, time_limit: int = 3600, keep: bool = False,
                  extra_server_toml: str = "", listen=("ldap://127.0.0.1:0",),
-                 extra_toml: str = ""):
-        """`extra_server_toml`: more keys of [server]; `extra_toml`: more top-level tables
+                 extra_toml: str = "", extra_limits_toml: str = ""):
+        """`extra_server_toml` / `extra_limits_toml`: more keys of [server] / [limits];
+        `extra_toml`: more top-level tables
         (e.g. a [tls] section), written at the end of numadir.toml. `listen`: the listen URLs
         (each printed back with its port: see `ports`)."""
         self.numadir = os.path.abspath(numadir)
@@ -162,6 +163,7 @@ class NumadirServer:
         self.extra_server_toml = extra_server_toml
         self.listen = list(listen)
         self.extra_toml = extra_toml
+        self.extra_limits_toml = extra_limits_toml
         self.suffix = SUFFIX
         self.root_dn = ROOT_DN
         self.root_pw = ROOT_PW
@@ -230,6 +232,7 @@ workers = 2
 [limits]
 size_limit = {self.size_limit}
 time_limit = {self.time_limit}
+{self.extra_limits_toml}
 {self.extra_toml}
 """)
         ldif_path = os.path.join(self.dir, "data.ldif")

@@ -342,6 +342,7 @@ class Client {
     REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
   }
   ~Client() { close(); }
+  int fd() const { return fd_; }
   void close() {
     if (fd_ >= 0) {
       ::close(fd_);

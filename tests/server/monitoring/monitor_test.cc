@@ -29,6 +29,7 @@ listener::FrontendSnapshot fake_frontend() {
     listener.refused = i;
     listener.requests = 1000 + i;
     listener.helped = 400 + i;
+    listener.output_pauses = 7 + i;
     listener.bytes_received = 5000;
     snapshot.listeners.push_back(listener);
   }
@@ -141,6 +142,7 @@ TEST_CASE("make_monitor_entries: the server and each listener and worker and poo
   CHECK(value_of(listener0, "numadirConnections") == "3");
   CHECK(value_of(listener0, "numadirRequests") == "1000");
   CHECK(value_of(listener0, "numadirHelped") == "400");
+  CHECK(value_of(listener0, "numadirOutputPauses") == "7");
   CHECK(value_of(listener0, "numadirCpuTimeMs") == "120");
   const schema::Entry& listener1 = *find_entry(entries, "cn=Listener 1,cn=Listeners,cn=Monitor");
   CHECK(listener1.find("numadirCpuTimeMs") == nullptr);  // /proc could not tell.
