@@ -173,6 +173,21 @@ TEST_CASE("Config: server limits and the access log") {
             .rfind("test.toml: log.level:", 0) == 0);
 }
 
+TEST_CASE("Config: the output bound and the write timeout") {
+  const Config defaults = *parse(kMinimal);
+  CHECK(defaults.server.max_output_bytes == std::size_t{1} << 20);
+  CHECK(defaults.server.write_timeout_s == 60);
+  auto config = parse(std::string(kMinimal) +
+                      "[limits]\nmax_output_bytes = \"256KiB\"\nwrite_timeout = 0\n");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->server.max_output_bytes == 256 * 1024);
+  CHECK(config->server.write_timeout_s == 0);
+  CHECK(error_of(std::string(kMinimal) + "[limits]\nmax_output_bytes = \"4KiB\"\n")
+            .rfind("test.toml: limits.max_output_bytes: must be at least 64KiB", 0) == 0);
+  CHECK(error_of(std::string(kMinimal) + "[limits]\nwrite_timeout = \"soon\"\n")
+            .rfind("test.toml: limits.write_timeout:", 0) == 0);
+}
+
 TEST_CASE("Config: sizes and index specs parse on their own") {
   CHECK(*parse_size_bytes("4096") == 4096);
   CHECK(*parse_size_bytes("64MiB") == (std::uint64_t{64} << 20));
