@@ -200,6 +200,7 @@ bool Listener::stopped() {
     for (Connection* connection : open) {
       begin_close(*connection);  // Their open operations end: each holder drops its own.
     }
+    pending_resumes_.clear();  // Paused producers never to run: they release their connections.
     graveyard_.clear();
   }
   return draining_ && connections_.empty();
