@@ -31,8 +31,8 @@ import ldap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (NumadirServer, ber_children, check, parse_args,  # noqa: E402
-                             read_ldap_message, run_checks, search_request, user_dn, user_pw,
-                             wait_for)
+                             read_ldap_message, rss_kib, run_checks, search_request, user_dn,
+                             user_pw, wait_for)
 
 BASE = "ou=people,dc=example,dc=com"
 USERS = 500
@@ -54,14 +54,6 @@ def sanitized(numadir):
     with open(numadir, "rb") as stream:
         data = stream.read()
     return b"AddressSanitizer" in data or b"ThreadSanitizer" in data
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as stream:
-        for line in stream:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 class StalledReader:

@@ -20,7 +20,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (CheckFailed, NumadirServer, parse_args,  # noqa: E402
-                             read_ldap_message, run_checks, search_request, wait_for)
+                             read_ldap_message, rss_kib, run_checks, search_request,
+                             wait_for)
 
 IDLE_CONNECTIONS = 1000
 IDLE_SECONDS = 5
@@ -32,14 +33,6 @@ def cpu_seconds(pid):
         fields = stream.read().rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as stream:
-        for line in stream:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def open_sockets(pid):

@@ -412,6 +412,15 @@ def parse_ldif(text: str):
 
 
 # -- BER, for raw-socket checks --------------------------------------------------------------------
+def rss_kib(pid: int) -> int:
+    """The resident set size of process `pid` (VmRSS), in KiB."""
+    with open(f"/proc/{pid}/status") as stream:
+        for line in stream:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def ber_length(n: int) -> bytes:
     if n < 0x80:
         return bytes([n])

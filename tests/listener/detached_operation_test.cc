@@ -47,16 +47,16 @@ void expect_fed_entry(Client& client, std::int32_t id, std::string_view name) {
   CHECK(message.controls[0].value == Feeder::kEntryControlValue);
 }
 
-std::int32_t listener_tid(Server& server) {
+std::int32_t listener_tid(Server<>& server) {
   return server.frontend->snapshot().listeners.at(0).tid;
 }
 
-std::uint64_t open_connections(Server& server) {
+std::uint64_t open_connections(Server<>& server) {
   return server.frontend->snapshot().listeners.at(0).connections;
 }
 
 // Starts search 1 of base "open" and waits until the handler keeps it open.
-void open_search(Server& server, Client& client) {
+void open_search(Server<>& server, Client& client) {
   client.set_receive_timeout(20);  // A missing message fails the test instead of hanging it.
   client.search(1, "open");
   client.flush();

@@ -452,6 +452,8 @@ class Client {
   std::string pdu_;
 };
 
+// A Frontend on a loopback port over a `Handler` (the fake one by default).
+template <typename Handler = FakeHandler>
 struct Server {
   explicit Server(FrontendOptions options = {}) {
     if (options.urls.empty()) {
@@ -462,7 +464,7 @@ struct Server {
     frontend = std::move(*started);
     port = frontend->bound_urls()[0].port;
   }
-  FakeHandler handler;
+  Handler handler;
   std::unique_ptr<Frontend> frontend;
   std::uint16_t port = 0;
 };

@@ -133,21 +133,14 @@ class StreamHandler final : public RequestHandler {
   std::atomic<int> deletes_run{0};
 };
 
-struct StreamServer {
-  explicit StreamServer(std::uint32_t write_timeout_s = 0) {
-    FrontendOptions options;
-    options.urls.push_back(ListenUrl{"ldap", "127.0.0.1", 0});
-    options.limits.max_output_bytes = kBound;
-    options.limits.write_timeout_s = write_timeout_s;
-    auto started = Frontend::start(options, handler);
-    REQUIRE_MESSAGE(started.ok(), started.status().to_string());
-    frontend = std::move(*started);
-    port = frontend->bound_urls()[0].port;
-  }
-  StreamHandler handler;
-  std::unique_ptr<Frontend> frontend;
-  std::uint16_t port = 0;
-};
+FrontendOptions bounded(std::uint32_t write_timeout_s = 0) {
+  FrontendOptions options;
+  options.limits.max_output_bytes = kBound;
+  options.limits.write_timeout_s = write_timeout_s;
+  return options;
+}
+
+using StreamServer = testing::Server<StreamHandler>;
 
 // Sends a search of base "stream" for `entries` entries.
 void stream_search(Client& client, std::int32_t id, std::int32_t entries) {
@@ -178,7 +171,7 @@ void expect_stream(Client& client, std::int32_t id, std::int32_t entries) {
 constexpr std::int32_t kManyEntries = 30'000;  // About 30 MB.
 
 TEST_CASE("Output bound: a producer pauses at the bound and goes on on a worker once read") {
-  StreamServer server;
+  StreamServer server(bounded());
   Client client(server.port);
   client.set_receive_timeout(30);
   stream_search(client, 1, kManyEntries);
@@ -190,7 +183,7 @@ TEST_CASE("Output bound: a producer pauses at the bound and goes on on a worker 
 }
 
 TEST_CASE("Output bound: a connection over its bound starts nothing until it drains") {
-  StreamServer server;
+  StreamServer server(bounded());
   Client client(server.port);
   client.set_receive_timeout(30);
   stream_search(client, 1, kManyEntries);
@@ -222,7 +215,7 @@ TEST_CASE("Output bound: a connection over its bound starts nothing until it dra
 }
 
 TEST_CASE("Output bound: an abandoned paused producer is dropped without running") {
-  StreamServer server;
+  StreamServer server(bounded());
   Client client(server.port);
   client.set_receive_timeout(30);
   stream_search(client, 1, kManyEntries);
@@ -244,7 +237,7 @@ TEST_CASE("Output bound: an abandoned paused producer is dropped without running
 }
 
 TEST_CASE("Output bound: a client that reads nothing for the write timeout is closed") {
-  StreamServer server(/*write_timeout_s=*/1);
+  StreamServer server(bounded(/*write_timeout_s=*/1));
   Client client(server.port);
   stream_search(client, 1, kManyEntries);
   REQUIRE(eventually([&] { return server.handler.pauses.load() >= 1; }));
