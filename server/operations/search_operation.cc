@@ -157,11 +157,12 @@ void SearchOperation::search_directory(const LdapMessage& request, const Operati
   // std::ref: the std::function holds a pointer to the sender instead of a heap copy of it.
   const Status status = context_.directory().search(state.txn(), spec, std::ref(entries));
   if (entries.paused()) {
-    // The connection's output is full: the search goes on once the client has read, from
-    // another worker, in the snapshot it pinned.
+    // The connection's output is full: the search goes on once the client has read, on a
+    // worker, in the snapshot it pinned (if it had handled entries).
     spec.filter = nullptr;
     PausedSearch::pause(context_, request, access.requester().identity, session, spec, limits.size,
-                        entries.progress(), page.save(), state.take_txn(), sender);
+                        entries.progress(), page.save(),
+                        entries.pinned() ? state.take_txn() : nullptr, sender);
   }
   state.search_base.swap(spec.base);
   if (!entries.paused()) {
