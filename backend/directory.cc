@@ -277,6 +277,27 @@ Status Directory::rebuild_indexes() { return detail::run_rebuild_indexes(*impl_)
 Status Directory::verify_indexes() const { return detail::run_verify_indexes(*impl_); }
 Result<std::uint64_t> Directory::entry_count() const { return detail::run_entry_count(*impl_); }
 
+Status Directory::inject_faults_for_test(const FaultInjection& faults) {
+  const detail::FaultSet* injected = nullptr;
+  if (!faults.failing_reads.empty()) {
+    auto set = std::make_unique<detail::FaultSet>();
+    set->message = faults.message;
+    for (const std::string& dn : faults.failing_reads) {
+      Result<std::string> key = dn_key_of(dn, impl_->normalizer);
+      if (!key.ok()) {
+        return key.status();
+      }
+      set->keys.push_back(std::move(*key));
+    }
+    injected = set.get();
+    MutexLock lock(impl_->faults_mu);
+    impl_->fault_sets.push_back(std::move(set));
+  }
+  // Release: a read that loads the pointer sees the set's contents.
+  impl_->faults.store(injected, std::memory_order_release);
+  return Status();
+}
+
 namespace detail {
 
 ReadScope::ReadScope(const DirectoryCore& core, ReadState& state) : state_(state) {

@@ -25,6 +25,7 @@
 
 #include "backend/change_feed.h"
 #include "backend/dn_normalizer.h"
+#include "backend/fault_injection.h"
 #include "base/status.h"
 #include "schema/entry.h"
 #include "schema/filter.h"
@@ -271,6 +272,12 @@ class Directory {
 
   // Entries stored.
   Result<std::uint64_t> entry_count() const;
+
+  // For tests only (backend/fault_injection.h): from now on the reads `faults` names fail with
+  // kStorage; an empty FaultInjection ends them. Any thread may call it, also while others
+  // read: each read sees either the previous faults or these.
+  // Errors: kInvalidDnSyntax for a DN of `faults` that does not parse (nothing changes then).
+  Status inject_faults_for_test(const FaultInjection& faults);
 
  private:
   struct Impl;

@@ -267,6 +267,9 @@ Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec&
 // Directory::get.
 Result<EntryId> find_keyed(const DirectoryCore& core, ReadState& state, EntryView* view) {
   const std::string& key = state.key;
+  if (faults_injected(core)) [[unlikely]] {
+    NUMADIR_RETURN_IF_ERROR(fault_for_read(core, key));
+  }
   if (const EntryId hinted = core.dn_hints.get(key); hinted != 0) {
     // Accepted only if the entry stored under the id has exactly this key (dn_hints.h); a
     // failed read falls through to dn2id, which reports any storage error itself.

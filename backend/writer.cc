@@ -62,6 +62,9 @@ class TxnWriteView final : public WriteView {
     if (!key.ok()) {
       return key.status();
     }
+    if (detail::faults_injected(core_)) [[unlikely]] {
+      NUMADIR_RETURN_IF_ERROR(detail::fault_for_read(core_, *key));
+    }
     Result<EntryId> id = core_.dns.find(txn_, *key);
     if (!id.ok()) {
       return id.status();
@@ -74,6 +77,9 @@ class TxnWriteView final : public WriteView {
     Result<std::string> key = dn_key_of(dn, core_.normalizer);
     if (!key.ok()) {
       return key.status();
+    }
+    if (detail::faults_injected(core_)) [[unlikely]] {
+      NUMADIR_RETURN_IF_ERROR(detail::fault_for_read(core_, *key));
     }
     return detail::find_entry(core_, txn_, *key, view);
   }

@@ -4,8 +4,9 @@
 // import.cc).
 //
 // Thread contract: a DirectoryCore is built by Directory::open and immutable afterwards except
-// for write_mu (held by the Writer for each batch, and by an Importer for its whole life). A
-// ReadState is owned by the thread that uses its ReadTxn.
+// for write_mu (held by the Writer for each batch, and by an Importer for its whole life), the
+// logged-unindexed memo (log_mu) and the test-only read faults (see `faults`). A ReadState is
+// owned by the thread that uses its ReadTxn.
 #pragma once
 
 #include <atomic>
@@ -34,6 +35,22 @@ inline constexpr std::string_view kMetaNextId = "next_id";
 inline constexpr std::string_view kMetaSuffix = "suffix";
 inline constexpr std::string_view kMetaIndexPrefix = "index:";  // + db name: built.
 inline constexpr std::uint32_t kFormatVersion = 1;
+
+// The reads that fail (FaultInjection, made into dn keys by Directory::inject_faults_for_test).
+struct FaultSet {
+  std::vector<std::string> keys;
+  std::string message;
+
+  // Returns: kStorage `message` when `key` is one of `keys`; ok otherwise.
+  Status on_read(std::string_view key) const {
+    for (const std::string& failing : keys) {
+      if (failing == key) {
+        return Status(StatusCode::kStorage, message);
+      }
+    }
+    return Status();
+  }
+};
 
 struct DirectoryCore {
   DirectoryCore(const schema::Schema& schema_in, DirectoryOptions options_in)
@@ -66,7 +83,26 @@ struct DirectoryCore {
   // Unindexed filter items already logged, one bit per attribute (see note_unindexed).
   mutable Mutex log_mu;
   mutable std::vector<std::string> logged_unindexed NUMADIR_GUARDED_BY(log_mu);
+  // Test-only read faults (Directory::inject_faults_for_test); nullptr unless a test set some,
+  // so that a read pays one predictable branch. Stored with release by the setter and loaded
+  // with acquire by every read that consults it, which then sees a whole FaultSet. Every set
+  // ever stored stays in fault_sets until the directory closes: a read that loaded an older one
+  // never sees it freed.
+  std::atomic<const FaultSet*> faults{nullptr};
+  Mutex faults_mu;
+  std::vector<std::unique_ptr<const FaultSet>> fault_sets NUMADIR_GUARDED_BY(faults_mu);
 };
+
+// Returns: whether a test injected read faults (one acquire load: a plain load on x86).
+inline bool faults_injected(const DirectoryCore& core) {
+  return core.faults.load(std::memory_order_acquire) != nullptr;
+}
+// Returns: the injected fault for a read of the entry with dn key `key`; ok when there is none.
+// The slow half of the seam: reads call it only when faults_injected().
+inline Status fault_for_read(const DirectoryCore& core, std::string_view key) {
+  const FaultSet* faults = core.faults.load(std::memory_order_acquire);
+  return faults == nullptr ? Status() : faults->on_read(key);
+}
 
 // The state of one ReadTxn: an MDB_NOTLS read transaction renewed per operation, its cursors,
 // and scratch space reused across operations (a worker's ReadTxn is its backend scratch: no
