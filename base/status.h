@@ -48,6 +48,9 @@ enum class StatusCode : std::uint8_t {
   kAdminLimitExceeded,         // 11
   kUnwillingToPerform,         // 53
   kInsufficientAccessRights,   // 50: access control refused (message: the diagnostic).
+  // 80 (other): an access decision could not be made because a read it needed failed; it is
+  // denied (message: the DN read and its error, for the log, never for the client).
+  kAccessCheckFailed,
 };
 
 // Returns: a stable lower-case name for `code`, e.g. "malformed". The view is static.
@@ -111,6 +114,8 @@ constexpr std::string_view status_code_name(StatusCode code) {
       return "unwilling to perform";
     case StatusCode::kInsufficientAccessRights:
       return "insufficient access rights";
+    case StatusCode::kAccessCheckFailed:
+      return "access check failed";
   }
   return "unknown";
 }

@@ -73,25 +73,34 @@ struct Subject {
   std::string group_ndn;  // kGroup.
   AccessMask access = 0;
 
-  bool matches(const Requester& who, std::string_view entry_ndn) const {
+  // Returns: whether the requester is one of this clause's subjects (kUnknown: its group could
+  //   not be read).
+  Membership matches(const Requester& who, std::string_view entry_ndn) const {
     const Identity& id = who.identity;
     switch (kind) {
       case Kind::kAnyone:
-        return true;
+        return Membership::kMember;
       case Kind::kAnonymous:
-        return id.anonymous();
+        return member_if(id.anonymous());
       case Kind::kUsers:
-        return !id.anonymous();
+        return member_if(!id.anonymous());
       case Kind::kSelf:
-        return !id.ndn.empty() && id.ndn == entry_ndn;
+        return member_if(!id.ndn.empty() && id.ndn == entry_ndn);
       case Kind::kRootDn:
-        return id.root;
+        return member_if(id.root);
       case Kind::kDn:
-        return !id.ndn.empty() && dn.matches(id.ndn);
+        return member_if(!id.ndn.empty() && dn.matches(id.ndn));
       case Kind::kGroup:
-        return !id.ndn.empty() && who.groups != nullptr && who.groups->is_member(group_ndn, id.ndn);
+        if (id.ndn.empty() || who.groups == nullptr) {
+          return Membership::kNotMember;
+        }
+        return who.groups->is_member(group_ndn, id.ndn);
     }
-    return false;
+    return Membership::kNotMember;
+  }
+
+  static Membership member_if(bool member) {
+    return member ? Membership::kMember : Membership::kNotMember;
   }
 };
 
@@ -308,8 +317,8 @@ bool AccessControl::is_password(const schema::AttributeType* type) const {
   return type != nullptr && user_password_ != nullptr && type->is_subtype_of(*user_password_);
 }
 
-AccessMask AccessControl::privileges(const Requester& who, const AccessEntry& entry,
-                                     const AccessAttribute& attribute) const {
+std::optional<AccessMask> AccessControl::privileges(const Requester& who, const AccessEntry& entry,
+                                                    const AccessAttribute& attribute) const {
   if (who.identity.root) {
     return kAllPrivileges;
   }
@@ -328,8 +337,15 @@ AccessMask AccessControl::privileges(const Requester& who, const AccessEntry& en
       }
     }
     for (const Subject& subject : rule.by) {
-      if (subject.matches(who, entry.ndn)) {
-        return subject.access;
+      switch (subject.matches(who, entry.ndn)) {
+        case Membership::kMember:
+          return subject.access;
+        case Membership::kNotMember:
+          continue;
+        case Membership::kUnknown:
+          // The first matching clause decides, and this one might have matched: a later,
+          // possibly more generous clause must not decide instead.
+          return std::nullopt;
       }
     }
     return 0;  // slapd's implicit `by * none`.

@@ -27,12 +27,17 @@
 // compared, not usable in a filter; its owner (and the rootdn) may replace it; only the rootdn
 // adds, deletes or renames entries.
 //
+// Fail closed: a decision that needs a read which fails (a group entry a clause names, as
+// GroupMembership reports it) is neither allowed nor denied but kFailed, which denies; callers
+// end the operation with `other` (80) rather than fall through to a later, more generous clause.
+//
 // Thread contract: immutable after construction; any thread may call its const methods. A
 // Requester belongs to the one operation that made it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,14 +108,23 @@ struct AccessRuleSpec {
   std::vector<AccessSubjectSpec> by;
 };
 
+// The outcome of one access decision. kFailed: a read the decision needed failed, so the rules
+// could not decide; it denies, and the operation answers `other` (80).
+enum class AccessDecision : std::uint8_t { kAllowed, kDenied, kFailed };
+
+// Whether an identity belongs to a set of identities (a group, a `by` clause's subject).
+// kUnknown: it could not be told, because a read failed.
+enum class Membership : std::uint8_t { kNotMember, kMember, kUnknown };
+
 // Answers whether an identity belongs to a group. Implemented over the directory by the server,
 // per operation (it may cache).
 class GroupMembership {
  public:
   virtual ~GroupMembership() = default;
-  // Returns: true if the entry `group_ndn` lists `member_ndn` in member or uniqueMember
-  //   (both normalized DNs).
-  virtual bool is_member(std::string_view group_ndn, std::string_view member_ndn) const = 0;
+  // Returns: kMember if the entry `group_ndn` lists `member_ndn` in member or uniqueMember
+  //   (both normalized DNs), kNotMember if it does not or the group does not exist, kUnknown if
+  //   the group entry could not be read (a storage error).
+  virtual Membership is_member(std::string_view group_ndn, std::string_view member_ndn) const = 0;
 };
 
 // Who asks: the bound identity, and how to resolve group clauses (nullptr: none match).
@@ -154,12 +168,20 @@ class AccessControl {
   AccessControl(const AccessControl&) = delete;
   AccessControl& operator=(const AccessControl&) = delete;
 
-  // Returns: the privileges `who` has on `attribute` of `entry`.
-  AccessMask privileges(const Requester& who, const AccessEntry& entry,
-                        const AccessAttribute& attribute) const;
-  bool allows(const Requester& who, const AccessEntry& entry, const AccessAttribute& attribute,
-              AccessLevel level) const {
-    return (privileges(who, entry, attribute) & privilege(level)) != 0;
+  // Returns: the privileges `who` has on `attribute` of `entry`; nullopt when they cannot be
+  //   decided: a group clause was reached, before any clause matched, whose membership is
+  //   kUnknown.
+  std::optional<AccessMask> privileges(const Requester& who, const AccessEntry& entry,
+                                       const AccessAttribute& attribute) const;
+  // Returns: whether `who` has privilege `level` on `attribute` of `entry` (kFailed when
+  //   privileges() cannot decide).
+  AccessDecision decide(const Requester& who, const AccessEntry& entry,
+                        const AccessAttribute& attribute, AccessLevel level) const {
+    const std::optional<AccessMask> mask = privileges(who, entry, attribute);
+    if (!mask.has_value()) [[unlikely]] {
+      return AccessDecision::kFailed;
+    }
+    return (*mask & privilege(level)) != 0 ? AccessDecision::kAllowed : AccessDecision::kDenied;
   }
 
   // Returns: true if some rule's target has a filter, so checks need the entry itself.

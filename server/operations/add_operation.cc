@@ -91,9 +91,8 @@ void AddOperation::run(const listener::wire::LdapMessage& request, const Identit
                 requested = entry](const backend::WriteView& view) {
     const ViewEntryReader reader(view);
     const OperationAccess access(context, reader, who);
-    if (!access.may_write_children(parent_ndn)) {
-      return no_parent_access();
-    }
+    NUMADIR_RETURN_IF_ERROR(
+        access.status_of(access.may_write_children(parent_ndn), no_parent_access));
     return may_write(context, access, ndn, requested);
   };
   const HandlerOptions& options = context_.options();
@@ -149,13 +148,14 @@ Status AddOperation::may_write(const OperationContext& context, const OperationA
                                std::string_view ndn, const schema::Entry& entry) {
   // As slapd: write to the new entry itself and to each attribute it is given.
   const AccessEntry added{ndn, &entry};
-  if (!access.allows(added, AccessAttribute::entry(), AccessLevel::kWrite)) {
-    return no_entry_access();
-  }
+  NUMADIR_RETURN_IF_ERROR(access.status_of(
+      access.decide(added, AccessAttribute::entry(), AccessLevel::kWrite), no_entry_access));
   for (const schema::EntryAttribute& attribute : entry.attributes) {
     const schema::AttributeType* type = context.attribute_type(attribute.description);
-    if (type != nullptr && !access.allows(added, AccessAttribute::of(type), AccessLevel::kWrite)) {
-      return no_attribute_access(*type);
+    if (type != nullptr) {
+      NUMADIR_RETURN_IF_ERROR(
+          access.status_of(access.decide(added, AccessAttribute::of(type), AccessLevel::kWrite),
+                           [&] { return no_attribute_access(*type); }));
     }
   }
   return Status();

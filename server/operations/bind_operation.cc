@@ -119,9 +119,9 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
     if (access.rules().needs_entry()) {
       content = entry.materialize();
     }
-    if (!access.may(ndn, content, AccessAttribute::of(context_.user_password_type()),
-                    AccessLevel::kAuth)) {
-      return;
+    if (access.may(ndn, content, AccessAttribute::of(context_.user_password_type()),
+                   AccessLevel::kAuth) != AccessDecision::kAllowed) {
+      return;  // Denied, or failed: then answered below.
     }
     matched = any_value_matches(bind.simple_password, entry.values("userPassword"),
                                 context_.verify_policy());
@@ -133,6 +133,10 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
   if (!status.ok() && status.code() != StatusCode::kNoSuchObject &&
       status.code() != StatusCode::kInvalidDnSyntax) {
     sender.send_status(status);  // A storage failure is not the client's doing.
+    return;
+  }
+  if (access.failed()) {
+    sender.send_status(access.failure());  // Logs it.
     return;
   }
   if (!matched) {

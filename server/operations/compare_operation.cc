@@ -59,13 +59,25 @@ void CompareOperation::run(const LdapMessage& request, const Identity& who,
   // As slapd: an entry the client may not know of is missing; then the compare right.
   const OperationAccess access(context_, state, who);
   const AccessEntry target{*ndn, entry};
-  if (!access.allows(target, AccessAttribute::entry(), AccessLevel::kDisclose)) {
-    sender.send_result(OwnedResult::error(ResultCode::kNoSuchObject, ""));
-    return;
+  switch (access.decide(target, AccessAttribute::entry(), AccessLevel::kDisclose)) {
+    case AccessDecision::kAllowed:
+      break;
+    case AccessDecision::kDenied:
+      sender.send_result(OwnedResult::error(ResultCode::kNoSuchObject, ""));
+      return;
+    case AccessDecision::kFailed:
+      sender.send_status(access.failure());  // Logs it.
+      return;
   }
-  if (!access.allows(target, AccessAttribute::of(info->type), AccessLevel::kCompare)) {
-    sender.send_result(OwnedResult::error(ResultCode::kInsufficientAccessRights, ""));
-    return;
+  switch (access.decide(target, AccessAttribute::of(info->type), AccessLevel::kCompare)) {
+    case AccessDecision::kAllowed:
+      break;
+    case AccessDecision::kDenied:
+      sender.send_result(OwnedResult::error(ResultCode::kInsufficientAccessRights, ""));
+      return;
+    case AccessDecision::kFailed:
+      sender.send_status(access.failure());
+      return;
   }
   sender.send_result(
       compare_values(*entry, *info, backend::description_options(*wanted), rule, assertion));

@@ -24,9 +24,9 @@ void DeleteOperation::run(const listener::wire::LdapMessage& request, const Iden
                 parent_ndn = target.name().parent_ndn](const backend::WriteView& view) {
     const ViewEntryReader reader(view);
     const OperationAccess access(context, reader, who);
-    if (!access.may_write_children(parent_ndn)) {
+    NUMADIR_RETURN_IF_ERROR(access.status_of(access.may_write_children(parent_ndn), [&] {
       return refused(access, dn, no_parent_access());
-    }
+    }));
     return UpdateTarget::may_write(access, dn, ndn);
   };
   run_update(context_, std::move(job), sender);

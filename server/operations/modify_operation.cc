@@ -56,9 +56,10 @@ Status ModifyOperation::may_modify(const OperationContext& context, const EntryR
   const OperationAccess access(context, reader, who);
   const std::optional<schema::Entry> content = access.entry_for_access(dn);
   for (const schema::AttributeType* type : types) {
-    if (type != nullptr &&
-        !access.may(ndn, content, AccessAttribute::of(type), AccessLevel::kWrite)) {
-      return refused(access, dn, no_attribute_access(*type));
+    if (type != nullptr) {
+      NUMADIR_RETURN_IF_ERROR(
+          access.status_of(access.may(ndn, content, AccessAttribute::of(type), AccessLevel::kWrite),
+                           [&] { return refused(access, dn, no_attribute_access(*type)); }));
     }
   }
   return Status();

@@ -207,10 +207,10 @@ Status PasswordModifyOperation::may_store(const OperationContext& context,
                                           std::string_view dn, std::string_view ndn,
                                           const OldPassword& old) {
   const OperationAccess access(context, reader, who);
-  if (!access.may(ndn, access.entry_for_access(dn),
-                  AccessAttribute::of(context.user_password_type()), AccessLevel::kWrite)) {
-    return Status(StatusCode::kInsufficientAccessRights, "");
-  }
+  NUMADIR_RETURN_IF_ERROR(access.status_of(
+      access.may(ndn, access.entry_for_access(dn),
+                 AccessAttribute::of(context.user_password_type()), AccessLevel::kWrite),
+      [] { return Status(StatusCode::kInsufficientAccessRights, ""); }));
   if (!old.given) {
     return Status();
   }

@@ -58,9 +58,12 @@ void RenameOperation::run(const listener::wire::LdapMessage& request, const Iden
                 new_parent_ndn = std::move(new_parent_ndn)](const backend::WriteView& view) {
     const ViewEntryReader reader(view);
     const OperationAccess access(context, reader, who);
-    if (!access.may_write_children(parent_ndn) ||
-        (new_parent_ndn.has_value() && !access.may_write_children(*new_parent_ndn))) {
-      return no_parent_access();  // slapd checks this before the entry.
+    // slapd checks the parents before the entry.
+    NUMADIR_RETURN_IF_ERROR(
+        access.status_of(access.may_write_children(parent_ndn), no_parent_access));
+    if (new_parent_ndn.has_value()) {
+      NUMADIR_RETURN_IF_ERROR(
+          access.status_of(access.may_write_children(*new_parent_ndn), no_parent_access));
     }
     return UpdateTarget::may_write(access, dn, ndn);
   };

@@ -26,6 +26,7 @@ ResultCode result_code_for(StatusCode code) {
     case StatusCode::kStorage:
     case StatusCode::kIo:
     case StatusCode::kInternal:
+    case StatusCode::kAccessCheckFailed:
       return ResultCode::kOther;
     case StatusCode::kNotAllowedOnNonLeaf:
       return ResultCode::kNotAllowedOnNonLeaf;
@@ -81,6 +82,10 @@ OwnedResult result_from_status(const Status& status) {
     case StatusCode::kIo:
     case StatusCode::kInternal:
       result.diagnostic = "internal error";
+      break;
+    case StatusCode::kAccessCheckFailed:
+      // The error decided, not the rules: say so, without the storage details (logged).
+      result.diagnostic = "access check failed";
       break;
     default:
       result.diagnostic = status.message();

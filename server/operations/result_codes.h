@@ -27,13 +27,14 @@ struct OwnedResult {
 // Returns: the result code a Status code stands for (kOk is success). Codes without an LDAP
 // counterpart: kMalformed -> protocolError, kInvalidArgument and kUnsupported ->
 // unwillingToPerform, kLimitExceeded -> adminLimitExceeded, kNotFound -> noSuchObject,
-// kAlreadyExists -> entryAlreadyExists, kStorage / kIo / kInternal -> other.
+// kAlreadyExists -> entryAlreadyExists, kStorage / kIo / kInternal / kAccessCheckFailed -> other.
 listener::wire::ResultCode result_code_for(StatusCode code);
 
 // Returns: the LDAP result for `status`. kNoSuchObject carries the matched DN in its message
 // (backend convention): it becomes matchedDN with an empty diagnostic, as slapd sends it.
 // kInvalidDnSyntax reads "invalid DN" (slapd's text; the parser's offset stays in the log).
-// Storage, I/O and internal failures read "internal error": their text is for the log, not the
+// Storage, I/O and internal failures read "internal error", and an access decision a failed read
+// decided (kAccessCheckFailed) reads "access check failed": their text is for the log, not the
 // client. Everything else keeps its message as the diagnostic.
 OwnedResult result_from_status(const Status& status);
 

@@ -65,8 +65,8 @@ OwnedResult search_result(const Status& status, const SearchEntrySender& entries
     result = OwnedResult::error(listener::wire::ResultCode::kSizeLimitExceeded, "");
   }
   if (result.code == listener::wire::ResultCode::kNoSuchObject && !result.matched_dn.empty() &&
-      !access.discloses(result.matched_dn)) {
-    result.matched_dn.clear();
+      access.discloses(result.matched_dn) != AccessDecision::kAllowed) {
+    result.matched_dn.clear();  // A failed decision fails the search: send_search_done sees it.
   }
   return result;
 }
@@ -79,6 +79,11 @@ void send_search_done(const Status& status, const SearchEntrySender& entries,
     return;  // RFC 4511 §4.11: an abandoned operation gets no response.
   }
   const OwnedResult result = search_result(status, entries, access);
+  if (access.failed()) {
+    // The entry whose decision failed was not sent, nor anything after it.
+    sender.send_status(access.failure());  // Logs it.
+    return;
+  }
   if (result.code == listener::wire::ResultCode::kOther) {
     sender.send_status(status);  // Logs it.
     return;
@@ -99,14 +104,22 @@ const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool
   return restricted;
 }
 
-void append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
-                                const AttributeSelection& selection, const OperationAccess& access,
-                                bool types_only, listener::wire::AttributeList& out) {
+AccessDecision append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
+                                          const AttributeSelection& selection,
+                                          const OperationAccess& access, bool types_only,
+                                          listener::wire::AttributeList& out) {
   const AccessEntry target{entry_ndn, &entry};
   for (const schema::EntryAttribute& attribute : entry.attributes) {
     const schema::AttributeType* type = selection.type_of(attribute.description);
-    if (!selection.selects(attribute.description, type) ||
-        !access.allows(target, AccessAttribute::of(type), AccessLevel::kRead)) {
+    if (!selection.selects(attribute.description, type)) {
+      continue;
+    }
+    const AccessDecision read =
+        access.decide(target, AccessAttribute::of(type), AccessLevel::kRead);
+    if (read == AccessDecision::kFailed) {
+      return read;
+    }
+    if (read == AccessDecision::kDenied) {
       continue;
     }
     out.add(attribute.description);
@@ -116,6 +129,7 @@ void append_readable_attributes(const schema::Entry& entry, std::string_view ent
       }
     }
   }
+  return AccessDecision::kAllowed;
 }
 
 SearchEntrySender::SearchEntrySender(const OperationContext& context, const OperationAccess& access,
@@ -178,34 +192,49 @@ bool SearchEntrySender::operator()(const backend::EntryRef& entry) {
   }
   schema::Entry decoded;  // Lives until the entry is sent: the response views it.
   bool have_decoded = false;
-  if (!visible(entry, decoded, have_decoded)) {
-    return true;  // Silently left out, as an entry the client may not see.
+  switch (visible(entry, decoded, have_decoded)) {
+    case AccessDecision::kAllowed:
+      break;
+    case AccessDecision::kDenied:
+      return true;  // Silently left out, as an entry the client may not see.
+    case AccessDecision::kFailed:
+      return false;  // Not sent either; the search ends with the failure.
   }
   bool stop = false;
   if (!admit(stop)) {
     return !stop;
   }
-  send(entry, decoded, have_decoded);
-  return true;
+  return send(entry, decoded, have_decoded);
 }
 
-bool SearchEntrySender::visible(const backend::EntryRef& entry, schema::Entry& decoded,
-                                bool& have_decoded) {
+AccessDecision SearchEntrySender::visible(const backend::EntryRef& entry, schema::Entry& decoded,
+                                          bool& have_decoded) {
   if (content_matters_) {
     decoded = entry.materialize();
     have_decoded = true;
   }
   const AccessEntry target{state_.entry_ndn, have_decoded ? &decoded : nullptr};
-  if (!access_.allows(target, AccessAttribute::entry(), AccessLevel::kRead)) {
-    return false;
+  const AccessDecision read = access_.decide(target, AccessAttribute::entry(), AccessLevel::kRead);
+  if (read != AccessDecision::kAllowed) {
+    return read;
   }
-  const bool items_denied =
-      std::any_of(item_types_.begin(), item_types_.end(), [&](const schema::AttributeType* type) {
-        return type != nullptr &&
-               !access_.allows(target, AccessAttribute::of(type), AccessLevel::kSearch);
-      });
+  bool items_denied = false;
+  for (const schema::AttributeType* type : item_types_) {
+    if (type == nullptr) {
+      continue;
+    }
+    const AccessDecision search =
+        access_.decide(target, AccessAttribute::of(type), AccessLevel::kSearch);
+    if (search != AccessDecision::kAllowed) {
+      if (search == AccessDecision::kFailed) {
+        return search;
+      }
+      items_denied = true;
+      break;
+    }
+  }
   if (!items_denied) {
-    return true;
+    return AccessDecision::kAllowed;
   }
   // The backend matched with every item; match again with the denied ones Undefined.
   // Undefined never turns a non-match into a match, so the backend's candidates suffice.
@@ -213,7 +242,12 @@ bool SearchEntrySender::visible(const backend::EntryRef& entry, schema::Entry& d
     decoded = entry.materialize();
     have_decoded = true;
   }
-  return matches_without_denied_items(decoded);
+  const bool matches = matches_without_denied_items(decoded);
+  // A decision that failed there made its item Undefined; the failure still decides.
+  if (access_.failed()) {
+    return AccessDecision::kFailed;
+  }
+  return matches ? AccessDecision::kAllowed : AccessDecision::kDenied;
 }
 
 bool SearchEntrySender::matches_without_denied_items(const schema::Entry& decoded) const {
@@ -224,8 +258,8 @@ bool SearchEntrySender::matches_without_denied_items(const schema::Entry& decode
       return false;
     }
     const schema::AttributeType* type = context_.attribute_type(node.attribute);
-    return type != nullptr &&
-           !access_.allows(full, AccessAttribute::of(type), AccessLevel::kSearch);
+    return type != nullptr && access_.decide(full, AccessAttribute::of(type),
+                                             AccessLevel::kSearch) != AccessDecision::kAllowed;
   });
   return backend::EntryFilter(per_entry, context_.catalog()).matches(decoded, state_.filter);
 }
@@ -247,7 +281,7 @@ bool SearchEntrySender::admit(bool& stop) {
   return true;
 }
 
-void SearchEntrySender::send(const backend::EntryRef& entry, schema::Entry& decoded,
+bool SearchEntrySender::send(const backend::EntryRef& entry, schema::Entry& decoded,
                              bool have_decoded) {
   response_.search_entry.object_name = entry.dn();
   response_.search_entry.attributes.clear();
@@ -255,12 +289,16 @@ void SearchEntrySender::send(const backend::EntryRef& entry, schema::Entry& deco
     if (!have_decoded) {
       decoded = entry.materialize();
     }
-    append_readable_attributes(decoded, state_.entry_ndn, selection_, access_, search_.types_only,
-                               response_.search_entry.attributes);
+    if (append_readable_attributes(decoded, state_.entry_ndn, selection_, access_,
+                                   search_.types_only,
+                                   response_.search_entry.attributes) == AccessDecision::kFailed) {
+      return false;
+    }
   }
   sender_.send_entry(response_);
   ++returned_;
   ++in_page_;
+  return true;
 }
 
 }  // namespace numadir::server

@@ -34,9 +34,11 @@ const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool
 
 // Appends the attributes of `entry` (normalized DN `entry_ndn`) that `selection` selects and
 // `access` lets its requester read to `out` (their values too unless `types_only`).
-void append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
-                                const AttributeSelection& selection, const OperationAccess& access,
-                                bool types_only, listener::wire::AttributeList& out);
+// Returns: kFailed if a decision failed (then `out` must not be sent), kAllowed otherwise.
+AccessDecision append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
+                                          const AttributeSelection& selection,
+                                          const OperationAccess& access, bool types_only,
+                                          listener::wire::AttributeList& out);
 
 class SearchEntrySender;
 
@@ -74,7 +76,8 @@ class SearchEntrySender {
   SearchEntrySender& operator=(const SearchEntrySender&) = delete;
 
   // The backend's callback: sends `entry` if the client may see it and the limits allow.
-  // Returns: false to stop the search (abandoned, size limit or page reached).
+  // Returns: false to stop the search (abandoned, size limit or page reached, or an access
+  //   decision failed: the entry is not sent, and the access's failure() ends the search).
   bool operator()(const backend::EntryRef& entry);
 
   bool abandoned() const { return abandoned_; }
@@ -91,16 +94,18 @@ class SearchEntrySender {
 
  private:
   // Returns: whether the requester may see `entry` at all: read on the entry, and the filter
-  //   still true with the items it may not search Undefined. May decode the entry into
-  //   `decoded` (then sets `have_decoded`).
-  bool visible(const backend::EntryRef& entry, schema::Entry& decoded, bool& have_decoded);
+  //   still true with the items it may not search Undefined (kFailed: a decision failed). May
+  //   decode the entry into `decoded` (then sets `have_decoded`).
+  AccessDecision visible(const backend::EntryRef& entry, schema::Entry& decoded,
+                         bool& have_decoded);
   // Returns: whether the filter, with the items on types the requester may not search on this
   //   entry made Undefined, still matches it. Requires: some item is denied.
   bool matches_without_denied_items(const schema::Entry& decoded) const;
   // Counts a visible entry against the pages and the size limit. Returns: whether to send it
   //   (`stop` says whether to end the search instead).
   bool admit(bool& stop);
-  void send(const backend::EntryRef& entry, schema::Entry& decoded, bool have_decoded);
+  // Returns: false, having sent nothing, when a decision on its attributes failed.
+  bool send(const backend::EntryRef& entry, schema::Entry& decoded, bool have_decoded);
 
   const OperationContext& context_;
   const OperationAccess& access_;

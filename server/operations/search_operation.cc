@@ -71,10 +71,16 @@ void SearchOperation::run(const LdapMessage& request, ServerSession& session,
   if (search_special(request, access, *base_ndn, state, sender)) {
     return;
   }
-  if (!access.discloses(search.base_object)) {
-    // As slapd: a base the client may not know of is missing, and nothing above it is named.
-    sender.send_result(OwnedResult::error(ResultCode::kNoSuchObject, ""));
-    return;
+  switch (access.discloses(search.base_object)) {
+    case AccessDecision::kAllowed:
+      break;
+    case AccessDecision::kDenied:
+      // As slapd: a base the client may not know of is missing, and nothing above it is named.
+      sender.send_result(OwnedResult::error(ResultCode::kNoSuchObject, ""));
+      return;
+    case AccessDecision::kFailed:
+      sender.send_status(access.failure());  // Logs it.
+      return;
   }
   SearchPage page(paged, session);
   if (!page.resume(search, sender)) {
@@ -124,8 +130,11 @@ bool SearchOperation::search_special(const LdapMessage& request, const Operation
     LdapMessage response;
     response.op = ProtocolOp::kSearchResultEntry;
     response.search_entry.object_name = entry->dn;
-    append_readable_attributes(*entry, base_ndn, selection, access, search.types_only,
-                               response.search_entry.attributes);
+    if (append_readable_attributes(*entry, base_ndn, selection, access, search.types_only,
+                                   response.search_entry.attributes) == AccessDecision::kFailed) {
+      sender.send_status(access.failure());  // Logs it.
+      return true;
+    }
     sender.send_entry(response);
   }
   sender.send_result(OwnedResult::success());

@@ -103,16 +103,21 @@ bool UpdateTarget::check(ResultSender& sender) const {
 
 Status UpdateTarget::may_write(const OperationAccess& access, std::string_view dn,
                                std::string_view ndn) {
-  if (access.may(ndn, access.entry_for_access(dn), AccessAttribute::entry(), AccessLevel::kWrite)) {
-    return Status();
-  }
-  return refused(access, dn, no_entry_access());
+  return access.status_of(
+      access.may(ndn, access.entry_for_access(dn), AccessAttribute::entry(), AccessLevel::kWrite),
+      [&] { return refused(access, dn, no_entry_access()); });
 }
 
 Status refused(const OperationAccess& access, std::string_view dn, Status denied) {
   // Whether the entry exists; a lookup, which decodes nothing of it.
   Status found = access.reader().lookup(dn, [](const backend::EntryRef&) {});
-  return found.code() == StatusCode::kNoSuchObject ? found : denied;
+  if (found.code() == StatusCode::kNoSuchObject) {
+    return found;
+  }
+  if (OperationAccess::is_read_failure(found)) {
+    return access.fail(dn, found);
+  }
+  return denied;
 }
 
 namespace {

@@ -9,7 +9,8 @@
 // access and the existence of what access depends on, read through the WriteView: nothing
 // another update commits between the decision and the change can make it stale. A check refuses
 // with kInsufficientAccessRights (message: the diagnostic) or the target's kNoSuchObject, which
-// result_from_status maps to the results slapd sends.
+// result_from_status maps to the results slapd sends, or, when a read the decision needed
+// failed, with kAccessCheckFailed (`other`, 80: nothing is written; OperationAccess).
 //
 // Thread contract: functions of their arguments; an UpdateTarget belongs to the one operation
 // that made it. A job's check runs on the writer thread and reads only what it captured (copies)
@@ -89,7 +90,7 @@ class UpdateTarget {
 
 // Returns: `denied`, the refusal of an update of the entry `dn`, or the kNoSuchObject of looking
 //   `dn` up through `access`'s reader when the entry does not exist (as slapd, which finds the
-//   entry first).
+//   entry first), or access.fail()'s kAccessCheckFailed when that lookup fails.
 Status refused(const OperationAccess& access, std::string_view dn, Status denied);
 
 // Runs `job` (its check deciding access in the write transaction) and answers the request with

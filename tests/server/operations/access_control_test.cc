@@ -28,14 +28,20 @@ Result<std::unique_ptr<AccessControl>> compile(const std::vector<AccessRuleSpec>
                                [](std::string_view dn) { return schema::normalize_dn(dn); });
 }
 
-// A fixed answer per (group, member).
+// A fixed answer per (group, member); groups in `unreadable` answer kUnknown (a failed read).
 class FakeGroups final : public GroupMembership {
  public:
   std::set<std::pair<std::string, std::string>> members;
+  std::set<std::string> unreadable;
   mutable int lookups = 0;
-  bool is_member(std::string_view group_ndn, std::string_view member_ndn) const override {
+  Membership is_member(std::string_view group_ndn, std::string_view member_ndn) const override {
     ++lookups;
-    return members.contains({std::string(group_ndn), std::string(member_ndn)});
+    if (unreadable.contains(std::string(group_ndn))) {
+      return Membership::kUnknown;
+    }
+    return members.contains({std::string(group_ndn), std::string(member_ndn)})
+               ? Membership::kMember
+               : Membership::kNotMember;
   }
 };
 
@@ -241,6 +247,43 @@ TEST_CASE("AccessControl: configured rules") {
     CHECK(groups.lookups == 0);
     CHECK(access.privileges(Requester{bob, nullptr}, AccessEntry{kAlice, &person}, mail) ==
           up_to(AccessLevel::kRead));
+  }
+}
+
+TEST_CASE("AccessControl: a group that cannot be read fails the decision") {
+  // access to * by group=cn=blocked none by * read
+  AccessSubjectSpec blocked;
+  blocked.group = "cn=blocked,dc=example,dc=com";
+  blocked.access = 0;
+  auto compiled =
+      compile({{"access[0]", "", DnScope::kSubtree, "", {}, {blocked, who("*", "read")}}});
+  REQUIRE(compiled.ok());
+  const AccessControl& access = **compiled;
+  FakeGroups groups;
+  const Identity alice = user(kAlice);
+  const Requester requester{alice, &groups};
+  const AccessEntry target{kBob};
+  const AccessAttribute cn = AccessAttribute::of(type("cn"));
+
+  SUBCASE("readable: a non-member falls through to the next clause") {
+    CHECK(access.privileges(requester, target, cn) == up_to(AccessLevel::kRead));
+    CHECK(access.decide(requester, target, cn, AccessLevel::kRead) == AccessDecision::kAllowed);
+    CHECK(access.decide(requester, target, cn, AccessLevel::kWrite) == AccessDecision::kDenied);
+  }
+  SUBCASE("unreadable: neither the group's clause nor a later one decides") {
+    groups.unreadable.insert("cn=blocked,dc=example,dc=com");
+    CHECK_FALSE(access.privileges(requester, target, cn).has_value());
+    CHECK(access.decide(requester, target, cn, AccessLevel::kRead) == AccessDecision::kFailed);
+    CHECK(access.decide(requester, target, cn, AccessLevel::kDisclose) == AccessDecision::kFailed);
+  }
+  SUBCASE("unreadable but never reached: a clause before it decides") {
+    groups.unreadable.insert("cn=blocked,dc=example,dc=com");
+    auto first =
+        compile({{"access[0]", "", DnScope::kSubtree, "", {}, {who("self", "write"), blocked}}});
+    REQUIRE(first.ok());
+    const Requester bob{Identity{std::string(kBob), std::string(kBob), false}, &groups};
+    CHECK((*first)->decide(bob, target, cn, AccessLevel::kWrite) == AccessDecision::kAllowed);
+    CHECK((*first)->decide(requester, target, cn, AccessLevel::kRead) == AccessDecision::kFailed);
   }
 }
 

@@ -33,6 +33,11 @@ TEST_CASE("ResultCodes: messages become matchedDN or diagnostics like slapd's") 
   CHECK(storage.code == ResultCode::kOther);
   CHECK(storage.diagnostic == "internal error");
 
+  const OwnedResult undecided = result_from_status(
+      Status(StatusCode::kAccessCheckFailed, "reading cn=x: storage error: MDB_PANIC"));
+  CHECK(undecided.code == ResultCode::kOther);
+  CHECK(undecided.diagnostic == "access check failed");
+
   CHECK(result_from_status(Status(StatusCode::kInvalidDnSyntax, "DN: offset 3: x")).diagnostic ==
         "invalid DN");
   CHECK(result_from_status(Status(StatusCode::kObjectClassViolation, "missing sn")).diagnostic ==
