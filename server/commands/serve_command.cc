@@ -16,7 +16,7 @@
 
 #include "listener/frontend.h"
 #include "server/commands/commands.h"
-#include "server/commands/opened_directory.h"
+#include "server/commands/server_config.h"
 #include "server/formats/config.h"
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/logging_handler.h"
@@ -102,28 +102,25 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto config = load_config(options.config);
-  if (!config.ok()) {
-    err << "numadir serve: " << config.status().message() << "\n";
+  // The config compiled as check-config compiles it: the same refusals, in the same words.
+  ServerConfigOutcome outcome = compile_server_config(options.config);
+  report_server_config(outcome, err);
+  if (!outcome.ok()) {
     return 1;
   }
-  auto opened = open_directory(*config);
-  if (!opened.ok()) {
-    err << "numadir serve: " << opened.status().message() << "\n";
+  ServerConfig& compiled = *outcome.compiled;
+  const Config& config = compiled.config;
+  auto directory = backend::Directory::open(*compiled.schema, config.database);
+  if (!directory.ok()) {
+    err << "numadir serve: " << directory.status().message() << "\n";
     return 1;
   }
-  if (Status rules =
-          OperationHandler::check_access_rules(opened->directory->schema(), config->access);
-      !rules.ok()) {
-    err << "numadir serve: " << options.config.string() << ": " << rules.message() << "\n";
-    return 1;
-  }
-  const ServerSettings& settings = config->server;
+  const ServerSettings& settings = config.server;
   HandlerOptions handler_options;
   handler_options.root_dn = settings.root_dn;
   handler_options.root_password = settings.root_password;
-  handler_options.allow_cleartext_passwords = config->allow_cleartext_passwords;
-  handler_options.default_password_scheme = config->default_password_scheme;
+  handler_options.allow_cleartext_passwords = config.allow_cleartext_passwords;
+  handler_options.default_password_scheme = config.default_password_scheme;
   handler_options.allow_unauthenticated_bind = settings.allow_unauthenticated_bind;
   handler_options.size_limit_anonymous = settings.size_limit;
   handler_options.size_limit_users = settings.size_limit;
@@ -131,34 +128,27 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.vendor_version = "numadir " NUMADIR_VERSION;
   Monitor monitor(handler_options.vendor_version);  // cn=Monitor; outlives the handler.
   handler_options.monitor = &monitor;
-  handler_options.access_rules = config->access;
-  // TLS: the certificate and key are read before anything starts (and again on SIGHUP).
-  std::unique_ptr<listener::TlsContext> tls;
-  if (config->tls.has_value()) {
-    auto created = listener::TlsContext::create(*config->tls);
-    if (!created.ok()) {
-      err << "numadir serve: " << options.config.string() << ": " << created.status().message()
-          << "\n";
-      return 1;
-    }
-    tls = std::move(*created);
+  handler_options.access = compiled.access.get();
+  // TLS: the certificate and key were read by the compile (and are read again on SIGHUP).
+  std::unique_ptr<listener::TlsContext> tls = std::move(compiled.tls);
+  if (tls != nullptr) {
     handler_options.tls = true;
-    handler_options.external_map = config->external_map;
+    handler_options.external_map = config.external_map;
   }
-  handler_options.simple_bind_requires_tls = config->simple_bind_requires_tls;
-  OperationHandler operations(*opened->directory, handler_options);
+  handler_options.simple_bind_requires_tls = config.simple_bind_requires_tls;
+  OperationHandler operations(**directory, handler_options);
   // The access log, when on, wraps the handler; off, requests go straight to it.
   std::unique_ptr<AccessLog> access_log;
   std::unique_ptr<LoggingHandler> logging;
   listener::RequestHandler* handler = &operations;
-  if (config->log_level != LogLevel::kOff) {
-    auto opened_log = AccessLog::open(config->log_file);
+  if (config.log_level != LogLevel::kOff) {
+    auto opened_log = AccessLog::open(config.log_file);
     if (!opened_log.ok()) {
       err << "numadir serve: log.file: " << opened_log.status().message() << "\n";
       return 1;
     }
     access_log = std::move(*opened_log);
-    logging = std::make_unique<LoggingHandler>(operations, *access_log, config->log_level);
+    logging = std::make_unique<LoggingHandler>(operations, *access_log, config.log_level);
     handler = logging.get();
   }
 
@@ -173,7 +163,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   frontend_options.limits.write_timeout_s = settings.write_timeout_s;
   frontend_options.tls = tls.get();
   std::string threads_summary;
-  if (config->threads.dispatcher == "single") {
+  if (config.threads.dispatcher == "single") {
     frontend_options.dispatcher = listener::Dispatcher::kSingle;
     frontend_options.listeners = 1;
     frontend_options.workers = settings.workers != 0 ? settings.workers : online_cpus();
@@ -185,7 +175,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       err << "numadir serve: " << topology.status().message() << "\n";
       return 1;
     }
-    auto plan = threadpool::plan_placement(*topology, placement_options(*config, *topology));
+    auto plan = threadpool::plan_placement(*topology, placement_options(config, *topology));
     if (!plan.ok()) {
       err << "numadir serve: " << options.config.string()
           << ": threads: " << plan.status().message() << "\n";
@@ -200,9 +190,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     threads_summary = "percpu: " + std::to_string(plan->nodes.size()) + " node(s), " +
                       std::to_string(listeners) + " listeners, " + std::to_string(workers) +
                       " workers, " + (plan->pinned ? "pinned" : "unpinned") +
-                      (config->threads.listener_helps ? ", listeners help" : "");
+                      (config.threads.listener_helps ? ", listeners help" : "");
     frontend_options.plan = std::move(*plan);
-    frontend_options.listeners_help = config->threads.listener_helps;
+    frontend_options.listeners_help = config.threads.listener_helps;
   }
   auto frontend = listener::Frontend::start(frontend_options, *handler);
   if (!frontend.ok()) {

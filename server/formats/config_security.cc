@@ -70,7 +70,8 @@ void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, 
 }
 
 // [[access]]: the ordered access rules (server/operations/access_control.h). Their attribute names
-// and DNs are checked against the schema when the server builds them (OperationHandler).
+// and DNs are checked against the schema when they are compiled, by the one compile check-config
+// and serve share (server/commands/server_config.h).
 void parse_access_rules(const toml::node& node, Config& config, Problems& problems) {
   const toml::array* array = node.as_array();
   if (array == nullptr || !array->is_array_of_tables()) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <utility>
 
 #include "server/monitoring/monitor.h"
@@ -29,29 +28,6 @@ std::string normalized_or_empty(std::string_view dn, const Normalize& normalize)
 std::string suffix_ndn_of(std::string_view suffix, const schema::DnValueNormalizer& normalizer) {
   Result<schema::Dn> parsed = schema::Dn::parse(suffix);
   return parsed.ok() ? parsed->normalized(&normalizer) : std::string();
-}
-
-// Compiles `rules`, or on failure a policy under which only the rootdn may do anything.
-template <typename NormalizeDn>
-std::unique_ptr<const AccessControl> compile_access(const backend::AttributeCatalog& catalog,
-                                                    const std::vector<AccessRuleSpec>& rules,
-                                                    const NormalizeDn& normalize_dn) {
-  Result<std::unique_ptr<AccessControl>> access =
-      AccessControl::create(catalog, rules, normalize_dn);
-  if (access.ok()) {
-    return std::move(*access);
-  }
-  // Only the rootdn: a rule that does not compile must not open the directory wider.
-  std::fprintf(stderr, "numadir: %s; only the rootdn has access\n",
-               access.status().message().c_str());
-  const AccessRuleSpec nobody{"access[deny]",
-                              "",
-                              DnScope::kSubtree,
-                              "",
-                              {},
-                              {AccessSubjectSpec{"*", "", DnScope::kBase, "", 0}}};
-  return std::move(*AccessControl::create(
-      catalog, {nobody}, [](std::string_view dn) { return schema::normalize_dn(dn); }));
 }
 
 }  // namespace
@@ -93,37 +69,30 @@ OperationContext::OperationContext(backend::Directory& directory, HandlerOptions
       suffix_ndn_(suffix_ndn_of(directory.options().suffix, dn_normalizer_)),
       monitor_ndn_(normalized_or_empty(kMonitorDn,
                                        [this](std::string_view dn) { return normalize_dn(dn); })),
-      access_(compile_access(catalog_, options_.access_rules,
-                             [this](std::string_view dn) { return normalize_dn(dn); })) {}
+      default_access_(options_.access != nullptr
+                          ? nullptr
+                          : std::make_unique<const AccessControl>(directory.schema())),
+      access_(options_.access != nullptr ? *options_.access : *default_access_) {}
 
 OperationContext::~OperationContext() = default;
 
-Status OperationContext::check_access_rules(const schema::Schema& schema,
-                                            const std::vector<AccessRuleSpec>& rules) {
-  const backend::AttributeCatalog catalog(schema);
+Result<std::unique_ptr<AccessControl>> OperationContext::compile_access_rules(
+    const backend::AttributeCatalog& catalog, const std::vector<AccessRuleSpec>& rules) {
+  const schema::Schema& schema = catalog.schema();
+  // The normalizer a Directory over `schema` keys DNs with (stateless but for the schema).
   const backend::SchemaDnNormalizer normalizer(schema);
-  Result<std::unique_ptr<AccessControl>> access =
-      AccessControl::create(catalog, rules, [&](std::string_view dn) -> Result<std::string> {
-        Result<schema::Dn> parsed = schema::Dn::parse(dn);
-        if (!parsed.ok()) {
-          return parsed.status();
-        }
-        for (std::size_t i = 0; i < parsed->rdn_count(); ++i) {
-          for (const schema::Ava& ava : parsed->rdn(i)) {
-            if (schema.attribute_type(ava.type) == nullptr) {
-              return invalid_argument("attribute type \"" + std::string(ava.type) +
-                                      "\" of the DN is not in the schema");
-            }
-          }
-        }
-        return parsed->normalized(&normalizer);
-      });
-  return access.ok() ? Status() : access.status();
+  // As normalize_dn: what a rule names is what a request naming the same DN reaches.
+  return AccessControl::create(catalog, rules, [&](std::string_view dn) -> Result<std::string> {
+    Result<schema::Dn> parsed = parse_checked_dn(schema, dn);
+    if (!parsed.ok()) {
+      return parsed.status();
+    }
+    return parsed->normalized(&normalizer);
+  });
 }
 
-Status OperationContext::check_rdns(const schema::Dn& dn, std::size_t first,
-                                    std::size_t end) const {
-  const schema::Schema& schema = directory_.schema();
+Status check_dn_rdns(const schema::Schema& schema, const schema::Dn& dn, std::size_t first,
+                     std::size_t end) {
   for (std::size_t i = first; i < end; ++i) {
     for (const schema::Ava& ava : dn.rdn(i)) {
       const schema::AttributeType* type = schema.attribute_type(ava.type);
@@ -140,13 +109,17 @@ Status OperationContext::check_rdns(const schema::Dn& dn, std::size_t first,
   return Status();
 }
 
-Result<schema::Dn> OperationContext::parse_dn(std::string_view dn) const {
+Result<schema::Dn> parse_checked_dn(const schema::Schema& schema, std::string_view dn) {
   Result<schema::Dn> parsed = schema::Dn::parse(dn);
   if (!parsed.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
   }
-  NUMADIR_RETURN_IF_ERROR(check_dn(*parsed));
+  NUMADIR_RETURN_IF_ERROR(check_dn_rdns(schema, *parsed, 0, parsed->rdn_count()));
   return parsed;
+}
+
+Result<schema::Dn> OperationContext::parse_dn(std::string_view dn) const {
+  return parse_checked_dn(directory_.schema(), dn);
 }
 
 Result<std::string> OperationContext::normalize_dn(std::string_view dn) const {

@@ -50,8 +50,9 @@ struct HandlerOptions {
   // RFC 4513 §5.1.3: a simple bind with a password over a connection without TLS gets
   // confidentialityRequired (13).
   bool simple_bind_requires_tls = false;
-  // The config's [[access]] rules (server/operations/access_control.h); empty: the default policy.
-  std::vector<AccessRuleSpec> access_rules;
+  // The compiled [[access]] rules (OperationContext::compile_access_rules, against the
+  // directory's schema), outliving the handler; nullptr: the default policy.
+  const AccessControl* access = nullptr;
 };
 
 // The DN parser's buffers and the memos of OperationContext::normalize_dn_into and
@@ -74,21 +75,33 @@ struct DnScratch {
 //   The root DN "" is below nothing; `base_ndn` "" holds only itself.
 bool ndn_at_or_below(std::string_view ndn, std::string_view base_ndn);
 
+// Errors: kInvalidDnSyntax when an attribute type of RDNs [first, end) of `dn` is not in
+//   `schema` or a value (but '#' hex ones) is not valid for its type's syntax. (What
+//   OperationContext::parse_dn checks; the access rules' DNs are checked the same way.)
+Status check_dn_rdns(const schema::Schema& schema, const schema::Dn& dn, std::size_t first,
+                     std::size_t end);
+// Returns: `dn` parsed, every RDN checked by check_dn_rdns. Errors: kInvalidDnSyntax.
+Result<schema::Dn> parse_checked_dn(const schema::Schema& schema, std::string_view dn);
+
 class OperationContext {
  public:
-  // Requires: `directory` outlives the context. A root_dn that does not parse as a DN is
-  // ignored (no rootdn); the config check reports it before this is built. Rules of
-  // options.access_rules that do not compile (check_access_rules says why) leave a policy under
-  // which only the rootdn may do anything.
+  // Requires: `directory` outlives the context, and options.access (when given) was compiled
+  // against its schema and outlives it too. A root_dn that does not pass parse_dn is ignored
+  // (no rootdn); the config check (server/commands/server_config.h) refuses it before this is
+  // built.
   OperationContext(backend::Directory& directory, HandlerOptions options);
   ~OperationContext();
   OperationContext(const OperationContext&) = delete;
   OperationContext& operator=(const OperationContext&) = delete;
 
-  // Errors: kInvalidArgument naming the first of `rules` that does not compile against `schema`
-  //   (an unknown attribute, a bad DN or filter).
-  static Status check_access_rules(const schema::Schema& schema,
-                                   const std::vector<AccessRuleSpec>& rules);
+  // Compiles `rules` (empty: the default policy) against `catalog`'s schema, their DNs checked
+  // and normalized as every operation's DNs are (parse_dn, then the schema's equality rules),
+  // so that a rule DN means the same entry as the same DN in a request.
+  // Requires: `catalog` (and its schema) outlive the result.
+  // Errors: kInvalidArgument "<origin>.<key>: <problem>" for the first rule that does not
+  //   compile (an unknown attribute, a bad DN or filter).
+  static Result<std::unique_ptr<AccessControl>> compile_access_rules(
+      const backend::AttributeCatalog& catalog, const std::vector<AccessRuleSpec>& rules);
 
   // The directory (updates go through it: the context is immutable, the directory is not).
   backend::Directory& directory() const { return directory_; }
@@ -96,7 +109,7 @@ class OperationContext {
   const backend::AttributeCatalog& catalog() const { return catalog_; }
   // The directory's own DN normalizer: DNs normalized with it may be looked up as they are.
   const schema::DnValueNormalizer& dn_normalizer() const { return dn_normalizer_; }
-  const AccessControl& access() const { return *access_; }
+  const AccessControl& access() const { return access_; }
   const HandlerOptions& options() const { return options_; }
   const backend::VerifyPolicy& verify_policy() const { return verify_policy_; }
   // nullptr if the schema lacks userPassword.
@@ -128,7 +141,9 @@ class OperationContext {
   //   (but '#' hex ones) is not valid for its type's syntax.
   Status check_dn(const schema::Dn& dn) const { return check_rdns(dn, 0, dn.rdn_count()); }
   // As check_dn, for RDNs [first, end) of `dn` only.
-  Status check_rdns(const schema::Dn& dn, std::size_t first, std::size_t end) const;
+  Status check_rdns(const schema::Dn& dn, std::size_t first, std::size_t end) const {
+    return check_dn_rdns(directory_.schema(), dn, first, end);
+  }
   // Returns: true if normalized DN `ndn` is the suffix or lies below it (the directory holds it).
   bool in_naming_context(std::string_view ndn) const;
   // Returns: the schema type of an attribute description's type part, or nullptr.
@@ -147,7 +162,8 @@ class OperationContext {
   const std::string subschema_ndn_;
   const std::string suffix_ndn_;  // Empty: the suffix did not parse (everything is inside).
   const std::string monitor_ndn_;
-  const std::unique_ptr<const AccessControl> access_;  // Never null.
+  const std::unique_ptr<const AccessControl> default_access_;  // Without options.access only.
+  const AccessControl& access_;
 };
 
 }  // namespace numadir::server

@@ -37,21 +37,13 @@ namespace numadir::server {
 
 class OperationHandler final : public listener::RequestHandler {
  public:
-  // Requires: `directory` outlives this handler. A root_dn that does not parse as a DN is
-  // ignored (no rootdn); the config check reports it before this is built.
-  // Rules of options.access_rules that do not compile (check_access_rules says why) leave a
-  // policy under which only the rootdn may do anything.
+  // Requires: `directory` outlives this handler; so does options.access, compiled against the
+  // directory's schema (OperationContext::compile_access_rules). A root_dn that does not parse
+  // as a DN is ignored (no rootdn); the config check reports it before this is built.
   OperationHandler(backend::Directory& directory, HandlerOptions options);
   ~OperationHandler() override;
   OperationHandler(const OperationHandler&) = delete;
   OperationHandler& operator=(const OperationHandler&) = delete;
-
-  // Errors: kInvalidArgument naming the first of `rules` that does not compile against `schema`
-  //   (an unknown attribute, a bad DN or filter).
-  static Status check_access_rules(const schema::Schema& schema,
-                                   const std::vector<AccessRuleSpec>& rules) {
-    return OperationContext::check_access_rules(schema, rules);
-  }
 
   // Returns: a ServerSession, bound anonymously.
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;

@@ -1,6 +1,8 @@
 // numadir check-config (server/commands/check_config_command.cc): a config that parses but whose
-// access rules name what the schema lacks is refused with the rule and key, before anything starts.
+// access rules name what the schema lacks, or a DN the operations' checks refuse, is refused with
+// the rule and key, before anything starts; a rootpw the file shows to others is only a warning.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -50,6 +52,32 @@ TEST_CASE("check-config: access rules are checked against the schema") {
                          "[[access]]\nby = [{ dn = \"noSuchType=x\", access = \"read\" }]\n",
                      out, err) == 1);
   CHECK(err.find("access[0].by.dn:") != std::string::npos);
+
+  // Parses as a DN, but the value is no INTEGER: serve would refuse it, so check-config does.
+  CHECK(check_config(std::string(kDatabase) +
+                         "[[access]]\nby = [{ dn = \"uidNumber=abc,dc=example,dc=com\", access = "
+                         "\"read\" }]\n",
+                     out, err) == 1);
+  CHECK(err.find("access[0].by.dn: DN: value of uidNumber invalid per syntax\n") !=
+        std::string::npos);
+  CHECK(out.empty());
+}
+
+TEST_CASE("check-config: a rootpw readable by others is a warning and the config is ok") {
+  std::string out;
+  std::string err;
+  // check_config writes the file with the process umask; make it world-readable.
+  const mode_t previous = umask(022);
+  const int status = check_config(std::string(kDatabase) +
+                                      "[server]\nrootdn = \"cn=admin,dc=example,dc=com\"\n"
+                                      "rootpw = \"{SSHA}c2VjcmV0\"\n",
+                                  out, err);
+  umask(previous);
+  CHECK(status == 0);
+  CHECK(out.find(": ok") != std::string::npos);
+  CHECK(err.starts_with("numadir: warning: "));
+  CHECK(err.find("holds server.rootpw and is open to group or others (mode 0644)") !=
+        std::string::npos);
 }
 
 TEST_CASE("check-config: TLS files are loaded as the server loads them") {

@@ -90,22 +90,20 @@ AccessSubjectSpec everyone(AccessLevel level) {
 }
 
 // access to * by group=cn=blocked none by * <level>, and `filter` on the target when given.
-HandlerOptions blocked_then_everyone(AccessLevel level, std::string filter = "") {
-  HandlerOptions options = default_handler_options();
-  options.access_rules.push_back({"access[0]",
-                                  "",
-                                  DnScope::kSubtree,
-                                  std::move(filter),
-                                  {},
-                                  {group_clause(kBlocked, 0), everyone(level)}});
-  return options;
+std::vector<AccessRuleSpec> blocked_then_everyone(AccessLevel level, std::string filter = "") {
+  return {{"access[0]",
+           "",
+           DnScope::kSubtree,
+           std::move(filter),
+           {},
+           {group_clause(kBlocked, 0), everyone(level)}}};
 }
 
 // A handler fixture with the cn=blocked group (user5 its only member) and a session bound as
 // user1.
 struct BlockedFixture {
-  explicit BlockedFixture(HandlerOptions options)
-      : fixture(std::move(options)), session(fixture.open_session()) {
+  explicit BlockedFixture(const std::vector<AccessRuleSpec>& rules)
+      : fixture(default_handler_options(), rules), session(fixture.open_session()) {
     backend::testing::require_ok(fixture.directory().add(
         backend::testing::make_entry(
             std::string(kBlocked),

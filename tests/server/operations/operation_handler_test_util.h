@@ -81,11 +81,20 @@ inline HandlerOptions default_handler_options() {
 }
 
 // A directory with the base tree and users 1..5 (user1 also has cn;lang-de and mail), and a
-// handler over it.
+// handler over it, with `rules` compiled as the server compiles them (none: the default policy).
 class HandlerFixture {
  public:
-  explicit HandlerFixture(HandlerOptions options = default_handler_options()) {
+  explicit HandlerFixture(HandlerOptions options = default_handler_options(),
+                          const std::vector<AccessRuleSpec>& rules = {}) {
     directory_ = backend::testing::open_directory(backend::testing::test_options(dir_.path()));
+    if (!rules.empty()) {
+      catalog_ = std::make_unique<backend::AttributeCatalog>(directory_->schema());
+      Result<std::unique_ptr<AccessControl>> compiled =
+          OperationContext::compile_access_rules(*catalog_, rules);
+      REQUIRE_MESSAGE(compiled.ok(), compiled.status().to_string());
+      access_ = std::move(*compiled);
+      options.access = access_.get();
+    }
     backend::testing::add_base_tree(*directory_);
     for (int i = 1; i <= 5; ++i) {
       schema::Entry entry = backend::testing::person_entry(user_dn(i), "user" + std::to_string(i),
@@ -138,7 +147,9 @@ class HandlerFixture {
 
  private:
   backend::testing::TempDir dir_;
-  std::unique_ptr<backend::Directory> directory_;  // Outlives handler_ (declared first).
+  std::unique_ptr<backend::Directory> directory_;       // Outlives handler_ (declared first).
+  std::unique_ptr<backend::AttributeCatalog> catalog_;  // The rules' filters use it.
+  std::unique_ptr<const AccessControl> access_;         // Outlives handler_ too.
   std::unique_ptr<OperationHandler> handler_;
   std::unique_ptr<threadpool::WorkerState> state_;  // Destroyed before handler_ (declared after).
   std::uint64_t connections_ = 0;

@@ -104,17 +104,15 @@ class WriterGate {
   std::promise<void> released_;
 };
 
-HandlerOptions editors_may_write() {
+std::vector<AccessRuleSpec> editors_may_write() {
   // access to * by group=cn=editors write by * read
-  HandlerOptions options = default_handler_options();
   AccessSubjectSpec editors;
   editors.group = kEditors;
   editors.access = up_to(AccessLevel::kWrite);
   AccessSubjectSpec everyone;
   everyone.who = "*";
   everyone.access = up_to(AccessLevel::kRead);
-  options.access_rules.push_back({"access[0]", "", DnScope::kSubtree, "", {}, {editors, everyone}});
-  return options;
+  return {{"access[0]", "", DnScope::kSubtree, "", {}, {editors, everyone}}};
 }
 
 LdapMessage modify_description(std::int32_t id, std::string_view dn, std::string_view value) {
@@ -136,7 +134,8 @@ std::vector<std::string> descriptions(HandlerFixture& fixture, std::string_view 
 }
 
 struct EditorsFixture {
-  EditorsFixture() : fixture(editors_may_write()), session(fixture.open_session()) {
+  EditorsFixture()
+      : fixture(default_handler_options(), editors_may_write()), session(fixture.open_session()) {
     backend::testing::require_ok(fixture.directory().add(
         backend::testing::make_entry(kEditors, {{"objectClass", {"groupOfNames"}},
                                                 {"cn", {"editors"}},

@@ -1,0 +1,103 @@
+// server/commands/server_config.cc: see server_config.h.
+#include "server/commands/server_config.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <ostream>
+#include <span>
+#include <utility>
+
+#include "backend/attribute_index.h"
+#include "server/commands/opened_directory.h"
+#include "server/operations/operation_context.h"
+
+namespace numadir::server {
+namespace {
+
+// Returns: the warning for a config file holding server.rootpw that group or others may open;
+//   empty when its mode is private (or it cannot be examined: load_config read it already).
+std::string rootpw_file_warning(const Config& config, const std::filesystem::path& path) {
+  struct stat info {};
+  if (config.server.root_password.empty() || ::stat(path.c_str(), &info) != 0 ||
+      (info.st_mode & 077) == 0) {
+    return std::string();
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  return path.string() + ": holds server.rootpw and is open to group or others (mode " + mode +
+         "): chmod 600 it";
+}
+
+}  // namespace
+
+ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
+  ServerConfigOutcome outcome;
+  Result<Config> parsed = load_config(path);
+  if (!parsed.ok()) {
+    outcome.errors.push_back(parsed.status().message());  // Names the file and the key.
+    return outcome;
+  }
+  auto compiled = std::make_unique<ServerConfig>();
+  compiled->config = std::move(*parsed);
+  const Config& config = compiled->config;
+  const std::string file = path.string();
+  if (std::string warning = rootpw_file_warning(config, path); !warning.empty()) {
+    outcome.warnings.push_back(std::move(warning));
+  }
+
+  Result<std::unique_ptr<schema::Schema>> schema = load_schema(config);
+  if (!schema.ok()) {
+    outcome.errors.push_back(schema.status().message());  // Names the schema file and line.
+    return outcome;
+  }
+  compiled->schema = std::move(*schema);
+  compiled->catalog = std::make_unique<backend::AttributeCatalog>(*compiled->schema);
+
+  // Each index on its own, as Directory::open resolves them, so that every bad one is named.
+  for (const backend::IndexSpec& index : config.database.indexes) {
+    Result<backend::IndexSet> resolved =
+        backend::IndexSet::configure(*compiled->catalog, std::span(&index, 1));
+    if (!resolved.ok()) {
+      outcome.errors.push_back(file + ": database.indexes: " + resolved.status().message());
+    }
+  }
+  // As the operations check a bind's DN: a rootdn that fails it could never be bound as.
+  if (!config.server.root_dn.empty()) {
+    if (Result<schema::Dn> root = parse_checked_dn(*compiled->schema, config.server.root_dn);
+        !root.ok()) {
+      outcome.errors.push_back(file + ": server.rootdn: " + root.status().message());
+    }
+  }
+  Result<std::unique_ptr<AccessControl>> access =
+      OperationContext::compile_access_rules(*compiled->catalog, config.access);
+  if (access.ok()) {
+    compiled->access = std::move(*access);
+  } else {
+    outcome.errors.push_back(file + ": " + access.status().message());
+  }
+  if (config.tls.has_value()) {
+    Result<std::unique_ptr<listener::TlsContext>> tls = listener::TlsContext::create(*config.tls);
+    if (tls.ok()) {
+      compiled->tls = std::move(*tls);
+    } else {
+      outcome.errors.push_back(file + ": " + tls.status().message());
+    }
+  }
+  if (outcome.errors.empty()) {
+    outcome.compiled = std::move(compiled);
+  }
+  return outcome;
+}
+
+void report_server_config(const ServerConfigOutcome& outcome, std::ostream& err) {
+  for (const std::string& warning : outcome.warnings) {
+    err << "numadir: warning: " << warning << "\n";
+  }
+  for (const std::string& error : outcome.errors) {
+    err << "numadir: " << error << "\n";
+  }
+  err.flush();
+}
+
+}  // namespace numadir::server

@@ -1,0 +1,59 @@
+// server/commands/server_config.h: numadir.toml compiled into what `numadir serve` runs with, by
+// compile_server_config, the one function `numadir check-config` and `numadir serve` both call:
+// the file parsed (server/formats/config.h), the schema files loaded, and every part that can
+// be checked without opening the database compiled as the server uses it: the indexes against
+// the schema, the rootdn and the [[access]] rules with the DN checks every operation applies,
+// the [tls] certificate, key and CAs. So check-config accepts exactly what serve starts with,
+// and both report a mistake in the same words; serve then uses the compiled parts themselves
+// (the rules are compiled once).
+//
+// Warnings do not fail: a config file that holds server.rootpw and that group or others may
+// read (mode & 077).
+//
+// Thread contract: compiled and reported on the main thread at startup; a ServerConfig is
+// immutable afterwards (its TlsContext has its own contract) and outlives the server it feeds.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/attribute_catalog.h"
+#include "listener/tls.h"
+#include "schema/schema.h"
+#include "server/formats/config.h"
+#include "server/operations/access_control.h"
+
+namespace numadir::server {
+
+struct ServerConfig {
+  Config config;
+  std::unique_ptr<schema::Schema> schema;  // The shipped schema and config.schema_files.
+  // Over `schema`; the access rules' filters use it (it outlives them: declared first).
+  std::unique_ptr<backend::AttributeCatalog> catalog;
+  // The [[access]] rules compiled against `schema` (the default policy without any). Never null.
+  std::unique_ptr<const AccessControl> access;
+  std::unique_ptr<listener::TlsContext> tls;  // The [tls] files loaded; nullptr without [tls].
+};
+
+// What compile_server_config found.
+struct ServerConfigOutcome {
+  std::unique_ptr<ServerConfig> compiled;  // nullptr when there are errors.
+  // Every mistake found, each "<file>: <key>: <problem>" (a parse error or a schema that does
+  // not load stops there; the parts after it are checked independently of one another).
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;  // Each "<file>: <problem>", reported either way.
+
+  bool ok() const { return errors.empty(); }
+};
+
+// Reads `path` and compiles it (see above). Never throws; every failure is in `errors`.
+ServerConfigOutcome compile_server_config(const std::filesystem::path& path);
+
+// Writes `outcome`'s warnings ("numadir: warning: <warning>") and errors ("numadir: <error>") to
+// `err`, one line each: check-config and serve print the same lines for the same file.
+void report_server_config(const ServerConfigOutcome& outcome, std::ostream& err);
+
+}  // namespace numadir::server

@@ -1,0 +1,177 @@
+// compile_server_config (server/commands/server_config.h), the one compile check-config and serve
+// share: what it compiles, every mistake it lists (rule DNs checked as operations check DNs),
+// and the warning for a config file holding rootpw that group or others may open.
+#include "server/commands/server_config.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "backend/dn_normalizer.h"
+#include "schema/dn.h"
+#include "tests/backend/backend_test_util.h"
+
+namespace numadir::server {
+namespace {
+
+constexpr std::string_view kDatabase =
+    "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n";
+constexpr std::string_view kRoot =
+    "[server]\nrootdn = \"cn=admin,dc=example,dc=com\"\nrootpw = \"{SSHA}c2VjcmV0\"\n";
+
+// A config file in a fresh directory.
+class ConfigFile {
+ public:
+  explicit ConfigFile(std::string_view text, std::filesystem::perms mode = kPrivate)
+      : path_(dir_.path() / "numadir.toml") {
+    std::ofstream(path_, std::ios::binary) << text;
+    std::filesystem::permissions(path_, mode);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::string named(std::string_view what) const {
+    return path_.string() + ": " + std::string(what);
+  }
+
+  static constexpr std::filesystem::perms kPrivate =
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
+
+ private:
+  backend::testing::TempDir dir_;
+  std::filesystem::path path_;
+};
+
+TEST_CASE("ServerConfig: a good config compiles into its schema and rules") {
+  const ConfigFile file(std::string(kDatabase) + std::string(kRoot) +
+                        "[[access]]\ndn = \"ou=people,dc=example,dc=com\"\n"
+                        "filter = \"(objectClass=person)\"\n"
+                        "by = [{ group = \"cn=admins,dc=example,dc=com\", access = \"write\" },\n"
+                        "      { who = \"*\", access = \"read\" }]\n");
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  REQUIRE(outcome.ok());
+  CHECK(outcome.warnings.empty());
+  REQUIRE(outcome.compiled != nullptr);
+  const ServerConfig& compiled = *outcome.compiled;
+  CHECK(compiled.config.database.suffix == "dc=example,dc=com");
+  REQUIRE(compiled.schema != nullptr);
+  CHECK(compiled.schema->attribute_type("uid") != nullptr);
+  REQUIRE(compiled.access != nullptr);
+  CHECK_FALSE(compiled.access->is_default());
+  CHECK(compiled.access->needs_entry());
+  CHECK(compiled.access->has_groups());
+  CHECK(compiled.tls == nullptr);
+
+  SUBCASE("without [[access]]: the default policy") {
+    const ConfigFile plain(kDatabase);
+    const ServerConfigOutcome defaults = compile_server_config(plain.path());
+    REQUIRE(defaults.ok());
+    CHECK(defaults.compiled->access->is_default());
+  }
+}
+
+TEST_CASE("ServerConfig: rule DNs are normalized as the operations normalize DNs") {
+  // access to dn.base="UID=User1,OU=People,DC=Example,DC=Com" by * read
+  const ConfigFile file(std::string(kDatabase) +
+                        "[[access]]\ndn = \"UID=User1,OU=People,DC=Example,DC=Com\"\n"
+                        "scope = \"base\"\nby = [{ who = \"*\", access = \"read\" }]\n");
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  REQUIRE(outcome.ok());
+  const ServerConfig& compiled = *outcome.compiled;
+  const backend::SchemaDnNormalizer normalizer(*compiled.schema);
+  const std::string ndn =
+      schema::Dn::parse("uid=user1,ou=people,dc=example,dc=com")->normalized(&normalizer);
+  const Identity anonymous;
+  CHECK(compiled.access->decide(Requester{anonymous}, AccessEntry{ndn}, AccessAttribute::entry(),
+                                AccessLevel::kRead) == AccessDecision::kAllowed);
+}
+
+TEST_CASE("ServerConfig: a rule DN the operations' DN checks refuse does not compile") {
+  std::string dn;
+  std::string problem;
+  SUBCASE("a value invalid for its syntax") {
+    dn = "uidNumber=abc,dc=example,dc=com";
+    problem = "DN: value of uidNumber invalid per syntax";
+  }
+  SUBCASE("a type the schema lacks") {
+    dn = "noSuchType=x,dc=example,dc=com";
+    problem = "DN: undefined attribute type noSuchType";
+  }
+  const ConfigFile file(std::string(kDatabase) + "[[access]]\nby = [{ dn = \"" + dn +
+                        "\", access = \"read\" }]\n");
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  CHECK(outcome.compiled == nullptr);
+  REQUIRE(outcome.errors.size() == 1);
+  CHECK(outcome.errors[0] == file.named("access[0].by.dn: " + problem));
+}
+
+TEST_CASE("ServerConfig: every independent mistake is listed in order") {
+  const ConfigFile file(std::string(kDatabase) + "indexes = [\"noSuchAttr eq\", \"uid eq\"]\n" +
+                        "[server]\nrootdn = \"noSuchType=admin,dc=example,dc=com\"\n" +
+                        "[[access]]\ndn = \"c=USA,dc=example,dc=com\"\n" +
+                        "by = [{ who = \"*\", access = \"read\" }]\n" +
+                        "[tls]\ncertificate = \"/nonexistent/server.crt\"\n" +
+                        "key = \"/nonexistent/server.key\"\n");
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  CHECK(outcome.compiled == nullptr);
+  REQUIRE(outcome.errors.size() == 4);
+  CHECK(outcome.errors[0].starts_with(file.named("database.indexes: index on noSuchAttr")));
+  CHECK(outcome.errors[1] == file.named("server.rootdn: DN: undefined attribute type noSuchType"));
+  CHECK(outcome.errors[2] == file.named("access[0].dn: DN: value of c invalid per syntax"));
+  CHECK(outcome.errors[3].starts_with(file.named("tls.certificate /nonexistent/server.crt")));
+}
+
+TEST_CASE("ServerConfig: a file that does not parse stops the compile") {
+  const ConfigFile file(std::string(kDatabase) + "[server]\nmax_conections = 10\n");
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  CHECK(outcome.compiled == nullptr);
+  REQUIRE(outcome.errors.size() == 1);
+  CHECK(outcome.errors[0] == file.named("server.max_conections: unknown key"));
+}
+
+TEST_CASE("ServerConfig: a rootpw that group or others may read is warned about") {
+  using std::filesystem::perms;
+  std::string text = std::string(kDatabase) + std::string(kRoot);
+  perms mode = ConfigFile::kPrivate;
+  std::string expected;
+  SUBCASE("0644") {
+    mode = mode | perms::group_read | perms::others_read;
+    expected = "holds server.rootpw and is open to group or others (mode 0644): chmod 600 it";
+  }
+  SUBCASE("0640") {
+    mode = mode | perms::group_read;
+    expected = "holds server.rootpw and is open to group or others (mode 0640): chmod 600 it";
+  }
+  SUBCASE("0600: nothing to say") {}
+  SUBCASE("0644 without a rootpw: nothing to say") {
+    text = std::string(kDatabase);
+    mode = mode | perms::group_read | perms::others_read;
+  }
+  const ConfigFile file(text, mode);
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  CHECK(outcome.ok());  // A warning, not an error.
+  if (expected.empty()) {
+    CHECK(outcome.warnings.empty());
+  } else {
+    REQUIRE(outcome.warnings.size() == 1);
+    CHECK(outcome.warnings[0] == file.named(expected));
+  }
+  std::ostringstream err;
+  report_server_config(outcome, err);
+  CHECK(err.str() == (expected.empty() ? "" : "numadir: warning: " + file.named(expected) + "\n"));
+}
+
+TEST_CASE("ServerConfig: the report has a line per warning and per error") {
+  ServerConfigOutcome outcome;
+  outcome.warnings = {"a.toml: careful"};
+  outcome.errors = {"a.toml: x: bad", "a.toml: y: worse"};
+  std::ostringstream err;
+  report_server_config(outcome, err);
+  CHECK(err.str() ==
+        "numadir: warning: a.toml: careful\nnumadir: a.toml: x: bad\n"
+        "numadir: a.toml: y: worse\n");
+}
+
+}  // namespace
+}  // namespace numadir::server
