@@ -1,6 +1,7 @@
 // numadir check-config: compiles the config as `numadir serve` does (server_config.h: the
-// schema it names, the indexes, the rootdn, the access rules, the TLS certificate and key) and
-// reports every problem and warning in the words serve would use; nothing is opened.
+// schema it names, the indexes, the rootdn, the access rules, the TLS certificate and key, the
+// thread plan, the user and group) and reports every problem and warning in the words serve
+// would use; neither the database nor the log is opened.
 #include <iostream>
 
 #include "server/commands/commands.h"

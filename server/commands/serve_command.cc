@@ -2,7 +2,6 @@
 // or SIGINT. Foreground; tells systemd when it is ready (Type=notify) and writes a pid file on
 // request.
 #include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -14,6 +13,7 @@
 #include <iostream>
 #include <thread>
 
+#include "base/check.h"
 #include "listener/frontend.h"
 #include "server/commands/commands.h"
 #include "server/commands/server_config.h"
@@ -23,7 +23,6 @@
 #include "server/monitoring/monitor.h"
 #include "server/operations/operation_handler.h"
 #include "threadpool/placement.h"
-#include "threadpool/topology.h"
 
 namespace numadir::server {
 namespace {
@@ -51,29 +50,14 @@ void notify_systemd(const char* state) {
   ::close(fd);
 }
 
-// Switches to settings.user / settings.group (after the ports are bound, so ports below 1024
-// work). Errors: a name that does not resolve, or a refused setgid/setuid.
-Status drop_privileges(const ServerSettings& settings) {
-  if (settings.user.empty() && settings.group.empty()) {
+// Switches to the compiled server.user / server.group (after the ports are bound, so ports
+// below 1024 work). Errors: a refused setgid/setuid.
+Status drop_privileges(const ServerConfig& compiled) {
+  if (!compiled.uid.has_value() && !compiled.gid.has_value()) {
     return Status();
   }
-  gid_t gid = getgid();
-  uid_t uid = getuid();
-  if (!settings.user.empty()) {
-    const passwd* user = getpwnam(settings.user.c_str());
-    if (user == nullptr) {
-      return invalid_argument("server.user: no user \"" + settings.user + "\"");
-    }
-    uid = user->pw_uid;
-    gid = user->pw_gid;
-  }
-  if (!settings.group.empty()) {
-    const group* found = getgrnam(settings.group.c_str());
-    if (found == nullptr) {
-      return invalid_argument("server.group: no group \"" + settings.group + "\"");
-    }
-    gid = found->gr_gid;
-  }
+  const gid_t gid = compiled.gid.value_or(getgid());
+  const uid_t uid = compiled.uid.value_or(getuid());
   // Group first: after setuid the process may no longer change its group.
   if (getegid() != gid && (setgroups(0, nullptr) != 0 || setgid(gid) != 0)) {
     return Status(StatusCode::kIo, "server.group: setgid: " + std::string(std::strerror(errno)));
@@ -170,28 +154,20 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     threads_summary = "single dispatcher: 1 listener, " + std::to_string(frontend_options.workers) +
                       " unpinned workers";
   } else {
-    auto topology = threadpool::Topology::detect();
-    if (!topology.ok()) {
-      err << "numadir serve: " << topology.status().message() << "\n";
-      return 1;
-    }
-    auto plan = threadpool::plan_placement(*topology, placement_options(config, *topology));
-    if (!plan.ok()) {
-      err << "numadir serve: " << options.config.string()
-          << ": threads: " << plan.status().message() << "\n";
-      return 1;
-    }
+    // Planned by the compile (placement_options on this machine's topology).
+    NUMADIR_DCHECK(compiled.plan.has_value(), "a percpu config compiled without a plan");
+    threadpool::PlacementPlan& plan = *compiled.plan;
     std::size_t listeners = 0;
     std::size_t workers = 0;
-    for (const threadpool::NodePlan& node : plan->nodes) {
+    for (const threadpool::NodePlan& node : plan.nodes) {
       listeners += node.listeners.size();
       workers += node.workers.size();
     }
-    threads_summary = "percpu: " + std::to_string(plan->nodes.size()) + " node(s), " +
+    threads_summary = "percpu: " + std::to_string(plan.nodes.size()) + " node(s), " +
                       std::to_string(listeners) + " listeners, " + std::to_string(workers) +
-                      " workers, " + (plan->pinned ? "pinned" : "unpinned") +
+                      " workers, " + (plan.pinned ? "pinned" : "unpinned") +
                       (config.threads.listener_helps ? ", listeners help" : "");
-    frontend_options.plan = std::move(*plan);
+    frontend_options.plan = std::move(plan);
     frontend_options.listeners_help = config.threads.listener_helps;
   }
   auto frontend = listener::Frontend::start(frontend_options, *handler);
@@ -200,7 +176,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     return 1;
   }
   monitor.attach([&running = **frontend] { return running.snapshot(); });
-  if (const Status dropped = drop_privileges(settings); !dropped.ok()) {
+  if (const Status dropped = drop_privileges(compiled); !dropped.ok()) {
     err << "numadir serve: " << options.config.string() << ": " << dropped.message() << "\n";
     (*frontend)->stop();
     return 1;

@@ -1,6 +1,8 @@
 // server/commands/server_config.cc: see server_config.h.
 #include "server/commands/server_config.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include "backend/attribute_index.h"
 #include "server/commands/opened_directory.h"
 #include "server/operations/operation_context.h"
+#include "threadpool/topology.h"
 
 namespace numadir::server {
 namespace {
@@ -82,6 +85,33 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
       compiled->tls = std::move(*tls);
     } else {
       outcome.errors.push_back(file + ": " + tls.status().message());
+    }
+  }
+  if (config.threads.dispatcher != "single") {
+    Result<threadpool::Topology> topology = threadpool::Topology::detect();
+    if (!topology.ok()) {
+      outcome.errors.push_back(topology.status().message());
+    } else if (Result<threadpool::PlacementPlan> plan =
+                   threadpool::plan_placement(*topology, placement_options(config, *topology));
+               !plan.ok()) {
+      outcome.errors.push_back(file + ": threads: " + plan.status().message());
+    } else {
+      compiled->plan = std::move(*plan);
+    }
+  }
+  if (!config.server.user.empty()) {
+    if (const passwd* user = getpwnam(config.server.user.c_str()); user == nullptr) {
+      outcome.errors.push_back(file + ": server.user: no user \"" + config.server.user + "\"");
+    } else {
+      compiled->uid = user->pw_uid;
+      compiled->gid = user->pw_gid;
+    }
+  }
+  if (!config.server.group.empty()) {
+    if (const group* found = getgrnam(config.server.group.c_str()); found == nullptr) {
+      outcome.errors.push_back(file + ": server.group: no group \"" + config.server.group + "\"");
+    } else {
+      compiled->gid = found->gr_gid;
     }
   }
   if (outcome.errors.empty()) {

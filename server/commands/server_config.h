@@ -1,11 +1,12 @@
 // server/commands/server_config.h: numadir.toml compiled into what `numadir serve` runs with, by
 // compile_server_config, the one function `numadir check-config` and `numadir serve` both call:
 // the file parsed (server/formats/config.h), the schema files loaded, and every part that can
-// be checked without opening the database compiled as the server uses it: the indexes against
-// the schema, the rootdn and the [[access]] rules with the DN checks every operation applies,
-// the [tls] certificate, key and CAs. So check-config accepts exactly what serve starts with,
-// and both report a mistake in the same words; serve then uses the compiled parts themselves
-// (the rules are compiled once).
+// be checked without opening the database, the log or a socket compiled as the server uses
+// it: the indexes against the schema, the rootdn and the [[access]] rules with the DN checks
+// every operation applies, the [tls] certificate, key and CAs, the percpu thread plan on this
+// machine's topology, server.user and server.group. So check-config accepts exactly what serve
+// starts with, and both report a mistake in the same words; serve then uses the compiled parts
+// themselves (the rules are compiled once).
 //
 // Warnings do not fail: a config file that holds server.rootpw and that group or others may
 // read (mode & 077).
@@ -14,9 +15,12 @@
 // immutable afterwards (its TlsContext has its own contract) and outlives the server it feeds.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +29,7 @@
 #include "schema/schema.h"
 #include "server/formats/config.h"
 #include "server/operations/access_control.h"
+#include "threadpool/placement.h"
 
 namespace numadir::server {
 
@@ -36,6 +41,13 @@ struct ServerConfig {
   // The [[access]] rules compiled against `schema` (the default policy without any). Never null.
   std::unique_ptr<const AccessControl> access;
   std::unique_ptr<listener::TlsContext> tls;  // The [tls] files loaded; nullptr without [tls].
+  // The percpu dispatcher's placement on this machine (placement_options); nullopt for
+  // threads.dispatcher = "single".
+  std::optional<threadpool::PlacementPlan> plan;
+  // Whom to run as after binding the ports: server.user's uid (and its primary group) and
+  // server.group's gid, resolved; nullopt: keep the starting one.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
 };
 
 // What compile_server_config found.

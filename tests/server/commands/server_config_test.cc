@@ -4,6 +4,8 @@
 #include "server/commands/server_config.h"
 
 #include <doctest/doctest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -120,6 +122,59 @@ TEST_CASE("ServerConfig: every independent mistake is listed in order") {
   CHECK(outcome.errors[1] == file.named("server.rootdn: DN: undefined attribute type noSuchType"));
   CHECK(outcome.errors[2] == file.named("access[0].dn: DN: value of c invalid per syntax"));
   CHECK(outcome.errors[3].starts_with(file.named("tls.certificate /nonexistent/server.crt")));
+}
+
+TEST_CASE("ServerConfig: the thread plan is made on this machine's topology") {
+  SUBCASE("percpu: planned") {
+    const ConfigFile file(kDatabase);
+    const ServerConfigOutcome outcome = compile_server_config(file.path());
+    REQUIRE(outcome.ok());
+    REQUIRE(outcome.compiled->plan.has_value());
+    CHECK_FALSE(outcome.compiled->plan->nodes.empty());
+  }
+  SUBCASE("single: nothing to plan") {
+    const ConfigFile file(std::string(kDatabase) + "[threads]\ndispatcher = \"single\"\n");
+    const ServerConfigOutcome outcome = compile_server_config(file.path());
+    REQUIRE(outcome.ok());
+    CHECK_FALSE(outcome.compiled->plan.has_value());
+  }
+  SUBCASE("a node the machine lacks") {
+    const ConfigFile file(std::string(kDatabase) + "[[threads.node]]\nid = 1000\n");
+    const ServerConfigOutcome outcome = compile_server_config(file.path());
+    REQUIRE(outcome.errors.size() == 1);
+    CHECK(outcome.errors[0].starts_with(file.named("threads: ")));
+  }
+}
+
+TEST_CASE("ServerConfig: server.user and server.group are resolved") {
+  const passwd* self = getpwuid(getuid());
+  REQUIRE(self != nullptr);
+  const std::string name = self->pw_name;
+  const uid_t uid = self->pw_uid;
+  const gid_t gid = self->pw_gid;
+  SUBCASE("known names") {
+    const ConfigFile file(std::string(kDatabase) + "[server]\nuser = \"" + name + "\"\n");
+    const ServerConfigOutcome outcome = compile_server_config(file.path());
+    REQUIRE(outcome.ok());
+    CHECK(outcome.compiled->uid == uid);
+    CHECK(outcome.compiled->gid == gid);
+  }
+  SUBCASE("none: nothing to switch to") {
+    const ConfigFile file(kDatabase);
+    const ServerConfigOutcome outcome = compile_server_config(file.path());
+    REQUIRE(outcome.ok());
+    CHECK_FALSE(outcome.compiled->uid.has_value());
+    CHECK_FALSE(outcome.compiled->gid.has_value());
+  }
+  SUBCASE("unknown names") {
+    const ConfigFile file(std::string(kDatabase) +
+                          "[server]\nuser = \"no-such-user-numadir\"\n"
+                          "group = \"no-such-group-numadir\"\n");
+    const ServerConfigOutcome outcome = compile_server_config(file.path());
+    REQUIRE(outcome.errors.size() == 2);
+    CHECK(outcome.errors[0] == file.named("server.user: no user \"no-such-user-numadir\""));
+    CHECK(outcome.errors[1] == file.named("server.group: no group \"no-such-group-numadir\""));
+  }
 }
 
 TEST_CASE("ServerConfig: a file that does not parse stops the compile") {
