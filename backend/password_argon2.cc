@@ -4,11 +4,13 @@
 // with salt and hash in unpadded standard base64. "v=" may be absent (version 0x10, as the
 // first libargon2 releases wrote). We parse the string ourselves rather than call
 // argon2_verify(), so that a malformed value, a value over the policy's cost limits and a wrong
-// password come back as three different answers, and the costs are checked before any work.
+// password come back as three different answers, and the costs are checked before any work
+// (by the same parser, argon2_cost_excess() for writes and binds that decide without hashing).
 #include <argon2.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -177,19 +179,40 @@ Result<std::string> hash_argon2(std::string_view password, const HashOptions& op
   return out;
 }
 
+namespace {
+
+std::optional<CostExcess> excess_of(const Argon2Params& params, const PasswordCostLimits& limits) {
+  const struct {
+    CostParameter parameter;
+    std::uint32_t value;
+  } costs[] = {{CostParameter::kArgon2MemoryKib, params.memory_kib},
+               {CostParameter::kArgon2Iterations, params.iterations},
+               {CostParameter::kArgon2Parallelism, params.parallelism}};
+  for (const auto& cost : costs) {
+    if (const std::uint32_t limit = cost_limit(limits, cost.parameter); cost.value > limit) {
+      return CostExcess{cost.parameter, cost.value, limit};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<CostExcess> argon2_cost_excess(std::string_view payload,
+                                             const PasswordCostLimits& limits) {
+  Argon2Params params;
+  if (!parse(payload, &params).ok()) {
+    return std::nullopt;  // Malformed: verify_argon2 refuses it without work.
+  }
+  return excess_of(params, limits);
+}
+
 Result<bool> verify_argon2(std::string_view password, std::string_view payload,
                            const VerifyPolicy& policy) {
   Argon2Params params;
   NUMADIR_RETURN_IF_ERROR(parse(payload, &params));
-  if (params.memory_kib > policy.max_argon2_memory_kib ||
-      params.iterations > policy.max_argon2_iterations ||
-      params.parallelism > policy.max_argon2_parallelism) {
-    return limit_exceeded("password: {ARGON2}: m=" + std::to_string(params.memory_kib) +
-                          ",t=" + std::to_string(params.iterations) +
-                          ",p=" + std::to_string(params.parallelism) +
-                          " is over the limits m<=" + std::to_string(policy.max_argon2_memory_kib) +
-                          ",t<=" + std::to_string(policy.max_argon2_iterations) +
-                          ",p<=" + std::to_string(policy.max_argon2_parallelism));
+  if (const std::optional<CostExcess> excess = excess_of(params, policy.limits)) {
+    return cost_refused(PasswordScheme::kArgon2, *excess);
   }
   std::string actual;
   const int rc = compute(password, params, params.hash.size(), &actual);

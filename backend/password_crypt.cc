@@ -3,7 +3,7 @@
 // supports ($1$ md5crypt, $5$/$6$ sha-crypt, $y$ yescrypt, $2b$ bcrypt, $7$ scrypt, DES, ...);
 // writing makes $6$ or $y$ with a salt from crypt_gensalt_rn() fed by OpenSSL's CSPRNG.
 //
-// Cost limits: sha-crypt "rounds=" and the bcrypt cost are checked against VerifyPolicy.
+// Cost limits: sha-crypt "rounds=" and the bcrypt cost are checked against PasswordCostLimits.
 // yescrypt's and scrypt's encoded costs are not decoded, so not bounded here.
 #include <crypt.h>
 #include <openssl/crypto.h>
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,25 +59,23 @@ bool leading_number(std::string_view text, char end, std::uint64_t* out) {
   return true;
 }
 
-// Refuses values whose cost (as far as we decode it) is over the policy's limits. A value
-// whose cost field does not parse passes: libxcrypt then rejects it as malformed.
-Status check_cost(std::string_view setting, const VerifyPolicy& policy) {
-  std::uint64_t cost = 0;
-  if ((setting.starts_with("$5$rounds=") || setting.starts_with("$6$rounds=")) &&
-      leading_number(setting.substr(10), '$', &cost) && cost > policy.max_sha_crypt_rounds) {
-    return limit_exceeded("password: {CRYPT}: sha-crypt rounds over the limit of " +
-                          std::to_string(policy.max_sha_crypt_rounds));
-  }
-  if ((setting.starts_with("$2a$") || setting.starts_with("$2b$") || setting.starts_with("$2x$") ||
-       setting.starts_with("$2y$")) &&
-      leading_number(setting.substr(4), '$', &cost) && cost > policy.max_bcrypt_cost) {
-    return limit_exceeded("password: {CRYPT}: bcrypt cost " + std::to_string(cost) +
-                          " is over the limit of " + std::to_string(policy.max_bcrypt_cost));
-  }
-  return Status::ok_status();
-}
-
 }  // namespace
+
+// A value whose cost field does not parse passes: libxcrypt then rejects it as malformed.
+std::optional<CostExcess> crypt_cost_excess(std::string_view payload,
+                                            const PasswordCostLimits& limits) {
+  std::uint64_t cost = 0;
+  if ((payload.starts_with("$5$rounds=") || payload.starts_with("$6$rounds=")) &&
+      leading_number(payload.substr(10), '$', &cost) && cost > limits.max_sha_crypt_rounds) {
+    return CostExcess{CostParameter::kShaCryptRounds, cost, limits.max_sha_crypt_rounds};
+  }
+  if ((payload.starts_with("$2a$") || payload.starts_with("$2b$") || payload.starts_with("$2x$") ||
+       payload.starts_with("$2y$")) &&
+      leading_number(payload.substr(4), '$', &cost) && cost > limits.max_bcrypt_cost) {
+    return CostExcess{CostParameter::kBcryptCost, cost, limits.max_bcrypt_cost};
+  }
+  return std::nullopt;
+}
 
 Result<std::string> hash_crypt(std::string_view password, const HashOptions& options) {
   if (password.find('\0') != std::string_view::npos) {
@@ -128,10 +127,13 @@ Result<bool> verify_crypt(std::string_view password, std::string_view payload,
   if (payload.empty()) {
     return bad("the value is empty");
   }
+  // Before anything else, as password_cost_excess() judges it.
+  if (const std::optional<CostExcess> excess = crypt_cost_excess(payload, policy.limits)) {
+    return cost_refused(PasswordScheme::kCrypt, *excess);
+  }
   if (payload.find('\0') != std::string_view::npos) {
     return bad("the value holds a NUL byte");
   }
-  NUMADIR_RETURN_IF_ERROR(check_cost(payload, policy));
   // crypt(3) reads a C string: a password with a NUL would be checked by its prefix alone.
   // No stored crypt hash can match such a password, so it is simply a wrong one. The same goes
   // for a password longer than libxcrypt takes (it would fail with ERANGE).

@@ -4,11 +4,13 @@
 // and the cleartext comparison.
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -148,28 +150,52 @@ bool parse_iterations(std::string_view text, std::uint64_t* out) {
   return true;
 }
 
-Result<bool> verify_pbkdf2(std::string_view password, PasswordScheme scheme, const EVP_MD* md,
-                           std::string_view payload, const VerifyPolicy& policy) {
-  const std::string name(password_scheme_name(scheme));
+// A PBKDF2 payload, "<iterations>$<ab64 salt>$<ab64 dk>", split; views into the payload.
+struct Pbkdf2Fields {
+  std::uint64_t iterations = 0;
+  std::string_view salt;  // Still ab64.
+  std::string_view hash;  // Still ab64.
+};
+
+// Splits `payload` and reads its iteration count; `name` is the scheme, for messages.
+// Errors: kMalformed when the fields are not there or the count is not a number in 1..2^32-1.
+Status parse_pbkdf2(std::string_view name, std::string_view payload, Pbkdf2Fields* out) {
   const std::size_t first = payload.find('$');
   const std::size_t second = first == std::string_view::npos ? first : payload.find('$', first + 1);
   if (second == std::string_view::npos || payload.find('$', second + 1) != std::string_view::npos) {
-    return malformed("password: " + name + ": expected <iterations>$<salt>$<hash>");
+    return malformed("password: " + std::string(name) + ": expected <iterations>$<salt>$<hash>");
   }
-  std::uint64_t iterations = 0;
-  if (!parse_iterations(payload.substr(0, first), &iterations)) {
-    return malformed("password: " + name + ": the iteration count is not a number in 1..2^32-1");
+  if (!parse_iterations(payload.substr(0, first), &out->iterations)) {
+    return malformed("password: " + std::string(name) +
+                     ": the iteration count is not a number in 1..2^32-1");
   }
-  if (iterations > policy.max_pbkdf2_iterations || iterations > INT_MAX) {
-    return limit_exceeded("password: " + name + ": " + std::to_string(iterations) +
-                          " iterations is over the limit of " +
-                          std::to_string(policy.max_pbkdf2_iterations));
+  out->salt = payload.substr(first + 1, second - first - 1);
+  out->hash = payload.substr(second + 1);
+  return Status::ok_status();
+}
+
+// OpenSSL takes the count as an int: a larger one is over any ceiling.
+std::optional<CostExcess> excess_of(const Pbkdf2Fields& fields, const PasswordCostLimits& limits) {
+  const std::uint32_t limit =
+      std::min(limits.max_pbkdf2_iterations, static_cast<std::uint32_t>(INT_MAX));
+  if (fields.iterations > limit) {
+    return CostExcess{CostParameter::kPbkdf2Iterations, fields.iterations, limit};
+  }
+  return std::nullopt;
+}
+
+Result<bool> verify_pbkdf2(std::string_view password, PasswordScheme scheme, const EVP_MD* md,
+                           std::string_view payload, const VerifyPolicy& policy) {
+  const std::string name(password_scheme_name(scheme));
+  Pbkdf2Fields fields;
+  NUMADIR_RETURN_IF_ERROR(parse_pbkdf2(name, payload, &fields));
+  if (const std::optional<CostExcess> excess = excess_of(fields, policy.limits)) {
+    return cost_refused(scheme, *excess);
   }
   std::string salt;
   std::string expected;
-  if (!base64_decode(payload.substr(first + 1, second - first - 1), Base64Alphabet::kAdapted,
-                     &salt) ||
-      !base64_decode(payload.substr(second + 1), Base64Alphabet::kAdapted, &expected)) {
+  if (!base64_decode(fields.salt, Base64Alphabet::kAdapted, &salt) ||
+      !base64_decode(fields.hash, Base64Alphabet::kAdapted, &expected)) {
     return malformed("password: " + name + ": the salt or hash is not adapted base64");
   }
   if (salt.empty()) {
@@ -181,7 +207,8 @@ Result<bool> verify_pbkdf2(std::string_view password, PasswordScheme scheme, con
                      " bytes, not " + std::to_string(digest_size));
   }
   std::string actual;
-  if (!pbkdf2(md, password, salt, static_cast<std::uint32_t>(iterations), digest_size, &actual)) {
+  if (!pbkdf2(md, password, salt, static_cast<std::uint32_t>(fields.iterations), digest_size,
+              &actual)) {
     return openssl_failed(scheme);
   }
   const bool match = equal_constant_time(actual, expected);
@@ -190,6 +217,15 @@ Result<bool> verify_pbkdf2(std::string_view password, PasswordScheme scheme, con
 }
 
 }  // namespace
+
+std::optional<CostExcess> pbkdf2_cost_excess(std::string_view payload,
+                                             const PasswordCostLimits& limits) {
+  Pbkdf2Fields fields;
+  if (!parse_pbkdf2("{PBKDF2}", payload, &fields).ok()) {
+    return std::nullopt;  // Malformed: verify_pbkdf2 refuses it without work.
+  }
+  return excess_of(fields, limits);
+}
 
 Result<std::string> hash_digest(std::string_view password, PasswordScheme scheme,
                                 const HashOptions& options) {

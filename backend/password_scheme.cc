@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -127,7 +128,92 @@ bool is_digest_family(PasswordScheme scheme) {
 
 }  // namespace
 
+namespace detail {
+
+Status cost_refused(PasswordScheme scheme, const CostExcess& excess) {
+  return limit_exceeded("password: " + std::string(password_scheme_name(scheme)) + ": " +
+                        describe_cost(excess.parameter, excess.value) + " is over the limit of " +
+                        std::to_string(excess.limit));
+}
+
+}  // namespace detail
+
 std::string_view password_scheme_name(PasswordScheme scheme) { return info(scheme).name; }
+
+bool password_scheme_costly(PasswordScheme scheme) {
+  switch (scheme) {
+    case PasswordScheme::kPbkdf2Sha1:
+    case PasswordScheme::kPbkdf2Sha256:
+    case PasswordScheme::kPbkdf2Sha512:
+    case PasswordScheme::kArgon2:
+    case PasswordScheme::kCrypt:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string describe_cost(CostParameter parameter, std::uint64_t value) {
+  // UINT32_MAX + 1 stands for a number too large to keep (CostExcess::value).
+  const std::string number = value > UINT32_MAX ? "over 4294967295" : std::to_string(value);
+  switch (parameter) {
+    case CostParameter::kPbkdf2Iterations:
+      return "PBKDF2 iterations " + number;
+    case CostParameter::kArgon2MemoryKib:
+      return "argon2 memory " + number + " KiB";
+    case CostParameter::kArgon2Iterations:
+      return "argon2 iterations " + number;
+    case CostParameter::kArgon2Parallelism:
+      return "argon2 parallelism " + number;
+    case CostParameter::kShaCryptRounds:
+      return "sha-crypt rounds " + number;
+    case CostParameter::kBcryptCost:
+      return "bcrypt cost " + number;
+  }
+  return "cost " + number;
+}
+
+std::uint32_t cost_limit(const PasswordCostLimits& limits, CostParameter parameter) {
+  switch (parameter) {
+    case CostParameter::kPbkdf2Iterations:
+      return limits.max_pbkdf2_iterations;
+    case CostParameter::kArgon2MemoryKib:
+      return limits.max_argon2_memory_kib;
+    case CostParameter::kArgon2Iterations:
+      return limits.max_argon2_iterations;
+    case CostParameter::kArgon2Parallelism:
+      return limits.max_argon2_parallelism;
+    case CostParameter::kShaCryptRounds:
+      return limits.max_sha_crypt_rounds;
+    case CostParameter::kBcryptCost:
+      return limits.max_bcrypt_cost;
+  }
+  return 0;
+}
+
+std::optional<CostExcess> password_cost_excess(std::string_view stored,
+                                               const PasswordCostLimits& limits) {
+  const SplitValue split = split_stored(stored);
+  if (!split.scheme_name) {
+    return std::nullopt;
+  }
+  const std::optional<PasswordScheme> scheme = find_scheme(*split.scheme_name);
+  if (!scheme) {
+    return std::nullopt;
+  }
+  switch (*scheme) {
+    case PasswordScheme::kPbkdf2Sha1:
+    case PasswordScheme::kPbkdf2Sha256:
+    case PasswordScheme::kPbkdf2Sha512:
+      return detail::pbkdf2_cost_excess(split.payload, limits);
+    case PasswordScheme::kArgon2:
+      return detail::argon2_cost_excess(split.payload, limits);
+    case PasswordScheme::kCrypt:
+      return detail::crypt_cost_excess(split.payload, limits);
+    default:
+      return std::nullopt;  // One digest: nothing to bound.
+  }
+}
 
 Result<PasswordScheme> parse_password_scheme(std::string_view name) {
   std::string_view bare = name;

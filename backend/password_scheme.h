@@ -14,12 +14,14 @@
 //
 // Thread contract: free functions on plain values, safe to call from any number of threads at
 // once. They keep no mutable state; the OpenSSL digests they use are fetched once, on first use,
-// behind a thread-safe static. Work per call is bounded by HashOptions / VerifyPolicy, and
+// behind a thread-safe static. Work per call is bounded by HashOptions / VerifyPolicy (a value
+// over its PasswordCostLimits is refused before any hashing), and
 // {ARGON2} with parallelism p > 1 runs on p short-lived threads inside libargon2.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -95,18 +97,70 @@ struct HashOptions {
   unsigned long crypt_cost = 0;
 };
 
-// What verify_password() accepts from a stored value. The cost ceilings keep one value (which
-// a user may be able to set for themselves through a pre-hashed userPassword) from tying up a
-// worker for minutes; defaults sit far above what any tool writes by default.
+// Returns: whether checking a value of `scheme` costs more than one digest: {PBKDF2-*},
+// {ARGON2} and {CRYPT} (key derivation and crypt(3), made to be slow). The digests ({SSHA*},
+// {SHA*}, {SMD5}, {MD5}) and cleartext cost one digest, about a microsecond.
+bool password_scheme_costly(PasswordScheme scheme);
+
+// Ceilings on the work one stored value may ask of each check. A user may be able to set a
+// pre-hashed userPassword for themselves, and every bind against that entry (anonymous, with
+// any password) would pay what the value asks for; so each cost parameter a scheme encodes has
+// a ceiling, just above what OpenLDAP's modules, slappasswd and `numadir passwd` write by
+// default (the server's `[passwords]` keys set them; README explains each default).
+struct PasswordCostLimits {
+  // {PBKDF2-*} iterations. pw-pbkdf2 and numadir write 10,000; passlib, whose ldap_pbkdf2_*
+  // format pw-pbkdf2 shares, 25,000 (SHA-512) and 29,000 (SHA-256).
+  std::uint32_t max_pbkdf2_iterations = 30'000;
+  // {ARGON2} m (KiB), t and p. numadir and OpenLDAP's argon2 module on libsodium write
+  // m=65536,t=2,p=1; on libargon2 (Debian) m=4096,t=3,p=1; argon2-cffi and RFC 9106's second
+  // choice m=65536,t=3,p=4. The work is m * t whatever p; p is the threads libargon2 starts.
+  std::uint32_t max_argon2_memory_kib = 65'536;
+  std::uint32_t max_argon2_iterations = 4;
+  std::uint32_t max_argon2_parallelism = 4;
+  // {CRYPT} $5$ / $6$ "rounds=" (crypt(3)'s default, written without rounds=, is 5000).
+  std::uint32_t max_sha_crypt_rounds = 10'000;
+  // {CRYPT} $2a$ / $2b$ / $2x$ / $2y$ log2 cost (libxcrypt's default: 5; each step doubles it).
+  std::uint32_t max_bcrypt_cost = 6;
+};
+
+// What verify_password() accepts from a stored value.
 struct VerifyPolicy {
   bool allow_cleartext = false;  // Stored values without a scheme, or {CLEARTEXT}.
-  std::uint32_t max_pbkdf2_iterations = 10'000'000;
-  std::uint32_t max_argon2_memory_kib = 1u << 20;  // 1 GiB.
-  std::uint32_t max_argon2_iterations = 64;
-  std::uint32_t max_argon2_parallelism = 16;
-  std::uint32_t max_sha_crypt_rounds = 2'000'000;  // $5$ / $6$ "rounds=" (default 5000).
-  std::uint32_t max_bcrypt_cost = 16;              // $2a$ / $2b$ / $2y$ log2 cost (slappasswd: 5).
+  PasswordCostLimits limits;
 };
+
+// The cost parameters PasswordCostLimits bounds, one per field.
+enum class CostParameter : std::uint8_t {
+  kPbkdf2Iterations,
+  kArgon2MemoryKib,
+  kArgon2Iterations,
+  kArgon2Parallelism,
+  kShaCryptRounds,
+  kBcryptCost,
+};
+
+// A cost parameter of a stored value over its ceiling.
+struct CostExcess {
+  CostParameter parameter = CostParameter::kPbkdf2Iterations;
+  std::uint64_t value = 0;  // As stored; UINT32_MAX + 1 stands for anything larger.
+  std::uint32_t limit = 0;  // The ceiling it is over.
+};
+
+// Returns: the parameter as messages name it, with its value and unit, e.g. "argon2 memory
+// 1048576 KiB", "PBKDF2 iterations 10000000", "bcrypt cost 12".
+std::string describe_cost(CostParameter parameter, std::uint64_t value);
+
+// Returns: the ceiling of `limits` that bounds `parameter`.
+std::uint32_t cost_limit(const PasswordCostLimits& limits, CostParameter parameter);
+
+// Reads the cost parameters of stored value `stored` from the value alone, with the parsers
+// verify_password() uses, and compares them with `limits`. Nothing is hashed.
+// Returns: the first parameter over its ceiling (in the order of CostParameter); nullopt when
+//   every one is within them, and for values whose cost cannot be read: schemes without a cost
+//   parameter (the digests, cleartext, yescrypt and the other crypt(3) methods), unknown
+//   schemes, and values too malformed to tell (verify_password() refuses those without work).
+std::optional<CostExcess> password_cost_excess(std::string_view stored,
+                                               const PasswordCostLimits& limits);
 
 // Hashes `password` with `scheme` and a fresh random salt (OpenSSL RAND_bytes).
 // Returns: the value to store, prefix included, e.g. "{SSHA512}base64...".
@@ -129,7 +183,8 @@ Result<std::string> hash_password(std::string_view password, PasswordScheme sche
 // !policy.allow_cleartext. kMalformed when the payload does not follow its scheme's format:
 // bad base64, too short to hold digest and salt, a PBKDF2 or argon2 string with missing or bad
 // fields or sizes, a crypt(3) value libcrypt rejects or that is not a complete hash.
-// kLimitExceeded when the value asks for more work than `policy` allows. kInternal as for
+// kLimitExceeded, before any hashing, when the value asks for more work than `policy.limits`
+// allow (password_cost_excess() tells which parameter). kInternal as for
 // hash_password(). Messages name the scheme and never contain the password.
 Result<bool> verify_password(std::string_view password, std::string_view stored,
                              const VerifyPolicy& policy = {});

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   import->add_option("ldif", import_options.input, "LDIF file, or - for standard input")
       ->required();
   import->add_flag("--no-progress", no_progress, "Print no progress");
+  import->add_flag("--allow-costly-hashes", import_options.allow_costly_hashes,
+                   "Keep userPassword values over the [passwords] cost ceilings (binds refuse "
+                   "them without hashing them) instead of refusing the import");
 
   ExportOptions export_options;
   export_options.config = kDefaultConfig;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,19 @@ bool equal_constant_time(std::string_view a, std::string_view b);
 
 // Overwrites `s` with zeros (not elided by the optimizer) and clears it.
 void wipe(std::string* s);
+
+// Returns: kLimitExceeded for a value of `scheme` whose cost parameter is over its ceiling,
+// naming both: "password: {ARGON2}: argon2 memory 1048576 KiB is over the limit of 65536".
+Status cost_refused(PasswordScheme scheme, const CostExcess& excess);
+
+// Each family's part of password_cost_excess(), on the payload after the "{...}", read by the
+// same parser as the family's verify_*() (which refuses with cost_refused() before hashing).
+std::optional<CostExcess> pbkdf2_cost_excess(std::string_view payload,
+                                             const PasswordCostLimits& limits);
+std::optional<CostExcess> argon2_cost_excess(std::string_view payload,
+                                             const PasswordCostLimits& limits);
+std::optional<CostExcess> crypt_cost_excess(std::string_view payload,
+                                            const PasswordCostLimits& limits);
 
 // {SSHA*}, {SMD5}, {SHA*}, {MD5} and {PBKDF2-*} (OpenSSL). `payload` follows the "{...}".
 Result<std::string> hash_digest(std::string_view password, PasswordScheme scheme,

@@ -17,9 +17,14 @@ struct ImportOptions {
   std::string input;  // An LDIF file, or "-" for standard input.
   // Progress on standard error: a live bar when it is a terminal, plain lines otherwise.
   bool progress = true;
+  // --allow-costly-hashes: keep userPassword values whose cost is over a [passwords] ceiling
+  // (binds then refuse them without hashing them) instead of refusing the import.
+  bool allow_costly_hashes = false;
 };
 // Loads an LDIF file into an empty directory, in one transaction: a bad record aborts the
-// import with its line and reason, and nothing is committed.
+// import with its line and reason, and nothing is committed. So does a userPassword value over
+// a cost ceiling (password_cost.h), unless allow_costly_hashes: then it is kept, and the values
+// kept are counted on `err`.
 int run_import(const ImportOptions& options, std::ostream& out, std::ostream& err);
 
 struct ExportOptions {

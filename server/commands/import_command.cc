@@ -1,5 +1,6 @@
 // numadir import: LDIF into an empty directory, in one transaction, with progress. The LDIF is
-// parsed on this thread while the directory's bulk importer checks, encodes and stores it.
+// parsed on this thread, which also checks each userPassword value's cost against the
+// [passwords] ceilings, while the directory's bulk importer checks, encodes and stores it.
 #include <unistd.h>
 
 #include <chrono>
@@ -8,12 +9,15 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <sstream>
+#include <string>
 
 #include "server/commands/commands.h"
 #include "server/commands/opened_directory.h"
 #include "server/formats/config.h"
 #include "server/formats/ldif_reader.h"
+#include "server/operations/password_cost.h"
 
 namespace numadir::server {
 namespace {
@@ -98,6 +102,39 @@ class Progress {
   Clock::time_point last_;
 };
 
+// Returns: the first userPassword value of `entry` over a ceiling of `limits`, described
+//   ("userPassword: argon2 memory ... over passwords.max_argon2_memory_kib (65536)"), and how
+//   many values of the entry are; nullopt when none is. `user_password`: the schema's type.
+struct CostlyValues {
+  std::string first;
+  std::uint64_t count = 0;
+};
+std::optional<CostlyValues> costly_values(const schema::Entry& entry, const schema::Schema& schema,
+                                          const schema::AttributeType* user_password,
+                                          const backend::PasswordCostLimits& limits) {
+  std::optional<CostlyValues> found;
+  if (user_password == nullptr) {
+    return found;
+  }
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    if (schema.attribute_type(schema::split_description(attribute.description).first) !=
+        user_password) {
+      continue;
+    }
+    for (const std::string& value : attribute.values) {
+      const Status checked = check_password_costs(std::span<const std::string>(&value, 1), limits);
+      if (checked.ok()) {
+        continue;
+      }
+      if (!found.has_value()) {
+        found = CostlyValues{checked.message(), 0};
+      }
+      ++found->count;
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 int run_import(const ImportOptions& options, std::ostream& out, std::ostream& err) {
@@ -133,6 +170,11 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
       err << "numadir import: " << importer.status().message() << "\n";
     } else {
       Progress progress(err, options.progress, isatty(STDERR_FILENO) == 1);
+      const schema::Schema& schema = opened->directory->schema();
+      const schema::AttributeType* user_password = schema.attribute_type("userPassword");
+      std::uint64_t costly_kept = 0;
+      std::string first_costly;                   // The first value kept, with its entry.
+      std::optional<std::string> costly_refused;  // "<line>: dn ...: <why>": stops the import.
       schema::Entry entry;
       std::optional<Status> bad_input;
       while (true) {
@@ -141,7 +183,27 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
           bad_input = more.status();
           break;
         }
-        if (!*more || !(*importer)->add(entry, reader.record_line())) {
+        if (!*more) {
+          break;
+        }
+        // Checked here, where the record's line is known: binds would refuse such a value
+        // without hashing it, so it is a mistake unless asked for.
+        if (std::optional<CostlyValues> costly =
+                costly_values(entry, schema, user_password, config->password_limits)) {
+          const std::string where =
+              std::to_string(reader.record_line()) + ": dn \"" + entry.dn + "\": " + costly->first;
+          if (!options.allow_costly_hashes) {
+            costly_refused = where +
+                             " (binds would refuse it without checking it; raise the "
+                             "ceiling, or keep such values with --allow-costly-hashes)";
+            break;
+          }
+          if (costly_kept == 0) {
+            first_costly = where;
+          }
+          costly_kept += costly->count;
+        }
+        if (!(*importer)->add(entry, reader.record_line())) {
           break;
         }
         progress.update(reader.records_read(), reader.bytes_consumed(), reader.input_size_bytes());
@@ -149,29 +211,38 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
       // An entry that failed comes before a bad record: the entries queued are checked first.
       Status finished;
       const backend::Directory::ImportFailure* failure = nullptr;
-      if (bad_input.has_value()) {
+      const bool aborted = bad_input.has_value() || costly_refused.has_value();
+      if (aborted) {
         failure = (*importer)->abort();
       } else {
         finished = (*importer)->finish();
         failure = (*importer)->failure();
       }
-      if (failure != nullptr || bad_input.has_value() || !finished.ok()) {
+      if (failure != nullptr || aborted || !finished.ok()) {
         progress.interrupt();
       }
       if (failure != nullptr) {
         err << "numadir import: " << name << ":" << failure->tag << ": dn \"" << failure->dn
             << "\": " << status_code_name(failure->status.code()) << ": "
             << failure->status.message() << "\n";
+      } else if (costly_refused.has_value()) {
+        err << "numadir import: " << name << ":" << *costly_refused << "\n";
       } else if (bad_input.has_value()) {
         err << "numadir import: " << name << ": " << bad_input->message() << "\n";
       } else if (!finished.ok()) {
         err << "numadir import: " << finished.message() << "\n";
       }
-      if (failure != nullptr || bad_input.has_value()) {
+      if (failure != nullptr || aborted) {
         err << "numadir import: nothing was imported\n";
       } else if (finished.ok()) {
         progress.finish(reader.records_read());
         status = 0;
+      }
+      if (status == 0 && costly_kept > 0) {
+        err << "numadir import: kept " << costly_kept
+            << " userPassword value(s) over the [passwords] cost ceilings (--allow-costly-hashes);"
+               " binds refuse them without checking them. The first: "
+            << name << ":" << first_costly << "\n";
       }
     }
   }

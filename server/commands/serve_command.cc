@@ -120,6 +120,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     handler_options.external_map = config.external_map;
   }
   handler_options.simple_bind_requires_tls = config.simple_bind_requires_tls;
+  handler_options.password_limits = config.password_limits;
   OperationHandler operations(**directory, handler_options);
   // The access log, when on, wraps the handler; off, requests go straight to it.
   std::unique_ptr<AccessLog> access_log;

@@ -1,7 +1,8 @@
 // server/formats/config.cc: numadir.toml read into a Config (see config.h): the check of the
-// raw text, the [database], [schema], [passwords], [server], [limits], [log] and [threads]
-// sections, and the pieces config.h exports (sizes, index specs, the placement). The typed key
-// readers are in config_toml.cc; [tls] and [[access]] in config_security.cc.
+// raw text, the [database], [schema], [server], [limits], [log] and [threads] sections, and the
+// pieces config.h exports (sizes, index specs, the placement). The typed key readers are in
+// config_toml.cc; [passwords] in config_passwords.cc; [tls] and [[access]] in
+// config_security.cc.
 //
 // Thread contract: as config.h; a config is parsed by one thread, once, at startup.
 #include "server/formats/config.h"
@@ -15,6 +16,7 @@
 #include "schema/ascii.h"
 #include "schema/dn.h"
 #include "server/formats/detail/config_toml.h"
+#include "server/operations/password_cost.h"
 
 namespace numadir::server {
 namespace {
@@ -292,6 +294,11 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
       problems.add("server.rootpw",
                    "must be hashed ({SSHA512}..., made by numadir passwd) unless "
                    "passwords.allow_cleartext is true");
+    } else if (const std::optional<backend::CostExcess> excess =
+                   backend::password_cost_excess(server.root_password, config.password_limits)) {
+      problems.add("server.rootpw", describe_cost_excess(*excess) +
+                                        ": binds would refuse it (a cheaper hash, or raise the "
+                                        "ceiling)");
     }
   }
   std::uint64_t number = 0;
@@ -459,23 +466,9 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
     }
   }
   if (const toml::table* passwords = get_table(root, "passwords", problems)) {
-    check_keys(*passwords, "passwords", {"default_scheme", "allow_cleartext"}, problems);
-    std::string scheme;
-    if (get_string(*passwords, "passwords", "default_scheme", scheme, problems)) {
-      auto parsed_scheme = backend::parse_password_scheme(scheme);
-      if (!parsed_scheme.ok()) {
-        problems.add("passwords.default_scheme", parsed_scheme.status().message());
-      } else if (!backend::password_scheme_writable(*parsed_scheme)) {
-        problems.add("passwords.default_scheme",
-                     "\"" + scheme + "\" can be read but not written; use e.g. SSHA512");
-      } else {
-        config.default_password_scheme = *parsed_scheme;
-      }
-    }
-    get_bool(*passwords, "passwords", "allow_cleartext", config.allow_cleartext_passwords,
-             problems);
+    detail::parse_passwords(*passwords, config, problems);
   }
-  // After [passwords]: whether a cleartext rootpw is allowed depends on it.
+  // After [passwords]: whether a cleartext rootpw is allowed, and its cost, depend on it.
   if (const toml::table* server = get_table(root, "server", problems)) {
     parse_server(*server, config, problems);
   }

@@ -37,6 +37,12 @@
 //   [passwords]
 //   default_scheme = "SSHA512"           # scheme for passwords numadir hashes
 //   allow_cleartext = false              # accept stored cleartext userPassword values
+//   max_pbkdf2_iterations = 30000        # ceilings on what a stored value may cost to check:
+//   max_argon2_memory_kib = 65536        # a value over one is refused on write (19) and at
+//   max_argon2_iterations = 4            # bind (49, without hashing it); see README
+//   max_argon2_parallelism = 4
+//   max_sha_crypt_rounds = 10000
+//   max_bcrypt_cost = 6
 //
 //   [log]
 //   level = "off"                        # access log: "off", "stats" or "debug"
@@ -138,6 +144,8 @@ struct Config {
   std::vector<std::filesystem::path> schema_files;
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
   bool allow_cleartext_passwords = false;
+  // [passwords] max_*: what a stored userPassword value may cost to check.
+  backend::PasswordCostLimits password_limits;
   ServerSettings server;
   LogLevel log_level = LogLevel::kOff;
   std::filesystem::path log_file = "-";

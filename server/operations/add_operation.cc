@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "server/operations/password_cost.h"
+
 namespace numadir::server {
 
 using listener::wire::ResultCode;
@@ -96,11 +98,20 @@ void AddOperation::run(const listener::wire::LdapMessage& request, const Identit
     return may_write(context, access, ndn, requested);
   };
   const HandlerOptions& options = context_.options();
-  if (!options.allow_cleartext_passwords && context_.user_password_type() != nullptr) {
+  if (context_.user_password_type() != nullptr) {
     for (schema::EntryAttribute& attribute : entry.attributes) {
-      if (context_.attribute_type(attribute.description) == context_.user_password_type() &&
+      if (context_.attribute_type(attribute.description) != context_.user_password_type()) {
+        continue;
+      }
+      if (!options.allow_cleartext_passwords &&
           !hash_cleartext_passwords(options.default_password_scheme, attribute.values).ok()) {
         sender.send_result(password_hash_failed());
+        return;
+      }
+      // A pre-hashed value is checked from its own cost fields, before anything is written.
+      if (const Status costly = check_password_costs(attribute.values, options.password_limits);
+          !costly.ok()) {
+        sender.send_status(costly);
         return;
       }
     }

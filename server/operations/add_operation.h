@@ -1,8 +1,9 @@
 // server/operations/add_operation.h: the Add operation (RFC 4511 §4.7): the request checked as
 // slapd's frontend checks it, the RDN's values added to the entry, cleartext userPassword values
-// hashed with the default scheme unless cleartext passwords are allowed, then one add job for the
-// writer (run_update) whose check asks write access to the parent's children, the new entry and
-// each of its attributes in the write transaction, and whose Status becomes the result.
+// hashed with the default scheme unless cleartext passwords are allowed, userPassword values
+// whose cost is over a ceiling refused with constraintViolation (password_cost.h), then one add
+// job for the writer (run_update) whose check asks write access to the parent's children, the new
+// entry and each of its attributes in the write transaction, and whose Status becomes the result.
 //
 // Thread contract: immutable; run() may be called by any number of workers at once.
 #pragma once

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "server/operations/password_cost.h"
+
 namespace numadir::server {
 
 using listener::wire::ResultCode;
@@ -112,11 +114,18 @@ bool ModifyOperation::modifications(const listener::wire::ModifyRequest& modify,
     // Values to delete are compared with what is stored, so only added ones are hashed.
     const bool adds_values = modification.kind == backend::ModificationKind::kAdd ||
                              modification.kind == backend::ModificationKind::kReplace;
-    if (adds_values && type != nullptr && type == context_.user_password_type() &&
-        !options.allow_cleartext_passwords &&
-        !hash_cleartext_passwords(options.default_password_scheme, modification.values).ok()) {
-      sender.send_result(password_hash_failed());
-      return false;
+    if (adds_values && type != nullptr && type == context_.user_password_type()) {
+      if (!options.allow_cleartext_passwords &&
+          !hash_cleartext_passwords(options.default_password_scheme, modification.values).ok()) {
+        sender.send_result(password_hash_failed());
+        return false;
+      }
+      // Deleting a costly value stays possible: only the values added are checked.
+      if (const Status costly = check_password_costs(modification.values, options.password_limits);
+          !costly.ok()) {
+        sender.send_status(costly);
+        return false;
+      }
     }
     out.push_back(std::move(modification));
   }

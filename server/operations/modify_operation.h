@@ -1,6 +1,8 @@
 // server/operations/modify_operation.h: the Modify operation (RFC 4511 §4.6): the request checked
 // as slapd's frontend checks it, the cleartext userPassword values it adds hashed with the
-// default scheme unless cleartext passwords are allowed, then one modify job for the writer
+// default scheme unless cleartext passwords are allowed, the userPassword values it adds
+// refused with constraintViolation when one's cost is over a ceiling (password_cost.h), then
+// one modify job for the writer
 // (run_update) whose check asks write access to each attribute modified (the entry itself is
 // not asked for, as slapd) in the write transaction, and whose Status becomes the result.
 //

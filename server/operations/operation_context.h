@@ -35,6 +35,10 @@ struct HandlerOptions {
   // Password Modify operation uses too.
   bool allow_cleartext_passwords = false;
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
+  // Ceilings on what a stored userPassword value may cost to check ([passwords] max_*): a value
+  // over one is refused by Add, Modify and Password Modify (constraintViolation), and by binds
+  // (invalidCredentials), before any hashing.
+  backend::PasswordCostLimits password_limits;
   bool allow_unauthenticated_bind = false;  // RFC 4513 §5.1.2; default: refuse with 53.
   // Server-side limits per identity class (0 = none), like slapd's `limits`. The client's own
   // limits apply on top (the smaller one wins); the rootdn has no time limit of the server's.

@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "backend/password_scheme.h"
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
 #include "server/operations/operation_access.h"
+#include "server/operations/password_cost.h"
 #include "server/operations/update_common.h"
 
 namespace numadir::server {
@@ -161,6 +163,15 @@ void PasswordModifyOperation::run(const LdapMessage& request, const Identity& wh
   if (!hashed.ok()) {
     sender.send_extended(OwnedResult::error(ResultCode::kOther, "password hash failed"),
                          std::nullopt);
+    return;
+  }
+  // The new password is always hashed here (RFC 3062 sends it in the clear: a "{ARGON2}..."
+  // newPasswd is hashed as any other), and the config keeps the default scheme's cost within
+  // the ceilings; the value is checked all the same, as every userPassword value stored is.
+  if (const Status costly = check_password_costs(std::span<const std::string>(&*hashed, 1),
+                                                 context_.options().password_limits);
+      !costly.ok()) {
+    sender.send_status(costly);
     return;
   }
   auto job = std::make_unique<backend::UpdateJob>();

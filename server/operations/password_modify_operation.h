@@ -1,7 +1,8 @@
 // server/operations/password_modify_operation.h: the Password Modify extended operation (RFC
 // 3062): the bound identity's own password or, with the write right on its userPassword,
 // another entry's; the old password checked whenever given (as slapd); a new password made up
-// when none is given (returned as genPasswd); stored hashed with the default scheme. The change
+// when none is given (returned as genPasswd); stored hashed with the default scheme (refused
+// with constraintViolation if that value's cost were over a ceiling, password_cost.h). The change
 // goes to the directory's writer as a job whose check decides access in the write transaction
 // (run_update), as Modify's does.
 //

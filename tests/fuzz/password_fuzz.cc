@@ -1,8 +1,8 @@
 // libFuzzer target for stored userPassword values: verify_password parses the stored value
 // ({SCHEME} prefix, base64, PBKDF2 and argon2 strings, crypt(3) settings) from untrusted data,
 // since users may set pre-hashed values. Costs are capped low so that each input runs fast.
-// Property: a value never both verifies and fails to parse, and a fresh {SSHA} hash of the
-// input verifies.
+// Properties: password_cost_excess() finds a cost over the ceilings exactly when verifying
+// refuses the value with kLimitExceeded, and a fresh {SSHA} hash of the input verifies.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -22,13 +22,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   VerifyPolicy policy;
   policy.allow_cleartext = true;
-  policy.max_pbkdf2_iterations = 64;
-  policy.max_argon2_memory_kib = 64;
-  policy.max_argon2_iterations = 2;
-  policy.max_argon2_parallelism = 2;
-  policy.max_sha_crypt_rounds = 2000;
-  policy.max_bcrypt_cost = 4;
-  (void)numadir::backend::verify_password(password, stored, policy);
+  policy.limits.max_pbkdf2_iterations = 64;
+  policy.limits.max_argon2_memory_kib = 64;
+  policy.limits.max_argon2_iterations = 2;
+  policy.limits.max_argon2_parallelism = 2;
+  policy.limits.max_sha_crypt_rounds = 2000;
+  policy.limits.max_bcrypt_cost = 4;
+  auto result = numadir::backend::verify_password(password, stored, policy);
+  // The cost is read by verify's own parsers: a value is over a ceiling exactly when verifying
+  // refuses it as such (before any hashing).
+  const bool over = numadir::backend::password_cost_excess(stored, policy.limits).has_value();
+  if (over != (!result.ok() && result.status().code() == numadir::StatusCode::kLimitExceeded)) {
+    __builtin_trap();
+  }
 
   auto hashed = numadir::backend::hash_password(password, PasswordScheme::kSsha1);
   if (!hashed.ok()) {

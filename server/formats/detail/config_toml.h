@@ -1,7 +1,8 @@
 // server/formats/detail/config_toml.h: what the parts of the numadir.toml reader share: toml++
 // (included here, and only here, with the same settings in every file that reads it), the
 // collector of the first problem, the typed key readers, and the sections parsed in files of
-// their own (config_security.cc: [tls] and [[access]]). Private to server/formats.
+// their own (config_security.cc: [tls] and [[access]]; config_passwords.cc: [passwords]). Private
+// to server/formats.
 //
 // Thread contract: used only while a config is parsed, by the thread parsing it.
 #pragma once
@@ -69,6 +70,10 @@ const toml::table* get_table(const toml::table& root, std::string_view key, Prob
 // Reads an optional non-negative integer key no larger than `max`.
 bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
                std::uint64_t max, std::uint64_t& out, Problems& problems);
+
+// [passwords]: the scheme numadir hashes with, cleartext, and the cost ceilings (each within
+// its scheme's own range, and none below what numadir writes with default_scheme).
+void parse_passwords(const toml::table& table, Config& config, Problems& problems);
 
 // [tls]: certificate and key (required), CAs for client certificates, protocol and cipher
 // policy, the client certificate mode, SASL EXTERNAL's mapping and RFC 4513 options. Relative

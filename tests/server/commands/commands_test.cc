@@ -68,13 +68,15 @@ class Workspace {
   std::filesystem::path dir_;
 };
 
-int import_file(const Workspace& ws, const std::string& ldif, std::string& errors) {
+int import_file(const Workspace& ws, const std::string& ldif, std::string& errors,
+                bool allow_costly_hashes = false) {
   std::ostringstream out;
   std::ostringstream err;
   ImportOptions options;
   options.config = ws.path("numadir.toml");
   options.input = ws.path(ldif).string();
   options.progress = false;
+  options.allow_costly_hashes = allow_costly_hashes;
   const int status = run_import(options, out, err);
   errors = err.str();
   return status;
@@ -206,6 +208,75 @@ TEST_CASE("Commands: import refuses a missing file and a bad config with the rea
   CHECK(errors.find("database.suffix: missing") != std::string::npos);
 }
 
+// A user entry with `password` as its userPassword value.
+std::string user_with_password(int i, const std::string& password) {
+  std::string entry = user(i);
+  entry.insert(entry.size() - 1, "userPassword: " + password + "\n");
+  return entry;
+}
+
+// 1 GiB of argon2 memory, 10 million PBKDF2 iterations: well-formed, never computed here.
+const std::string kCostlyArgon2 =
+    "{ARGON2}$argon2id$v=19$m=1048576,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$"
+    "CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
+const std::string kCostlyPbkdf2 =
+    "{PBKDF2-SHA512}10000000$uEt6/HSZ1F12Twniv6DuTw$XelwTh/LPICgouYSFZJ3laPqG4soNTiPdxyB/3poAHaYa"
+    "VDvFGTjay2SlsRgtUReIJ5TPoCbkG4toNcgRLzCkA";
+
+TEST_CASE("Commands: import refuses a userPassword over a cost ceiling naming the entry") {
+  Workspace ws;
+  // user2's record starts on line 17.
+  ws.write("costly.ldif", std::string(kBase) + user(1) + user_with_password(2, kCostlyArgon2) +
+                              user_with_password(3, kCostlyPbkdf2));
+  std::string errors;
+  CHECK(import_file(ws, "costly.ldif", errors) == 1);
+  CHECK_MESSAGE(errors.find("costly.ldif:17: dn \"uid=user2,ou=people,dc=example,dc=com\": "
+                            "userPassword: argon2 memory 1048576 KiB over "
+                            "passwords.max_argon2_memory_kib (65536)") != std::string::npos,
+                errors);
+  CHECK(errors.find("--allow-costly-hashes") != std::string::npos);
+  CHECK(errors.find("nothing was imported") != std::string::npos);
+  CHECK(ws.entry_count() == 0);
+}
+
+TEST_CASE("Commands: import keeps costly userPassword values when allowed and counts them") {
+  Workspace ws;
+  Result<std::string> usual = backend::hash_password("s3cret", backend::PasswordScheme::kArgon2);
+  REQUIRE(usual.ok());
+  ws.write("costly.ldif", std::string(kBase) + user_with_password(1, *usual) +
+                              user_with_password(2, kCostlyArgon2) +
+                              user_with_password(3, kCostlyPbkdf2));
+  std::string errors;
+  REQUIRE_MESSAGE(import_file(ws, "costly.ldif", errors, /*allow_costly_hashes=*/true) == 0,
+                  errors);
+  CHECK(ws.entry_count() == 5);
+  CHECK_MESSAGE(errors.find("kept 2 userPassword value(s) over the [passwords] cost ceilings "
+                            "(--allow-costly-hashes)") != std::string::npos,
+                errors);
+  // user2's record starts on line 18 (user1's has a userPassword line).
+  CHECK(errors.find("costly.ldif:18: dn \"uid=user2,ou=people,dc=example,dc=com\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("Commands: import takes values within the ceilings and raised ceilings without a word") {
+  Workspace ws;
+  SUBCASE("within the defaults") {
+    Result<std::string> usual = backend::hash_password("s3cret", backend::PasswordScheme::kArgon2);
+    REQUIRE(usual.ok());
+    ws.write("users.ldif", std::string(kBase) + user_with_password(1, *usual) +
+                               user_with_password(2, "{SSHA}jJ/M4rqPnDRtZqfPh5U+KJmYLcjlx+87"));
+  }
+  SUBCASE("a ceiling raised in the config") {
+    ws.write("numadir.toml",
+             "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\nmap_size = \"64MiB\"\n"
+             "[passwords]\nmax_argon2_memory_kib = 1048576\n");
+    ws.write("users.ldif", std::string(kBase) + user_with_password(1, kCostlyArgon2));
+  }
+  std::string errors;
+  REQUIRE_MESSAGE(import_file(ws, "users.ldif", errors) == 0, errors);
+  CHECK(errors.find("kept") == std::string::npos);
+}
+
 TEST_CASE("Commands: passwd prints a hash that verifies") {
   std::istringstream in;
   std::ostringstream out;
@@ -215,10 +286,14 @@ TEST_CASE("Commands: passwd prints a hash that verifies") {
   SUBCASE("default scheme") {}
   SUBCASE("slappasswd-style scheme name") { options.scheme = "{SSHA}"; }
   SUBCASE("argon2") { options.scheme = "ARGON2"; }
+  SUBCASE("pbkdf2") { options.scheme = "PBKDF2-SHA512"; }
+  SUBCASE("crypt") { options.scheme = "CRYPT"; }
   REQUIRE(run_passwd(options, in, out, err) == 0);
   std::string hash = out.str();
   REQUIRE(!hash.empty());
   hash.pop_back();  // The newline.
+  // What numadir passwd writes by default is within the default cost ceilings.
+  CHECK_FALSE(backend::password_cost_excess(hash, backend::PasswordCostLimits{}).has_value());
   auto verified = backend::verify_password("s3cret", hash);
   REQUIRE(verified.ok());
   CHECK(*verified);

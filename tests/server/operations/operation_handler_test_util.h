@@ -4,16 +4,20 @@
 // builders for request messages.
 //
 // Thread contract: test-thread only, except RecordingSink, which may be used by one thread at a
-// time (each threaded test gives each thread its own).
+// time (each threaded test gives each thread its own), and OpenRecord, which is locked.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -66,6 +70,69 @@ class RecordingSink final : public listener::ResponseSink {
   std::vector<std::unique_ptr<Response>> responses;
   std::optional<std::size_t> abandon_after;  // Abandoned once this many responses were sent.
   std::atomic<bool> abandoned_flag{false};
+};
+
+// What a DetachingSink's open operation did, shared with the test (the operation itself is
+// owned, then destroyed, by whoever the handler gave it to: the writer's job, a worker's task).
+// Locked: another thread finishes it.
+struct OpenRecord {
+  std::mutex mu;
+  std::condition_variable changed;
+  RecordingSink responses;      // Guarded by mu.
+  bool finished = false;        // Guarded by mu.
+  bool released = false;        // Guarded by mu.
+  std::thread::id finished_on;  // Guarded by mu: the thread that sent the last response.
+  std::atomic<bool> abandoned{false};
+
+  // Waits until the operation was released (destroyed), by whichever thread.
+  void wait_released() {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [this] { return released; });
+  }
+};
+
+class TestOpenOperation final : public listener::OpenOperation {
+ public:
+  explicit TestOpenOperation(std::shared_ptr<OpenRecord> record) : record_(std::move(record)) {}
+  ~TestOpenOperation() override {
+    const std::lock_guard lock(record_->mu);
+    record_->released = true;
+    record_->changed.notify_all();
+  }
+  void send(const LdapMessage& message) override {
+    const std::lock_guard lock(record_->mu);
+    if (!record_->abandoned) {
+      record_->responses.send(message);
+    }
+  }
+  void finish(const LdapMessage& last_message) override {
+    const std::lock_guard lock(record_->mu);
+    REQUIRE_FALSE(record_->finished);
+    record_->finished = true;
+    record_->finished_on = std::this_thread::get_id();
+    if (!record_->abandoned) {  // As the listener: a response after the end is dropped.
+      record_->responses.send(last_message);
+    }
+  }
+  bool abandoned() const override { return record_->abandoned; }
+  void set_on_end(std::function<void()> on_end) override { (void)on_end; }
+
+ private:
+  const std::shared_ptr<OpenRecord> record_;
+};
+
+// A sink that can keep its operation open, as the listener's.
+class DetachingSink final : public listener::ResponseSink {
+ public:
+  void send(const LdapMessage& response) override { record->responses.send(response); }
+  bool abandoned() const override { return record->abandoned; }
+  std::unique_ptr<listener::OpenOperation> detach() override {
+    detached = true;
+    return std::make_unique<TestOpenOperation>(record);
+  }
+
+  std::shared_ptr<OpenRecord> record = std::make_shared<OpenRecord>();
+  bool detached = false;
 };
 
 inline HandlerOptions default_handler_options() {
@@ -163,6 +230,37 @@ inline LdapMessage bind_request(std::int32_t id, std::string_view dn, std::strin
   message.op = ProtocolOp::kBindRequest;
   message.bind_request.name = dn;
   message.bind_request.simple_password = password;
+  return message;
+}
+
+inline LdapMessage add_request(
+    std::int32_t id, std::string_view dn,
+    std::vector<std::pair<std::string_view, std::vector<std::string_view>>> attributes) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kAddRequest;
+  message.add_request.entry = dn;
+  for (const auto& [type, values] : attributes) {
+    message.add_request.attributes.add(type);
+    for (std::string_view value : values) {
+      message.add_request.attributes.add_value(value);
+    }
+  }
+  return message;
+}
+
+inline LdapMessage modify_request(std::int32_t id, std::string_view dn,
+                                  listener::wire::ModifyOperation operation, std::string_view type,
+                                  std::vector<std::string_view> values) {
+  LdapMessage message;
+  message.message_id = id;
+  message.op = ProtocolOp::kModifyRequest;
+  message.modify_request.object = dn;
+  message.modify_request.operations.push_back(operation);
+  message.modify_request.modifications.add(type);
+  for (std::string_view value : values) {
+    message.modify_request.modifications.add_value(value);
+  }
   return message;
 }
 
@@ -285,6 +383,23 @@ inline std::optional<std::vector<std::string>> values_of(
 
 inline bool has_type(const listener::wire::SearchResultEntry& entry, std::string_view type) {
   return values_of(entry, type).has_value();
+}
+
+// ---- Steps ----
+
+inline void bind_as(HandlerFixture& fixture, listener::Session& session, std::string_view dn,
+                    std::string_view password) {
+  REQUIRE(code_of(*fixture.run_one(bind_request(1, dn, password), session)) ==
+          ResultCode::kSuccess);
+}
+
+// Returns: the values of `type` in the stored entry `dn`, read as the rootdn would.
+inline std::vector<std::string> stored_values(HandlerFixture& fixture, std::string_view dn,
+                                              std::string_view type) {
+  auto txn = fixture.directory().begin_read();
+  Result<schema::Entry> entry = fixture.directory().get(*txn, dn);
+  REQUIRE_MESSAGE(entry.ok(), entry.status().to_string());
+  return backend::testing::values_of(*entry, type);
 }
 
 }  // namespace numadir::server::testing

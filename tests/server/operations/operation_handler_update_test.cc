@@ -9,37 +9,6 @@
 namespace numadir::server::testing {
 namespace {
 
-LdapMessage add_request(
-    std::int32_t id, std::string_view dn,
-    std::vector<std::pair<std::string_view, std::vector<std::string_view>>> attributes) {
-  LdapMessage message;
-  message.message_id = id;
-  message.op = ProtocolOp::kAddRequest;
-  message.add_request.entry = dn;
-  for (const auto& [type, values] : attributes) {
-    message.add_request.attributes.add(type);
-    for (std::string_view value : values) {
-      message.add_request.attributes.add_value(value);
-    }
-  }
-  return message;
-}
-
-LdapMessage modify_request(std::int32_t id, std::string_view dn,
-                           listener::wire::ModifyOperation operation, std::string_view type,
-                           std::vector<std::string_view> values) {
-  LdapMessage message;
-  message.message_id = id;
-  message.op = ProtocolOp::kModifyRequest;
-  message.modify_request.object = dn;
-  message.modify_request.operations.push_back(operation);
-  message.modify_request.modifications.add(type);
-  for (std::string_view value : values) {
-    message.modify_request.modifications.add_value(value);
-  }
-  return message;
-}
-
 LdapMessage rename_request(std::int32_t id, std::string_view dn, std::string_view new_rdn,
                            bool delete_old_rdn,
                            std::optional<std::string_view> new_superior = std::nullopt) {
@@ -48,21 +17,6 @@ LdapMessage rename_request(std::int32_t id, std::string_view dn, std::string_vie
   message.op = ProtocolOp::kModifyDnRequest;
   message.modify_dn_request = {dn, new_rdn, delete_old_rdn, new_superior};
   return message;
-}
-
-void bind_as(HandlerFixture& fixture, listener::Session& session, std::string_view dn,
-             std::string_view password) {
-  REQUIRE(code_of(*fixture.run_one(bind_request(1, dn, password), session)) ==
-          ResultCode::kSuccess);
-}
-
-// Returns: the values of `type` in the stored entry `dn`, read as the rootdn would.
-std::vector<std::string> stored_values(HandlerFixture& fixture, std::string_view dn,
-                                       std::string_view type) {
-  auto txn = fixture.directory().begin_read();
-  Result<schema::Entry> entry = fixture.directory().get(*txn, dn);
-  REQUIRE_MESSAGE(entry.ok(), entry.status().to_string());
-  return backend::testing::values_of(*entry, type);
 }
 
 const std::string kNewUser = "uid=newbie," + std::string(kPeople);

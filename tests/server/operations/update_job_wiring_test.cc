@@ -19,66 +19,6 @@ namespace {
 
 const std::string kEditors = "cn=editors,ou=groups,dc=example,dc=com";
 
-// What a DetachingSink's open operation did, shared with the test (the operation itself is
-// owned, then destroyed, by the writer's job). Locked: the writer thread finishes it.
-struct OpenRecord {
-  std::mutex mu;
-  std::condition_variable changed;
-  RecordingSink responses;  // Guarded by mu.
-  bool finished = false;    // Guarded by mu.
-  bool released = false;    // Guarded by mu.
-  std::atomic<bool> abandoned{false};
-
-  // Waits until the operation was released (destroyed), by whichever thread.
-  void wait_released() {
-    std::unique_lock lock(mu);
-    changed.wait(lock, [this] { return released; });
-  }
-};
-
-class TestOpenOperation final : public listener::OpenOperation {
- public:
-  explicit TestOpenOperation(std::shared_ptr<OpenRecord> record) : record_(std::move(record)) {}
-  ~TestOpenOperation() override {
-    const std::lock_guard lock(record_->mu);
-    record_->released = true;
-    record_->changed.notify_all();
-  }
-  void send(const LdapMessage& message) override {
-    const std::lock_guard lock(record_->mu);
-    if (!record_->abandoned) {
-      record_->responses.send(message);
-    }
-  }
-  void finish(const LdapMessage& last_message) override {
-    const std::lock_guard lock(record_->mu);
-    REQUIRE_FALSE(record_->finished);
-    record_->finished = true;
-    if (!record_->abandoned) {  // As the listener: a response after the end is dropped.
-      record_->responses.send(last_message);
-    }
-  }
-  bool abandoned() const override { return record_->abandoned; }
-  void set_on_end(std::function<void()> on_end) override { (void)on_end; }
-
- private:
-  const std::shared_ptr<OpenRecord> record_;
-};
-
-// A sink that can keep its operation open, as the listener's.
-class DetachingSink final : public listener::ResponseSink {
- public:
-  void send(const LdapMessage& response) override { record->responses.send(response); }
-  bool abandoned() const override { return record->abandoned; }
-  std::unique_ptr<listener::OpenOperation> detach() override {
-    detached = true;
-    return std::make_unique<TestOpenOperation>(record);
-  }
-
-  std::shared_ptr<OpenRecord> record = std::make_shared<OpenRecord>();
-  bool detached = false;
-};
-
 // Holds the writer inside a batch (a job whose check waits) until release(): the jobs
 // submitted meanwhile queue, in order, for the next batch.
 class WriterGate {
