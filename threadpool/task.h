@@ -5,6 +5,12 @@
 // scratch buffers, memos) lives there instead of in thread-local variables, so what a task may
 // touch is in its signature.
 //
+// A task that runs inline on a helping thread (a listener: TaskPool::try_help) and finds it has
+// more work than may_run_inline() promised (a bind whose stored password is a costly hash) does
+// not do it there: its state's helping() names the pool it helps, and the task hands the rest of
+// its work to that pool as a task that may not run inline, which only the pool's own workers
+// take. The helper goes back to its own work (reading its connections) at once.
+//
 // Thread contract: a WorkerState belongs to the one thread that runs tasks with it: it is made
 // on that thread when the thread starts and destroyed there when it ends; no other thread
 // touches it. A Task is owned by the pool from a successful submit until run() returns.
@@ -15,14 +21,26 @@
 
 namespace numadir::threadpool {
 
+class TaskPool;
+
 // Opaque to the pool: the code that makes tasks defines what a worker keeps (the server's
-// ServerWorkerState) and downcasts in run(). The base holds nothing (the pools' default).
+// ServerWorkerState) and downcasts in run(). The base holds only whether its thread is running
+// a task inline for a pool it helps (the pools' default state holds nothing else).
 class WorkerState {
  public:
   WorkerState() = default;
   WorkerState(const WorkerState&) = delete;
   WorkerState& operator=(const WorkerState&) = delete;
   virtual ~WorkerState() = default;
+
+  // Returns: during a Task::run() that a helping thread runs inline (TaskPool::try_help), the
+  //   pool it helps, to which the task may hand costly work (TaskPool::try_submit of a task
+  //   whose may_run_inline() is false); nullptr while one of a pool's own workers runs the task.
+  TaskPool* helping() const { return helping_; }
+
+ private:
+  friend class TaskPool;         // Sets helping_ around a task it lends a helper (run_as_helper).
+  TaskPool* helping_ = nullptr;  // Owner: the thread owning the state.
 };
 
 // Makes the state of one task-running thread. Called on that thread as it starts, so calls
@@ -44,7 +62,7 @@ class Task {
   virtual void run(WorkerState& state) = 0;
   // Returns: whether a thread helping the pool (TaskPool::try_help) may run this task inline,
   //   on its own stack: only tasks that are short and never wait for a lock held across I/O or
-  //   for the disk.
+  //   for the disk. One that may turn out long hands the long part to state.helping() (above).
   virtual bool may_run_inline() const { return false; }
 };
 

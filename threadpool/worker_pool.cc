@@ -160,7 +160,7 @@ bool WorkerPool::try_help(WorkerState& state) {
     return false;
   }
   count_taken();
-  task->run(state);
+  run_as_helper(*task, state);
   return true;
 }
 

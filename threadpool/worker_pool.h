@@ -7,9 +7,10 @@
 // Thread contract: create/start/stop/destroy on one controlling thread. try_submit, try_help,
 // notify_when_room and cancel_room_wait may be called from any thread, concurrently. Tasks run
 // on the pool's threads, or inline on a thread that helps (try_help); a task's run() must not
-// block for long (it holds a worker). Each worker thread makes its WorkerState
-// (threadpool/task.h) with options.make_worker_state when it starts and destroys it when it
-// exits (stop() or the destructor); a thread that helps lends its own.
+// block for long (it holds a worker), and one run inline that finds costly work submits it back
+// to the pool (WorkerState::helping()) rather than hold up the helper. Each worker thread makes
+// its WorkerState (threadpool/task.h) with options.make_worker_state when it starts and destroys
+// it when it exits (stop() or the destructor); a thread that helps lends its own.
 #pragma once
 
 #include <atomic>
@@ -83,8 +84,8 @@ class TaskPool {
   [[nodiscard]] virtual bool try_submit(std::unique_ptr<Task>& task) = 0;
   // A thread with nothing else to do helps the pool: takes the oldest queued task for which
   // may_run_inline() holds and runs it on the calling thread with `state`, the caller's own
-  // (made by options().make_worker_state); the others are left to the workers. Any thread;
-  // never blocks except inside the task it runs.
+  // (made by options().make_worker_state), whose helping() is this pool during the run; the
+  // others are left to the workers. Any thread; never blocks except inside the task it runs.
   // Returns: true if a task ran on the calling thread.
   [[nodiscard]] virtual bool try_help(WorkerState& state) = 0;
   // Returns: tasks queued and not yet taken (approximate while threads run).
@@ -116,6 +117,13 @@ class TaskPool {
 
   // The loop of worker `index`: runs tasks until stop() and the queue is drained.
   virtual void run_worker(std::size_t index) = 0;
+  // Runs `task` inline on a helping thread with its `state`, which tells the task so
+  // (WorkerState::helping() is this pool during the call).
+  void run_as_helper(Task& task, WorkerState& state) {
+    state.helping_ = this;
+    task.run(state);
+    state.helping_ = nullptr;
+  }
   // Returns: whether no more than room_mark() tasks are queued and the pool is not stopping;
   //   ordered after a registration's store (seq_cst or under a lock), so notify_when_room
   //   never misses the last task taken.

@@ -503,6 +503,65 @@ TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the r
   CHECK(pool.counters(0).tasks.load() == 2);  // The blocker and the write; not the read.
 }
 
+// A read that, run inline, finds costly work and hands it to the pool it helps (as a bind with
+// a costly stored password does); run by a worker, it does the work itself.
+class HandingTask : public Task {
+ public:
+  HandingTask(std::promise<std::thread::id>& work_ran_on, std::atomic<TaskPool*>& helping_seen)
+      : work_ran_on_(work_ran_on), helping_seen_(helping_seen) {}
+  void run(WorkerState& state) override {
+    helping_seen_.store(state.helping());
+    if (TaskPool* pool = state.helping()) {
+      // The handed work outlives this task: it keeps only what outlives both.
+      std::unique_ptr<Task> rest = task(
+          [&work_ran_on = work_ran_on_] { work_ran_on.set_value(std::this_thread::get_id()); });
+      REQUIRE(pool->try_submit(rest));
+      return;
+    }
+    work_ran_on_.set_value(std::this_thread::get_id());
+  }
+  bool may_run_inline() const override { return true; }
+
+ private:
+  std::promise<std::thread::id>& work_ran_on_;
+  std::atomic<TaskPool*>& helping_seen_;
+};
+
+TEST_CASE(
+    "WorkerPool: a task run inline sees the pool it helps and hands costly work to a worker") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 8;
+  WorkerPool pool(options);
+  pool.start();
+  WorkerState mine;
+  CHECK(mine.helping() == nullptr);
+  std::atomic<TaskPool*> helping_seen{nullptr};
+  SUBCASE("inline on a helper") {
+    std::promise<std::thread::id> work_ran_on;
+    HeldWorker held(pool);
+    std::unique_ptr<Task> read = std::make_unique<HandingTask>(work_ran_on, helping_seen);
+    REQUIRE(pool.try_submit(read));
+    REQUIRE(pool.try_help(mine));
+    CHECK(helping_seen.load() == &pool);
+    CHECK(mine.helping() == nullptr);  // Only during the run.
+    CHECK(pool.queue_depth() == 1);    // The handed work, for the worker.
+    CHECK_FALSE(pool.try_help(mine));  // Not for a helper.
+    held.release();
+    const std::thread::id worker = work_ran_on.get_future().get();
+    CHECK(worker != std::this_thread::get_id());
+  }
+  SUBCASE("on a worker") {
+    std::promise<std::thread::id> work_ran_on;
+    std::unique_ptr<Task> read = std::make_unique<HandingTask>(work_ran_on, helping_seen);
+    REQUIRE(pool.try_submit(read));
+    const std::thread::id worker = work_ran_on.get_future().get();
+    CHECK(worker != std::this_thread::get_id());
+    CHECK(helping_seen.load() == nullptr);  // A worker's state names no pool.
+  }
+  pool.stop();
+}
+
 TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full") {
   WorkerPoolOptions options;
   options.threads = 1;
