@@ -51,7 +51,9 @@ class Request final : public threadpool::Task, private ResponseSink {
   // Worker (or helping listener): runs the handler with the thread's `state` and writes its
   // responses.
   void run(threadpool::WorkerState& state) override;
-  // Searches, compares and binds: reads that never wait for the writer or the disk.
+  // Searches, compares and binds: reads that never wait for the writer or the disk. A bind run
+  // inline that meets a costly stored password detaches and hands the hash to a worker
+  // (WorkerState::helping(); server/operations/bind_operation.h), so none runs on a listener.
   bool may_run_inline() const override;
 
  private:

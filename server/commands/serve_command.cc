@@ -121,11 +121,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   }
   handler_options.simple_bind_requires_tls = config.simple_bind_requires_tls;
   handler_options.password_limits = config.password_limits;
-  OperationHandler operations(**directory, handler_options);
-  // The access log, when on, wraps the handler; off, requests go straight to it.
+  // The access log, when on, wraps the handler (and takes the binds' refusals of costly
+  // values); off, requests go straight to it. Made first: it outlives the handler.
   std::unique_ptr<AccessLog> access_log;
-  std::unique_ptr<LoggingHandler> logging;
-  listener::RequestHandler* handler = &operations;
   if (config.log_level != LogLevel::kOff) {
     auto opened_log = AccessLog::open(config.log_file);
     if (!opened_log.ok()) {
@@ -133,6 +131,12 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       return 1;
     }
     access_log = std::move(*opened_log);
+    handler_options.refusal_log = access_log.get();
+  }
+  OperationHandler operations(**directory, handler_options);
+  std::unique_ptr<LoggingHandler> logging;
+  listener::RequestHandler* handler = &operations;
+  if (access_log != nullptr) {
     logging = std::make_unique<LoggingHandler>(operations, *access_log, config.log_level);
     handler = logging.get();
   }

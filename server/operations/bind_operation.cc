@@ -1,13 +1,21 @@
 // server/operations/bind_operation.cc: see bind_operation.h.
 #include "server/operations/bind_operation.h"
 
+#include <string.h>
+
+#include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "backend/password_scheme.h"
+#include "server/monitoring/access_log.h"
 #include "server/operations/external_map.h"
 #include "server/operations/operation_access.h"
+#include "server/operations/password_cost.h"
+#include "threadpool/worker_pool.h"
 
 namespace numadir::server {
 
@@ -15,23 +23,54 @@ using listener::wire::BindMethod;
 using listener::wire::LdapMessage;
 using listener::wire::ResultCode;
 
-namespace {
-
-// Returns: true if `password` matches one of `stored`. Values we cannot read (unknown scheme,
-// malformed, over the cost policy, cleartext while refused) never match.
-template <typename Values>
-bool any_value_matches(std::string_view password, const Values& stored,
-                       const backend::VerifyPolicy& policy) {
-  for (const auto& value : stored) {
-    if (Result<bool> verified = backend::verify_password(password, value, policy);
-        verified.ok() && *verified) {
-      return true;
-    }
+// A bind handed from a helping listener to a worker: what of the request the bind needs (its
+// views do not outlive handle()), the open operation it answers through, and its session. Never
+// runs inline (may_run_inline() is false), so only a pool's own workers run it. Destroyed by the
+// pool after run(), or unrun when the pool stops: the operation is released either way.
+class BindOperation::Verification final : public threadpool::Task {
+ public:
+  Verification(const BindOperation& bind, const LdapMessage& request, ServerSession& session,
+               std::unique_ptr<listener::OpenOperation> open)
+      : bind_(bind),
+        session_(session),
+        open_(std::move(open)),
+        name_(request.bind_request.name),
+        password_(request.bind_request.simple_password) {
+    request_.message_id = request.message_id;
+    request_.op = request.op;
+    request_.bind_request.method = BindMethod::kSimple;
+    request_.bind_request.name = name_;
+    request_.bind_request.simple_password = password_;
   }
-  return false;
-}
+  Verification(const Verification&) = delete;
+  Verification& operator=(const Verification&) = delete;
+  ~Verification() override { explicit_bzero(password_.data(), password_.size()); }
 
-}  // namespace
+  void run(threadpool::WorkerState& state) override {
+    if (open_->abandoned()) {
+      return;  // Ended by the listener meanwhile (unbind, close): nothing to check or answer.
+    }
+    OpenOperationSink sink(*open_);
+    ResultSender sender(request_, sink);
+    bind_.simple(request_, session_, static_cast<ServerWorkerState&>(state), sender,
+                 /*cheap_only=*/state.helping() != nullptr);
+  }
+
+  // The pool refused the task: answers busy through the open operation.
+  void answer_busy() {
+    OpenOperationSink sink(*open_);
+    ResultSender sender(request_, sink);
+    sender.send_result(OwnedResult::error(ResultCode::kBusy, "too busy to check the password"));
+  }
+
+ private:
+  const BindOperation& bind_;
+  ServerSession& session_;
+  const std::unique_ptr<listener::OpenOperation> open_;
+  const std::string name_;
+  std::string password_;  // Wiped when the task is destroyed.
+  LdapMessage request_;   // Its views point into name_ and password_.
+};
 
 void BindOperation::run(const LdapMessage& request, ServerSession& session,
                         ServerWorkerState& state, ResultSender& sender) const {
@@ -81,11 +120,34 @@ void BindOperation::run(const LdapMessage& request, ServerSession& session,
                                           "TLS confidentiality required for simple binds"));
     return;
   }
-  simple(request, session, state, sender);
+  simple(request, session, state, sender, /*cheap_only=*/state.helping() != nullptr);
+}
+
+BindOperation::Check BindOperation::check_value(std::string_view password, std::string_view stored,
+                                                bool cheap_only,
+                                                std::optional<backend::CostExcess>& refused) const {
+  // The salted SHA family costs one digest: it goes straight to verify_password, as always.
+  if (const Result<backend::PasswordScheme> scheme = backend::stored_password_scheme(stored);
+      scheme.ok() && backend::password_scheme_costly(*scheme)) {
+    if (std::optional<backend::CostExcess> excess =
+            backend::password_cost_excess(stored, context_.verify_policy().limits)) {
+      if (!refused.has_value()) {
+        refused = *excess;
+      }
+      return Check::kNoMatch;
+    }
+    if (cheap_only) {
+      return Check::kCostly;
+    }
+  }
+  // Values we cannot read (unknown scheme, malformed, cleartext while refused) never match.
+  const Result<bool> verified =
+      backend::verify_password(password, stored, context_.verify_policy());
+  return verified.ok() && *verified ? Check::kMatch : Check::kNoMatch;
 }
 
 void BindOperation::simple(const LdapMessage& request, ServerSession& session,
-                           ServerWorkerState& state, ResultSender& sender) const {
+                           ServerWorkerState& state, ResultSender& sender, bool cheap_only) const {
   const listener::wire::BindRequest& bind = request.bind_request;
   const OwnedResult invalid = OwnedResult::error(ResultCode::kInvalidCredentials, "");
   std::string& ndn = state.bind_ndn;
@@ -98,22 +160,29 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
     sender.send_result(invalid);
     return;
   }
+  std::optional<backend::CostExcess> refused;
   const HandlerOptions& options = context_.options();
   if (context_.is_root_ndn(ndn) && !options.root_password.empty()) {
-    const std::string_view stored[] = {options.root_password};
-    if (any_value_matches(bind.simple_password, stored, context_.verify_policy())) {
-      session.set_identity(bind.name, ndn, /*root=*/true);
-      OperationCounters::count_auth(state.counters());
-      sender.send_result(OwnedResult::success());
-      return;
+    switch (check_value(bind.simple_password, options.root_password, cheap_only, refused)) {
+      case Check::kMatch:
+        session.set_identity(bind.name, ndn, /*root=*/true);
+        OperationCounters::count_auth(state.counters());
+        sender.send_result(OwnedResult::success());
+        return;
+      case Check::kCostly:
+        // Before the entry: the rootdn's password is tried first, on the worker too.
+        hand_to_worker(request, session, state, sender);
+        return;
+      case Check::kNoMatch:
+        break;  // As slapd: a rootdn that also names an entry may bind with the entry's password.
     }
-    // As slapd: a rootdn that also names an entry may still bind with the entry's password.
   }
 
   // RFC 4513 §5.1.3: the check is made as anonymous, which the policy must grant `auth`.
   const Identity anonymous;
   const OperationAccess access(context_, state, anonymous);
   bool matched = false;
+  bool costly = false;
   const auto on_entry = [&](const backend::EntryRef& entry) {
     std::optional<schema::Entry> content;
     if (access.rules().needs_entry()) {
@@ -123,8 +192,14 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
                    AccessLevel::kAuth) != AccessDecision::kAllowed) {
       return;  // Denied, or failed: then answered below.
     }
-    matched = any_value_matches(bind.simple_password, entry.values("userPassword"),
-                                context_.verify_policy());
+    for (const auto& value : entry.values("userPassword")) {
+      const Check check = check_value(bind.simple_password, value, cheap_only, refused);
+      if (check == Check::kMatch) {
+        matched = true;
+        return;
+      }
+      costly = costly || check == Check::kCostly;  // A later cheap value may still match.
+    }
   };
   // By the normalized name: the directory keys it without normalizing it again. std::ref: the
   // std::function holds a pointer to the lambda instead of a heap copy of it.
@@ -139,13 +214,59 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
     sender.send_status(access.failure());  // Logs it.
     return;
   }
-  if (!matched) {
-    sender.send_result(invalid);
+  if (matched) {
+    session.set_identity(bind.name, ndn, /*root=*/false);
+    OperationCounters::count_auth(state.counters());
+    sender.send_result(OwnedResult::success());
     return;
   }
-  session.set_identity(bind.name, ndn, /*root=*/false);
-  OperationCounters::count_auth(state.counters());
-  sender.send_result(OwnedResult::success());
+  if (costly) {
+    hand_to_worker(request, session, state, sender);  // It notes any refusal again there.
+    return;
+  }
+  if (refused.has_value()) {
+    log_refusal(request, session, ndn, *refused);
+  }
+  sender.send_result(invalid);
+}
+
+void BindOperation::hand_to_worker(const LdapMessage& request, ServerSession& session,
+                                   ServerWorkerState& state, ResultSender& sender) const {
+  threadpool::TaskPool* pool = state.helping();
+  std::unique_ptr<listener::OpenOperation> open = pool != nullptr ? sender.detach() : nullptr;
+  if (open == nullptr) {
+    simple(request, session, state, sender, /*cheap_only=*/false);
+    return;
+  }
+  auto verification = std::make_unique<Verification>(*this, request, session, std::move(open));
+  Verification& kept = *verification;
+  std::unique_ptr<threadpool::Task> task = std::move(verification);
+  if (!pool->try_submit(task)) {
+    kept.answer_busy();  // `task` still owns it; destroying it releases the operation.
+  }
+}
+
+void BindOperation::log_refusal(const LdapMessage& request, const ServerSession& session,
+                                std::string_view ndn, const backend::CostExcess& refused) const {
+  std::string line = "conn=" + std::to_string(session.info().id) +
+                     " op=" + std::to_string(request.message_id) + " BIND dn=\"";
+  for (const char c : ndn) {
+    if (c == '\n' || c == '\r') {
+      line += ' ';  // One line per refusal, whatever the DN holds.
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      line += '\\';
+    }
+    line += c;
+  }
+  line += "\" refused a userPassword value without checking it: " + describe_cost_excess(refused) +
+          "\n";
+  if (AccessLog* log = context_.options().refusal_log; log != nullptr) {
+    log->append(log_timestamp() + line);
+  } else {
+    std::fprintf(stderr, "numadir: %s", line.c_str());
+  }
 }
 
 void BindOperation::external(const LdapMessage& request, ServerSession& session,

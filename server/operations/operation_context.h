@@ -25,6 +25,7 @@
 
 namespace numadir::server {
 
+class AccessLog;
 class Monitor;
 
 struct HandlerOptions {
@@ -36,9 +37,12 @@ struct HandlerOptions {
   bool allow_cleartext_passwords = false;
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
   // Ceilings on what a stored userPassword value may cost to check ([passwords] max_*): a value
-  // over one is refused by Add, Modify and Password Modify (constraintViolation), and by binds
-  // (invalidCredentials), before any hashing.
+  // over one is refused by Add, Modify and Password Modify (constraintViolation), and a bind
+  // meeting one refuses it without hashing it (invalidCredentials).
   backend::PasswordCostLimits password_limits;
+  // Where a bind that refused a stored value over a ceiling says so, one line per bind: the
+  // access log when it is on (outliving the handler), otherwise (nullptr) standard error.
+  AccessLog* refusal_log = nullptr;
   bool allow_unauthenticated_bind = false;  // RFC 4513 §5.1.2; default: refuse with 53.
   // Server-side limits per identity class (0 = none), like slapd's `limits`. The client's own
   // limits apply on top (the smaller one wins); the rootdn has no time limit of the server's.

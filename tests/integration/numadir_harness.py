@@ -148,11 +148,14 @@ class NumadirServer:
     def __init__(self, numadir: str, gen_users: str, users: int = 1000, extra_ldif: str = "",
                  size_limit: int = 500, time_limit: int = 3600, keep: bool = False,
                  extra_server_toml: str = "", listen=("ldap://127.0.0.1:0",),
-                 extra_toml: str = "", extra_limits_toml: str = ""):
+                 extra_toml: str = "", extra_limits_toml: str = "", workers: int = 2,
+                 import_args=()):
         """`extra_server_toml` / `extra_limits_toml`: more keys of [server] / [limits];
         `extra_toml`: more top-level tables
         (e.g. a [tls] section), written at the end of numadir.toml. `listen`: the listen URLs
-        (each printed back with its port: see `ports`)."""
+        (each printed back with its port: see `ports`). `workers`: server.workers (one
+        listener). `import_args`: more options of `numadir import` (its standard error is kept
+        in `import_stderr`)."""
         self.numadir = os.path.abspath(numadir)
         self.gen_users = gen_users
         self.users = users
@@ -164,6 +167,9 @@ class NumadirServer:
         self.listen = list(listen)
         self.extra_toml = extra_toml
         self.extra_limits_toml = extra_limits_toml
+        self.workers = workers
+        self.import_args = list(import_args)
+        self.import_stderr = ""
         self.suffix = SUFFIX
         self.root_dn = ROOT_DN
         self.root_pw = ROOT_PW
@@ -227,7 +233,7 @@ listen = [{", ".join('"' + url + '"' for url in self.listen)}]
 rootdn = "{ROOT_DN}"
 rootpw = "{rootpw.stdout.strip()}"
 listeners = 1
-workers = 2
+workers = {self.workers}
 {self.extra_server_toml}
 [limits]
 size_limit = {self.size_limit}
@@ -246,7 +252,9 @@ time_limit = {self.time_limit}
             if self.extra_ldif:
                 stream.write("\n" + self.extra_ldif.strip("\n") + "\n\n")
         imported = subprocess.run([self.numadir, "import", "-c", self.config, "--no-progress",
-                                   ldif_path], capture_output=True, text=True, timeout=300)
+                                   *self.import_args, ldif_path], capture_output=True, text=True,
+                                  timeout=300)
+        self.import_stderr = imported.stderr
         if imported.returncode != 0:
             fail(f"numadir import failed ({imported.returncode}): {imported.stderr}"
                  f"{imported.stdout}")
