@@ -17,32 +17,14 @@
 #include "server/monitoring/access_log.h"
 #include "server/operations/root_dse.h"
 #include "server/operations/server_session.h"
+#include "tests/server/operations/costly_values.h"
 #include "tests/server/operations/operation_handler_test_util.h"
 #include "threadpool/worker_pool.h"
 
 namespace numadir::server::testing {
 namespace {
 
-// Well-formed values whose costs are over the default ceilings; never computed here.
-const std::string kArgon2GiB =
-    "{ARGON2}$argon2id$v=19$m=1048576,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$"
-    "CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc";
-const std::string kPbkdf2TenMillion =
-    "{PBKDF2-SHA512}10000000$uEt6/HSZ1F12Twniv6DuTw$XelwTh/LPICgouYSFZJ3laPqG4soNTiPdxyB/3poAHaYa"
-    "VDvFGTjay2SlsRgtUReIJ5TPoCbkG4toNcgRLzCkA";
-
-const std::string kCostlyUser = "uid=costly," + std::string(kPeople);
 const std::string kCostlyPassword = "costly secret";
-
-// A costly scheme ({PBKDF2-*}: never checked on a listener) at a cost a test can afford.
-std::string cheap_pbkdf2(std::string_view password) {
-  backend::HashOptions options;
-  options.pbkdf2_iterations = 1000;
-  Result<std::string> hashed =
-      backend::hash_password(password, backend::PasswordScheme::kPbkdf2Sha256, options);
-  REQUIRE(hashed.ok());
-  return std::move(*hashed);
-}
 
 // Adds kCostlyUser with `values` as its userPassword values.
 void add_costly_user(HandlerFixture& fixture, std::vector<std::string> values) {
