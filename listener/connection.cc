@@ -48,21 +48,24 @@ std::uint64_t Connection::watch() {
   return state_.fetch_or(kWatchBit, std::memory_order_seq_cst) >> 1;
 }
 
-void Connection::abandon(std::int32_t message_id) {
+bool Connection::abandon(std::int32_t message_id) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   std::vector<std::function<void()>> due;
+  bool found = false;
   std::vector<WritableResume> dropped;  // Destroyed last, unlocked: they may release slots.
   {
     MutexLock lock(mu_);
-    end_open_locked(message_id, due, dropped);
+    found = end_open_locked(message_id, due, dropped) > 0;
     // Finished or never sent: nothing to abandon (RFC 4511 §4.11).
     if (std::find(running_ids_.begin(), running_ids_.end(), message_id) != running_ids_.end()) {
       abandoned_ids_.push_back(message_id);
       abandoned_count_.store(static_cast<std::uint32_t>(abandoned_ids_.size()),
                              std::memory_order_release);
+      found = true;
     }
   }
   run_ends(due);
+  return found;
 }
 
 void Connection::abandon_all() {
@@ -78,15 +81,17 @@ void Connection::abandon_all() {
   run_ends(due);
 }
 
-void Connection::end_open_locked(std::optional<std::int32_t> message_id,
-                                 std::vector<std::function<void()>>& due,
-                                 std::vector<WritableResume>& dropped) {
+std::size_t Connection::end_open_locked(std::optional<std::int32_t> message_id,
+                                        std::vector<std::function<void()>>& due,
+                                        std::vector<WritableResume>& dropped) {
+  std::size_t ended = 0;
   for (OpenSlot* slot : open_) {
     if ((message_id.has_value() && slot->message_id != *message_id) ||
         slot->state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
       continue;
     }
     slot->state.store(OpenSlot::State::kEnded, std::memory_order_release);
+    ++ended;
     // The owner ends it itself, so there is no one to tell: it is the caller.
     ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
     if (slot->on_end) {
@@ -100,6 +105,7 @@ void Connection::end_open_locked(std::optional<std::int32_t> message_id,
       slot->on_writable = nullptr;
     }
   }
+  return ended;
 }
 
 void Connection::run_ends(std::vector<std::function<void()>>& due) {

@@ -134,7 +134,9 @@ class Connection {
 
   // Abandon marks: AbandonRequest marks one message ID, Unbind / close mark everything. Owner:
   // both also end the open operations they mark, and run their on_end on the calling thread.
-  void abandon(std::int32_t message_id);
+  // abandon() returns: whether an operation with that message ID was outstanding (running or
+  // open); if not, nothing was marked.
+  bool abandon(std::int32_t message_id);
   void abandon_all();
   bool is_abandoned(std::int32_t message_id) const;
   // Owner: registers an operation before a worker may run it (so an Abandon finds it).
@@ -201,6 +203,7 @@ class Connection {
   std::deque<std::unique_ptr<Request>> held_;  // Owner: listener. Waiting for their turn.
   std::unique_ptr<Session> session_;           // Owner: listener (workers borrow it).
   bool bind_running_ = false;                  // Owner: listener.
+  std::int32_t bind_message_id_ = 0;           // Owner: listener. The last bind started.
   bool closing_ = false;                       // Owner: listener.
   bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
   // Owner: listener. Backpressure: requests are held.
@@ -238,9 +241,10 @@ class Connection {
   // Ends the open operations `message_id` names (nullopt: every one);
   // moves their on_end into `due`, for the caller to run once unlocked, and their on_writable
   // into `dropped`, for the caller to destroy once unlocked.
-  void end_open_locked(std::optional<std::int32_t> message_id,
-                       std::vector<std::function<void()>>& due,
-                       std::vector<WritableResume>& dropped) NUMADIR_REQUIRES(mu_);
+  // Returns: how many it ended.
+  std::size_t end_open_locked(std::optional<std::int32_t> message_id,
+                              std::vector<std::function<void()>>& due,
+                              std::vector<WritableResume>& dropped) NUMADIR_REQUIRES(mu_);
   void run_ends(std::vector<std::function<void()>>& due);
   // One operation fewer; tells the owner when it watches. Requires: called once mu_ is released.
   void operation_ended(std::uint64_t before);

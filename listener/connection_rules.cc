@@ -128,16 +128,7 @@ bool ConnectionRules::route_input(Connection& connection) {
       break;
     }
     if (message.op == wire::ProtocolOp::kAbandonRequest) {
-      const std::int32_t target = message.abandon_id;
-      auto held = std::find_if(connection.held_.begin(), connection.held_.end(),
-                               [target](const std::unique_ptr<Request>& r) {
-                                 return r->message().message_id == target;
-                               });
-      if (held != connection.held_.end()) {
-        connection.held_.erase(held);  // Never started: it just goes.
-      } else {
-        connection.abandon(target);  // Running, or open: an open one ends here.
-      }
+      abandon(connection, message.abandon_id);
       continue;
     }
     if (message.op == wire::ProtocolOp::kExtendedRequest &&
@@ -192,7 +183,35 @@ ConnectionRules::StartResult ConnectionRules::try_start(Connection& connection,
     return StartResult::kPoolFull;
   }
   connection.bind_running_ = bind;
+  if (bind) {
+    connection.bind_message_id_ = message_id;
+  }
   return StartResult::kStarted;
+}
+
+void ConnectionRules::abandon(Connection& connection, std::int32_t target) {
+  // As slapd's do_abandon: ID 0 names no request (RFC 4511 §4.1.1.1), so nothing is looked up,
+  // even when a client sent a request with ID 0 (which is answered like any other).
+  if (target == wire::kUnsolicitedMessageId) {
+    return;
+  }
+  // A bind cannot be abandoned (RFC 4511 §4.11): one not yet run would otherwise never answer.
+  // While bind_running_ and anything is outstanding, the bind is what is outstanding.
+  if (connection.bind_running_ && connection.operations() > 0 &&
+      connection.bind_message_id_ == target) {
+    return;
+  }
+  // An ID a client reused while it was in use may name a running or open operation and a held
+  // one: the outstanding one goes first, as in slapd.
+  if (connection.abandon(target)) {
+    return;  // Running, or open: an open one ends here.
+  }
+  auto held = std::find_if(
+      connection.held_.begin(), connection.held_.end(),
+      [target](const std::unique_ptr<Request>& r) { return r->message().message_id == target; });
+  if (held != connection.held_.end()) {
+    connection.held_.erase(held);  // Never started: it just goes.
+  }
 }
 
 void ConnectionRules::protocol_error(Connection& connection, std::string_view why) {

@@ -86,6 +86,10 @@ class ConnectionRules {
   // nothing outstanding, nothing while a bind runs, at most max_outstanding_per_connection).
   // On kStarted `request` is left empty; otherwise the caller keeps it.
   StartResult try_start(Connection& connection, std::unique_ptr<Request>& request);
+  // Carries out an AbandonRequest for message ID `target` (RFC 4511 §4.11) as slapd does: ID 0
+  // and a running bind are left alone; otherwise the running or open operation with that ID is
+  // abandoned, or else the first held request with it is dropped unanswered.
+  void abandon(Connection& connection, std::int32_t target);
   // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
   void start_tls(Connection& connection, const wire::LdapMessage& request);
   // Queues a Notice of Disconnection (protocolError); the caller closes.

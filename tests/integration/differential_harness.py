@@ -4,7 +4,7 @@ same scripted LDAP requests against numadir and against OpenLDAP slapd (the refe
 the answers compared.
 
 A test fills REQUESTS with the request builders below (bind, search, compare, add, modify,
-delete, rename, cleanup, whoami, passwd, sequence, raw), then run_differential() starts both
+delete, rename, cleanup, whoami, passwd, sequence, raw_bind, raw_sequence), then run_differential() starts both
 servers on the same LDIF (gen_users.py --users USERS plus the test's extra LDIF), runs every
 request on a fresh connection, first against numadir, then against slapd (updates run in the
 same order on both, so both directories evolve the same way), and compares: the result code;
@@ -15,7 +15,8 @@ scheme only, since salts differ); operational attributes only where asked for: b
 compared unless they are inherently server-specific, like timestamps and UUIDs) or by '+'
 (names compared, those only one server has must be listed in the test's
 known_operational table); for compare, whoami and password modify their answers; for a raw
-PDU the answer's result code, or the disconnection. The diagnosticMessage is shown with a
+bind the answer's result code, or the disconnection; for a raw sequence of PDUs the responses
+by message ID. The diagnosticMessage is shown with a
 difference but not compared.
 
 A difference must be listed in the test's known_differences table with the exact difference
@@ -342,6 +343,87 @@ def raw_bind(name: str, dn: bytes, choice_tag: int, credentials: bytes, version:
             return outcome
     request(f"bind raw {name} [tag 0x{choice_tag:02x}, version {version}]", function)
 
+
+
+# Raw request PDUs, for raw_sequence().
+def pdu(message_id: int, op: bytes) -> bytes:
+    return ber(0x30, ber_int(0x02, message_id) + op)
+
+
+def pdu_bind(message_id: int, dn: str = "", password: str = "") -> bytes:
+    return pdu(message_id, ber(0x60, ber_int(0x02, 3) + ber(0x04, dn.encode()) +
+                               ber(0x80, password.encode())))
+
+
+def pdu_search(message_id: int, base: str, scope: int = BASE) -> bytes:
+    """A SearchRequest for (objectClass=*) asking for no attributes (1.1)."""
+    return pdu(message_id, ber(0x63, ber(0x04, base.encode()) + ber(0x0A, bytes([scope])) +
+                               ber(0x0A, b"\x00") + ber_int(0x02, 0) + ber_int(0x02, 0) +
+                               ber(0x01, b"\x00") + ber(0x87, b"objectClass") +
+                               ber(0x30, ber(0x04, b"1.1"))))
+
+
+def pdu_whoami(message_id: int) -> bytes:
+    return pdu(message_id, ber(0x77, ber(0x80, b"1.3.6.1.4.1.4203.1.11.3")))
+
+
+def pdu_abandon(message_id: int, target: int) -> bytes:
+    return pdu(message_id, ber_int(0x50, target))
+
+
+RESPONSE_NAMES = {0x61: "bindResponse", 0x64: "searchResEntry", 0x65: "searchResDone",
+                  0x67: "modifyResponse", 0x69: "addResponse", 0x6B: "delResponse",
+                  0x6D: "modDNResponse", 0x6F: "compareResponse", 0x73: "searchResRef",
+                  0x78: "extendedResponse", 0x79: "intermediateResponse"}
+SENTINEL_ID = 99
+
+
+def raw_sequence(name: str, pdus, answers: int):
+    """Request PDUs written to a plain socket in one write, for what python-ldap cannot send
+    (message IDs it would not pick, an Abandon at a chosen moment). Reads until `answers` final
+    responses (those that end an operation: what slapd gives) or a close, then sends an
+    anonymous Bind (message ID SENTINEL_ID) and reads until its answer: numadir runs a bind once
+    nothing else is outstanding, so a response that only numadir sends still comes before it.
+    Outcome: the responses as sorted 'ID: operation resultCode' lines (the order of concurrent
+    operations is the server's), then the sentinel's answer or 'closed'."""
+    def function(url):
+        host, port = url[len("ldap://"):].rstrip("/").rsplit(":", 1)
+        lines = []
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"".join(pdus))
+            buffer = bytearray()
+
+            def receive(until_sentinel: bool):
+                finals = 0
+                while until_sentinel or finals < answers:
+                    try:
+                        answer = read_ldap_message(sock, buffer, timeout=5)
+                    except (TimeoutError, OSError):
+                        return "no answer"
+                    if answer is None:
+                        return "closed"
+                    message_id, tag, content, _ = answer
+                    line = f"{message_id}: {RESPONSE_NAMES.get(tag, hex(tag))}"
+                    if tag not in (0x64, 0x73, 0x79):
+                        code, _, _, oid = parse_extended_response(content)
+                        line += f" {code}"
+                        if oid == NOTICE_OF_DISCONNECTION:
+                            line += " (Notice of Disconnection)"
+                        if until_sentinel and message_id == SENTINEL_ID:
+                            return line
+                        finals += 1
+                    lines.append(line)
+                return None
+
+            ended = receive(False)
+            if ended is None:
+                try:
+                    sock.sendall(pdu_bind(SENTINEL_ID))
+                    ended = receive(True)
+                except OSError:
+                    ended = "closed"
+        return {"responses": sorted(lines), "then": ended}
+    request(f"raw {name}", function)
 
 # -- comparison ----------------------------------------------------------------------------------
 def requested_names(attrs):

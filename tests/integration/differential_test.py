@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import GROUPS, PEOPLE, ROOT_DN, ROOT_PW, SUFFIX, user_dn, user_pw  # noqa: E402
 from differential_harness import (  # noqa: E402
     ACCEPTED, ANON, BASE, ONE, ROOT, SUB, add, bind, cleanup, compare, delete, modify, passwd,
-    raw_bind, rename, run_differential, search, user, whoami)
+    pdu_abandon, pdu_bind, pdu_search, pdu_whoami, raw_bind, raw_sequence, rename,
+    run_differential, search, user, whoami)
 
 TEST = f"ou=difftest,{SUFFIX}"
 DEVICES = f"ou=devices,{SUFFIX}"
@@ -159,6 +160,15 @@ PASSWD_DN = (ACCEPTED,
              'a userIdentity that is not a DN: numadir answers invalidDNSyntax (34), the RFC 4511 '
              "Appendix A.2 code for a malformed DN; slapd passes on its DN normalizer's "
              "invalidAttributeSyntax (21), with the same text 'Invalid DN'")
+NEGATIVE_ID = (ACCEPTED,
+               "RFC 4511 4.1.1: MessageID ::= INTEGER (0 .. maxInt), so a negative one makes the "
+               "PDU malformed and numadir answers with a Notice of Disconnection (protocolError); "
+               "slapd answers the request under the negative ID")
+BIND_WAITS = (ACCEPTED,
+              "RFC 4511 4.2.1: before a BindRequest is processed, the operations outstanding "
+              "'MUST either complete or be abandoned', and the server may do either. slapd "
+              "abandons them when the BindRequest arrives (the first bind here never answers); "
+              "numadir holds the bind until they complete, so both binds answer")
 
 # request name (without its [details]) -> ((verdict, reason), [the exact difference lines
 # this test prints for it]). Regenerate the lines with DIFFERENTIAL_DUMP=<file>.
@@ -225,6 +235,15 @@ KNOWN_DIFFERENCES = {
     'passwd rootdn, malformed user id': (PASSWD_DN, [
         'rc: numadir 34, slapd 21',
     ]),
+    'raw search with a negative message ID': (NEGATIVE_ID, [
+        "responses: numadir ['0: extendedResponse 2 (Notice of Disconnection)'], slapd "
+        "['-1: searchResDone 0', '-1: searchResEntry']",
+        "then: numadir 'closed', slapd '99: bindResponse 0'",
+    ]),
+    "raw bind reusing the ID of a bind outstanding": (BIND_WAITS, [
+        "responses: numadir ['1: bindResponse 0', '1: bindResponse 0'], slapd "
+        "['1: bindResponse 0']",
+    ]),
     'passwd rootdn for itself': (PASSWD_MATCHED, [
         "matched: numadir 'dc=example,dc=com', slapd ''",
     ]),
@@ -279,6 +298,33 @@ def define_requests():
     raw_bind("choice krbv42LDAP with protocol version 2", b"", 0x81, b"ticket", version=2)
     raw_bind("universal OCTET STRING as the choice", b"", 0x04, b"secret")
     raw_bind("choice simple for comparison", U5.encode(), 0x80, user_pw(5).encode())
+
+    # Message IDs, as raw PDUs (python-ldap picks its own). RFC 4511 4.1.1.1 reserves ID 0 for
+    # unsolicited notifications and wants a request's ID distinct from those of the requests in
+    # progress; slapd checks neither: it answers a request with ID 0 under ID 0, each of two
+    # requests sharing an ID, and ignores an Abandon of ID 0 or of a bind. numadir does the
+    # same. For an ID to come again while its first request is still outstanding, it comes
+    # behind a bind, in the same write: slapd reads every PDU of a write before it runs the
+    # first one, and runs nothing beside a bind; numadir holds what comes behind a bind until
+    # the bind has answered. (Should the bind be done before numadir's listener routes the next
+    # PDU, the outcome is the same: each request is answered.)
+    user5 = (U5, user_pw(5))
+    raw_sequence("search with message ID 0", [pdu_search(0, "")], 1)
+    raw_sequence("bind with message ID 0 then whoami", [pdu_bind(0), pdu_whoami(2)], 2)
+    raw_sequence("whoami with message ID 0", [pdu_whoami(0)], 1)
+    raw_sequence("search with message ID maxInt", [pdu_search(2**31 - 1, "")], 1)
+    raw_sequence("search with a negative message ID", [pdu_search(-1, "")], 1)
+    raw_sequence("abandon of message ID 0 held behind a bind",
+                 [pdu_bind(1, *user5), pdu_search(0, ""), pdu_abandon(2, 0), pdu_search(3, "")],
+                 3)
+    raw_sequence("search reusing the ID of a bind outstanding",
+                 [pdu_bind(1, *user5), pdu_search(1, "")], 2)
+    raw_sequence("two searches sharing an ID behind a bind",
+                 [pdu_bind(1, *user5), pdu_search(2, ""), pdu_search(2, SUFFIX)], 3)
+    raw_sequence("abandon of a bind outstanding",
+                 [pdu_bind(1, *user5), pdu_abandon(2, 1), pdu_search(3, "")], 2)
+    raw_sequence("bind reusing the ID of a bind outstanding",
+                 [pdu_bind(1), pdu_bind(1, *user5)], 1)
 
     # Searches: scopes.
     search("base on the suffix", SUFFIX, BASE)

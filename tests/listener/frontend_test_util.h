@@ -8,8 +8,9 @@
 //   other       answers one entry named after the base, then SearchResultDone;
 // a blocking Client and a Server (a Frontend on 127.0.0.1, port 0, around a FakeHandler).
 // A bind checks that nothing else of its connection runs beside it and that no operation is
-// open. A delete (an update: never run by a helping listener) of "gate" waits at the same gate;
-// any delete answers DelResponse. The handler records the OS thread that ran each message ID.
+// open; a bind with the name "gate" waits at the gate first. A delete (an update: never run by a
+// helping listener) of "gate" waits at the same gate; any delete answers DelResponse. The handler
+// records the OS thread that ran each message ID.
 #pragma once
 
 #include <arpa/inet.h>
@@ -237,6 +238,9 @@ class FakeHandler : public RequestHandler {
     }
     LdapMessage response;
     if (request.op == ProtocolOp::kBindRequest) {
+      if (request.bind_request.name == "gate") {
+        wait_for_gate();
+      }
       response.reset(request.message_id, ProtocolOp::kBindResponse);
       sink.send(response);
     } else if (request.op == ProtocolOp::kDelRequest) {
@@ -276,6 +280,9 @@ class FakeHandler : public RequestHandler {
     fake.running.fetch_sub(1);
   }
 
+  // The listener thread tells of each Unbind and Abandon just before it carries it out.
+  void notice(const LdapMessage&, Session&) override { notices.fetch_add(1); }
+
   void wait_for_gate() {
     std::unique_lock lock(mu_);
     gate_waiters_++;
@@ -312,6 +319,7 @@ class FakeHandler : public RequestHandler {
   std::atomic<int> sessions_closed{0};  // Connections destroyed.
   std::atomic<int> bind_violations{0};
   std::atomic<int> abandoned_seen{0};
+  std::atomic<int> notices{0};  // Unbind and Abandon requests the listener carried out.
 
  private:
   std::mutex mu_;
@@ -364,9 +372,10 @@ class Client {
     message.search_request.filter = *schema::Filter::parse("(objectClass=*)");
     wire::encode_message(message, writer_);
   }
-  void bind(std::int32_t id) {
+  void bind(std::int32_t id, std::string_view name = {}) {
     LdapMessage message;
     message.reset(id, ProtocolOp::kBindRequest);
+    message.bind_request.name = name;
     wire::encode_message(message, writer_);
   }
   void del(std::int32_t id, std::string_view dn) {

@@ -1,0 +1,153 @@
+// Tests of the per-connection rules (listener/connection_rules.h) that concern message IDs, over
+// real loopback sockets with the fake handler of frontend_test_util.h: what a client that
+// sends ID 0, reuses an ID still in use, or abandons a bind gets. The answers are slapd's (see
+// "Differences from slapd" in README.md); tests/integration/differential_test.py compares them
+// with slapd's own.
+#include "listener/connection_rules.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "tests/listener/frontend_test_util.h"
+
+namespace numadir::listener {
+namespace {
+
+using testing::Client;
+using testing::eventually;
+using testing::GateOpener;
+using testing::Server;
+using wire::LdapMessage;
+using wire::ProtocolOp;
+
+using Received = std::multiset<std::tuple<std::int32_t, ProtocolOp, std::string>>;
+
+// Receives until the BindResponse of `bind_id`, which comes last since a bind waits for
+// everything outstanding. Returns: each message before it as (message ID, op, entry name).
+Received receive_until_bind(Client& client, std::int32_t bind_id) {
+  Received received;
+  LdapMessage message;
+  for (;;) {
+    REQUIRE(client.receive(message));
+    if (message.message_id == bind_id && message.op == ProtocolOp::kBindResponse) {
+      return received;
+    }
+    const bool entry = message.op == ProtocolOp::kSearchResultEntry;
+    received.emplace(message.message_id, message.op,
+                     entry ? std::string(message.search_entry.object_name) : std::string());
+  }
+}
+
+TEST_CASE("ConnectionRules: a request with message ID 0 is answered with ID 0") {
+  Server server;
+  Client client(server.port);
+  client.search(0, "zero");
+  client.flush();
+  client.expect_search(0, "zero");
+  client.search(1, "next");
+  client.flush();
+  client.expect_search(1, "next");
+}
+
+// While the listener holds requests it reads no further, so what it is to route while one is
+// held goes in the same write as that one.
+
+TEST_CASE("ConnectionRules: an AbandonRequest for message ID 0 abandons nothing") {
+  Server server;
+  GateOpener opener{server.handler};
+  Client client(server.port);
+  client.bind(1, "gate");
+  client.search(0, "held");  // Held: the bind runs alone, and it waits at the gate.
+  client.abandon(2, 0);
+  client.search(3, "after");
+  client.bind(4);
+  client.flush();
+  server.handler.wait_at_gate(1);
+  REQUIRE(eventually([&] { return server.handler.notices.load() == 1; }));  // Carried out.
+  server.handler.open_gate();
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.message_id == 1);
+  CHECK(message.op == ProtocolOp::kBindResponse);
+  const Received expected = {{0, ProtocolOp::kSearchResultEntry, "held"},
+                             {0, ProtocolOp::kSearchResultDone, ""},
+                             {3, ProtocolOp::kSearchResultEntry, "after"},
+                             {3, ProtocolOp::kSearchResultDone, ""}};
+  CHECK(receive_until_bind(client, 4) == expected);
+}
+
+TEST_CASE("ConnectionRules: an AbandonRequest for a bind not yet run leaves it to answer") {
+  FrontendOptions options;
+  options.workers = 1;
+  Server server(options);
+  GateOpener opener{server.handler};
+  Client busy(server.port);
+  busy.search(1, "gate");  // Holds the only worker.
+  busy.flush();
+  server.handler.wait_at_gate(1);
+  Client client(server.port);
+  client.bind(1);  // Queued in the pool behind the gate: started, not run.
+  client.abandon(2, 1);
+  client.search(3, "after");
+  client.flush();
+  REQUIRE(eventually([&] { return server.handler.notices.load() == 1; }));
+  server.handler.open_gate();
+  busy.expect_search(1, "gate");
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.message_id == 1);
+  CHECK(message.op == ProtocolOp::kBindResponse);  // RFC 4511 §4.11: binds cannot be abandoned.
+  client.expect_search(3, "after");
+}
+
+TEST_CASE("ConnectionRules: requests reusing a message ID still in use are each answered") {
+  Server server;
+  GateOpener opener{server.handler};
+  Client client(server.port);
+  client.search(5, "gate");
+  client.search(5, "second");  // Runs beside the first, on the other worker.
+  client.flush();
+  server.handler.wait_at_gate(1);
+  client.expect_search(5, "second");
+  server.handler.open_gate();
+  client.expect_search(5, "gate");
+  client.bind(6, "x");
+  client.search(6, "behind the bind");  // The bind's ID, while the bind is outstanding.
+  client.flush();
+  LdapMessage message;
+  REQUIRE(client.receive(message));
+  CHECK(message.message_id == 6);
+  CHECK(message.op == ProtocolOp::kBindResponse);
+  client.expect_search(6, "behind the bind");
+}
+
+TEST_CASE("ConnectionRules: an AbandonRequest for a reused message ID abandons the running one") {
+  FrontendOptions options;
+  options.limits.max_outstanding_per_connection = 2;
+  Server server(options);
+  GateOpener opener{server.handler};
+  Client client(server.port);
+  client.search(5, "gate");
+  client.search(8, "gate");
+  client.flush();
+  server.handler.wait_at_gate(2);  // Both running, on the two workers.
+  client.search(5, "held");        // Held: two outstanding at most.
+  client.abandon(6, 5);
+  client.bind(7);
+  client.flush();
+  REQUIRE(eventually([&] { return server.handler.notices.load() == 1; }));
+  server.handler.open_gate();
+  // The running search 5 saw the abandon and sent nothing; the held one runs.
+  const Received expected = {{5, ProtocolOp::kSearchResultEntry, "held"},
+                             {5, ProtocolOp::kSearchResultDone, ""},
+                             {8, ProtocolOp::kSearchResultEntry, "gate"},
+                             {8, ProtocolOp::kSearchResultDone, ""}};
+  CHECK(receive_until_bind(client, 7) == expected);
+  CHECK(server.handler.abandoned_seen == 1);
+}
+
+}  // namespace
+}  // namespace numadir::listener
