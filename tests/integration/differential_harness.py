@@ -4,10 +4,11 @@ same scripted LDAP requests against numadir and against OpenLDAP slapd (the refe
 the answers compared.
 
 A test fills REQUESTS with the request builders below (bind, search, compare, add, modify,
-delete, rename, cleanup, whoami, passwd, sequence, raw_bind, raw_sequence), then run_differential() starts both
-servers on the same LDIF (gen_users.py --users USERS plus the test's extra LDIF), runs every
-request on a fresh connection, first against numadir, then against slapd (updates run in the
-same order on both, so both directories evolve the same way), and compares: the result code;
+delete, rename, cleanup, whoami, passwd, sequence, raw_bind, raw_sequence), then
+run_differential() starts both servers on the same LDIF (gen_users.py --users USERS plus the
+test's extra LDIF), runs every request on a fresh connection, first against numadir, then
+against slapd (updates run in the same order on both, so both directories evolve the same
+way), and compares: the result code;
 the matchedDN (normalized); for searches the set of returned DNs (normalize_dn: lowercased, no
 spaces after commas, one escaping form, the AVAs of a multi-valued RDN sorted) and, per entry,
 the user attributes (names case-insensitive, values as sets; hashed userPassword values by
