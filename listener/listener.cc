@@ -46,7 +46,8 @@ std::string peer_name(const sockaddr_storage& address) {
 std::uint16_t local_port(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      (address.ss_family != AF_INET && address.ss_family != AF_INET6)) {
     return 0;
   }
   return ntohs(address.ss_family == AF_INET
@@ -124,10 +125,10 @@ void Listener::start() {
 }
 
 void Listener::stop() {
-  if (!thread_.joinable()) {
-    return;
-  }
   stop_requested_.store(true, std::memory_order_seq_cst);
+  if (!thread_.joinable()) {
+    return;  // Never started: a test driving it (run_round_for_test) drains it.
+  }
   wake();
   thread_.join();
 }
@@ -168,22 +169,44 @@ void Listener::run() {
   if (shared_.help_pool) {
     help_state_ = threadpool::make_worker_state(pool_.options());
   }
-  epoll_event events[kMaxEvents];
   bool helped = false;
   while (!stopped()) {
-    const int timeout_ms = helped ? 0 : sleep_timeout_ms();
-    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
-    sleeping_.store(false, std::memory_order_relaxed);
-    for (int i = 0; i < n; ++i) {
-      dispatch(events[i]);
-    }
-    graveyard_.clear();  // No event of this batch refers to them any more.
-    run_notices();
-    run_timers();
-    helped = help_pool();
+    helped = run_round(helped ? 0 : sleep_timeout_ms());
   }
   pool_.cancel_room_wait(*this);
   help_state_.reset();  // On this thread, as it was made.
+}
+
+bool Listener::run_round(int timeout_ms) {
+  epoll_event events[kMaxEvents];
+  const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+  sleeping_.store(false, std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    dispatch(events[i]);
+  }
+  graveyard_.clear();  // No event of this batch refers to them any more.
+  run_notices();
+  run_timers();
+  return help_pool();
+}
+
+bool Listener::run_round_for_test() {
+  owner_thread_.claim();
+  if (stopped()) {
+    return true;
+  }
+  run_round(0);
+  return stopped();
+}
+
+void Listener::adopt_for_test(int fd) {
+  owner_thread_.claim();
+  if (!reserve_connection()) {
+    ::close(fd);
+    threadpool::owner_add(counters_.refused);
+    return;
+  }
+  open_connection(fd, "test", false);
 }
 
 bool Listener::stopped() {
@@ -389,45 +412,65 @@ void Listener::accept_all(int listen_fd, bool tls) {
       }
       return;  // EAGAIN, or an error the next readiness retries.
     }
-    if (shared_.connections.load(std::memory_order_relaxed) >= shared_.limits.max_connections) {
+    if (!reserve_connection()) {
       ::close(fd);
       threadpool::owner_add(counters_.refused);
       continue;
     }
-    const int on = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-    ConnectionInfo info;
-    info.id = shared_.next_connection_id.fetch_add(1, std::memory_order_relaxed);
-    info.peer = peer_name(address);
-    info.local_port = local_port(fd);
-    info.tls = tls;
-    SSL* ssl = nullptr;
-    if (tls && (shared_.tls == nullptr || (ssl = shared_.tls->new_ssl()) == nullptr)) {
-      ::close(fd);
-      threadpool::owner_add(counters_.refused);
-      continue;
-    }
-    std::unique_ptr<TlsChannel> channel =
-        ssl != nullptr ? std::make_unique<TlsChannel>(ssl) : nullptr;
-    auto connection = std::make_unique<Connection>(fd, std::move(info), *this);
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.ptr = connection.get();
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
-      continue;  // The Connection's destructor closes fd.
-    }
-    if (channel != nullptr) {
-      rules_.begin_tls(*connection, std::move(channel), steady_ms());
-    }
-    connection->set_output_bound(shared_.limits.max_output_bytes);
-    connection->session_ = shared_.handler->open_session(connection->info());
-    shared_.connections.fetch_add(1, std::memory_order_relaxed);
-    threadpool::owner_add(counters_.accepted);
-    threadpool::owner_add(counters_.open);
-    connection->last_read_ms_ = shared_.limits.idle_timeout_s != 0 ? steady_ms() : 0;
-    const std::uint64_t id = connection->id();
-    connections_.emplace(id, std::move(connection));
+    open_connection(fd, peer_name(address), tls);
   }
+}
+
+bool Listener::reserve_connection() {
+  // One compare-and-swap, not a load now and an add once the connection is set up: listeners
+  // accepting at once never hold more than max_connections between them. Relaxed: the count is
+  // all that is ordered here, and a single atomic's modification order orders it.
+  std::uint64_t open = shared_.connections.load(std::memory_order_relaxed);
+  do {
+    if (open >= shared_.limits.max_connections) {
+      return false;
+    }
+  } while (!shared_.connections.compare_exchange_weak(open, open + 1, std::memory_order_relaxed));
+  return true;
+}
+
+void Listener::release_connection() { shared_.connections.fetch_sub(1, std::memory_order_relaxed); }
+
+void Listener::open_connection(int fd, std::string peer, bool tls) {
+  const int on = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+  ConnectionInfo info;
+  info.id = shared_.next_connection_id.fetch_add(1, std::memory_order_relaxed);
+  info.peer = std::move(peer);
+  info.local_port = local_port(fd);
+  info.tls = tls;
+  SSL* ssl = nullptr;
+  if (tls && (shared_.tls == nullptr || (ssl = shared_.tls->new_ssl()) == nullptr)) {
+    ::close(fd);
+    release_connection();
+    threadpool::owner_add(counters_.refused);
+    return;
+  }
+  std::unique_ptr<TlsChannel> channel =
+      ssl != nullptr ? std::make_unique<TlsChannel>(ssl) : nullptr;
+  auto connection = std::make_unique<Connection>(fd, std::move(info), *this);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.ptr = connection.get();
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0) {
+    release_connection();
+    return;  // The Connection's destructor closes fd.
+  }
+  if (channel != nullptr) {
+    rules_.begin_tls(*connection, std::move(channel), steady_ms());
+  }
+  connection->set_output_bound(shared_.limits.max_output_bytes);
+  connection->session_ = shared_.handler->open_session(connection->info());
+  threadpool::owner_add(counters_.accepted);
+  threadpool::owner_add(counters_.open);
+  connection->last_read_ms_ = shared_.limits.idle_timeout_s != 0 ? steady_ms() : 0;
+  const std::uint64_t id = connection->id();
+  connections_.emplace(id, std::move(connection));
 }
 
 void Listener::on_readable(Connection& connection) {
@@ -510,7 +553,7 @@ void Listener::begin_close(Connection& connection) {
   if (connection.watch() > 1) {
     return;  // A worker or an open operation still holds it; its release brings us back.
   }
-  shared_.connections.fetch_sub(1, std::memory_order_relaxed);
+  release_connection();
   threadpool::owner_sub(counters_.open);
   auto it = connections_.find(connection.id());
   graveyard_.push_back(std::move(it->second));

@@ -78,6 +78,9 @@ struct ListenerShared {
   // connections wait to be read.
   bool help_pool = false;
   std::atomic<std::uint64_t> next_connection_id{1};
+  // Connections open or being set up, in every listener: a slot is taken by one compare-and-
+  // swap before a connection is set up and given back when it closes, so it never passes
+  // limits.max_connections (relaxed: nothing else is ordered by it).
   std::atomic<std::uint64_t> connections{0};
 };
 
@@ -102,6 +105,20 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // output blocked or failed). Never blocks.
   void notify(std::uint64_t connection_id) override;
 
+  // Test seams, for the connection fuzz target (tests/fuzz/connection_fuzz.cc), which drives a
+  // listener that was never started on a thread of its own: the calling thread becomes the
+  // listener's thread, and the calls above stay as they are (stop() asks the next rounds to
+  // drain). Never together with start().
+  //
+  // Takes `fd`, a connected non-blocking socket, as a connection accepted on a plain ldap://
+  // URL: counted against max_connections (beyond it refused and closed) and read from the next
+  // round on.
+  void adopt_for_test(int fd);
+  // Runs one round of the event loop without sleeping: the events ready now, what other threads
+  // asked for (notify(), the pool's room), the timers that are due.
+  // Returns: true once stop() was called and every connection is closed.
+  bool run_round_for_test();
+
   // Any thread, while the listener lives.
   const ListenerCounters& counters() const { return counters_; }
   const std::string& name() const { return name_; }
@@ -109,6 +126,9 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
  private:
   // The loop (run()) and its steps, in the order it takes them.
   void run();
+  // One round: waits up to `timeout_ms` for events (-1: no limit), dispatches them, runs the
+  // notices, the timers and one task for the pool. Returns: whether it ran a task.
+  bool run_round(int timeout_ms);
   // Starts draining on a stop request. Returns: true once stopped and every connection closed.
   bool stopped();
   // Returns: how long epoll_wait may sleep: 0 when a notice came meanwhile, else until the next
@@ -124,6 +144,14 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   bool help_pool();
 
   void accept_all(int listen_fd, bool tls);
+  // Takes a slot of max_connections for a connection being accepted. Returns: false when every
+  // slot is taken (the caller refuses the connection).
+  bool reserve_connection();
+  // Gives back a slot (the connection closed, or failed before it opened).
+  void release_connection();
+  // Makes a connection of the accepted socket `fd` from `peer`, in the slot the caller reserved
+  // (given back if it fails: then `fd` is closed).
+  void open_connection(int fd, std::string peer, bool tls);
   void on_readable(Connection& connection);
   // Lets the rules start or hold what the connection read, and carries out what they ask.
   void pump(Connection& connection);

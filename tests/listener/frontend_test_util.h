@@ -216,6 +216,9 @@ class FakeState : public threadpool::WorkerState {
 class FakeHandler : public RequestHandler {
  public:
   std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
+    if (hold_sessions.load()) {
+      wait_for_gate();  // On the accepting listener thread, in the middle of its accept.
+    }
     sessions_opened.fetch_add(1);
     return std::make_unique<FakeSession>(sessions_closed);
   }
@@ -303,6 +306,11 @@ class FakeHandler : public RequestHandler {
     return found != state_made_on_.end() ? found->second : 0;
   }
 
+  // Returns: how many requests (or sessions) came to the gate so far.
+  int at_gate() {
+    std::lock_guard lock(mu_);
+    return gate_waiters_;
+  }
   // Blocks until `count` requests wait at the gate.
   void wait_at_gate(int count) {
     std::unique_lock lock(mu_);
@@ -319,7 +327,8 @@ class FakeHandler : public RequestHandler {
   std::atomic<int> sessions_closed{0};  // Connections destroyed.
   std::atomic<int> bind_violations{0};
   std::atomic<int> abandoned_seen{0};
-  std::atomic<int> notices{0};  // Unbind and Abandon requests the listener carried out.
+  std::atomic<int> notices{0};             // Unbind and Abandon requests the listener carried out.
+  std::atomic<bool> hold_sessions{false};  // open_session waits at the gate.
 
  private:
   std::mutex mu_;

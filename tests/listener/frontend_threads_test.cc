@@ -317,5 +317,41 @@ TEST_CASE("Frontend: the snapshot counts connections and requests per listener a
   }));
 }
 
+TEST_CASE("Frontend: max_connections holds while several listeners accept at once") {
+  FrontendOptions options;
+  options.listeners = 4;
+  options.limits.max_connections = 1;
+  Server server(options);
+  GateOpener opener{server.handler};
+  // The first listener to accept stops inside open_session, after its limit check and before
+  // its connection counts as open: the window in which another listener checks the limit too.
+  server.handler.hold_sessions = true;
+  const auto total = [&](auto counter) {
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < server.frontend->listener_count(); ++i) {
+      sum += (server.frontend->listener(i).counters().*counter).load();
+    }
+    return sum;
+  };
+  // SO_REUSEPORT hashes them over the listeners: the odds that all 16 reach the held one are
+  // 4^-15. Each connect completes in the kernel's backlog, accepted or not.
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 16; ++i) {
+    clients.push_back(std::make_unique<Client>(server.port));
+  }
+  // Another listener refuses its connection: the slot was taken before open_session. (Had the
+  // limit only been read, it would have opened a second session, and come to the gate too.)
+  REQUIRE(wait_until(
+      [&] { return total(&ListenerCounters::refused) >= 1 || server.handler.at_gate() >= 2; }));
+  CHECK(server.handler.at_gate() == 1);
+  server.handler.open_gate();
+  REQUIRE(wait_until([&] {
+    return total(&ListenerCounters::accepted) + total(&ListenerCounters::refused) == 16;
+  }));
+  CHECK(total(&ListenerCounters::accepted) == 1);
+  CHECK(total(&ListenerCounters::open) == 1);
+  CHECK(server.handler.sessions_opened == 1);
+}
+
 }  // namespace
 }  // namespace numadir::listener
