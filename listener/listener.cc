@@ -70,7 +70,8 @@ class ResumeTask final : public threadpool::Task {
 }  // namespace
 
 Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
-                   threadpool::TaskPool& pool, std::optional<unsigned> pin)
+                   threadpool::TaskPool& pool, std::optional<unsigned> pin,
+                   std::size_t mailbox_capacity)
     : name_(std::move(name)),
       listen_fds_(std::move(listen_fds)),
       shared_(shared),
@@ -79,7 +80,8 @@ Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared
       epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
       event_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       rules_(shared, pool, counters_),
-      read_buffer_(new char[kReadChunkBytes]) {
+      read_buffer_(new char[kReadChunkBytes]),
+      mailbox_(mailbox_capacity) {
   NUMADIR_CHECK(epoll_fd_ >= 0, "epoll_create1 failed");
   NUMADIR_CHECK(event_fd_ >= 0, "eventfd failed");
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -86,10 +86,17 @@ struct ListenerShared {
 
 class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter {
  public:
+  // The notices (notify()) the mailbox holds before they fall back to a look at every
+  // connection.
+  static constexpr std::size_t kMailboxCapacity = 65000;
+
   // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets). Requests go to
-  // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given.
+  // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given. A test may give a
+  // smaller `mailbox_capacity` (its memory is allocated up front).
+  // Requires: 0 < mailbox_capacity <= kMailboxCapacity.
   Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
-           threadpool::TaskPool& pool, std::optional<unsigned> pin);
+           threadpool::TaskPool& pool, std::optional<unsigned> pin,
+           std::size_t mailbox_capacity = kMailboxCapacity);
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
   ~Listener();  // Requires: stopped (or never started).
@@ -209,7 +216,7 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   std::int64_t next_timer_ms_ = 0;  // Owner: listener thread. Steady clock.
   // Shared: connection ids from notify(). When it is full, rescan_ asks for a look at every
   // connection instead.
-  boost::lockfree::queue<std::uint64_t, boost::lockfree::fixed_sized<true>> mailbox_{65000};
+  boost::lockfree::queue<std::uint64_t, boost::lockfree::fixed_sized<true>> mailbox_;
   std::atomic<bool> rescan_{false};
   // Shared: set by on_room() (seq_cst, as the mailbox), taken by the listener thread.
   std::atomic<bool> pool_room_{false};

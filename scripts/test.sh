@@ -5,8 +5,9 @@
 #   2. under the `tsan` preset: listener_tests, threadpool_tests, backend_tests and server_tests
 #      (but four long single-threaded cases, see below);
 #   3. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
-#      annotations with -Wthread-safety) for NUMADIR_FUZZ_SECONDS (default 15) over its
-#      committed seed corpus.
+#      annotations with -Wthread-safety), the parsers' and connection_fuzz, for
+#      NUMADIR_FUZZ_SECONDS (default 15) over its committed seed corpus (each directory
+#      tests/fuzz/corpus/<name>/ names a target <name>_fuzz).
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
