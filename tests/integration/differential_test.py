@@ -12,8 +12,9 @@ SLAPD_ACCESS). slapd is Debian's /usr/sbin/slapd with back-mdb, started by slapd
 a free loopback port.
 
 define_requests() is the script: binds (raw BindRequest PDUs among them, for what python-ldap
-cannot send), searches of every scope and filter kind, compares, updates, renames, whoami and
-password modify. A difference must be listed in KNOWN_DIFFERENCES (operational attribute names
+cannot send), raw PDU sequences with the message IDs a hostile client picks (0, reused while in
+use, negative) and Abandons of them, searches of every scope and filter kind, compares,
+updates, renames, whoami and password modify. A difference must be listed in KNOWN_DIFFERENCES (operational attribute names
 that '+' returns from one server only: KNOWN_OPERATIONAL_ATTRIBUTES) with the exact difference
 lines this test prints, a reason and a verdict: NUMADIR_BUG (numadir should answer as slapd
 does) or ACCEPTED (an RFC or a documented numadir choice justifies numadir's answer). Any other
