@@ -343,6 +343,7 @@ TEST_CASE("Frontend: max_connections holds while several listeners accept at onc
   // limit only been read, it would have opened a second session, and come to the gate too.)
   REQUIRE(wait_until(
       [&] { return total(&ListenerCounters::refused) >= 1 || server.handler.at_gate() >= 2; }));
+  REQUIRE(wait_until([&] { return server.handler.at_gate() >= 1; }));  // The held one, there.
   CHECK(server.handler.at_gate() == 1);
   server.handler.open_gate();
   REQUIRE(wait_until([&] {
