@@ -360,11 +360,6 @@ void Connection::forget_operation(std::int32_t message_id) {
   }
 }
 
-std::size_t Connection::pending_output_bytes() const {
-  MutexLock lock(mu_);
-  return queued_bytes_.load(std::memory_order_relaxed);
-}
-
 void Connection::send_bytes(std::string_view bytes) {
   bool writer = false;
   bool crossed = false;

@@ -181,8 +181,6 @@ class Connection {
   bool output_failed() const { return output_failed_.load(std::memory_order_acquire); }
   // Returns: true when the socket was full and the owner must write on EPOLLOUT.
   bool output_blocked() const;
-  // Bytes queued and not yet taken by the socket (queued_bytes(), read under the lock).
-  std::size_t pending_output_bytes() const;
 
   // --- TLS (owner thread only): responses are encrypted by whoever queues them. ---
 
