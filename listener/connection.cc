@@ -410,9 +410,9 @@ bool Connection::write_pending() {
         done += static_cast<std::size_t>(n);
         queued_bytes_.fetch_sub(static_cast<std::size_t>(n), std::memory_order_relaxed);
         // One writer at a time (writing_ hands the role over under mu_): no locked add needed.
-        bytes_written_.store(bytes_written_.load(std::memory_order_relaxed) +
-                                 static_cast<std::uint64_t>(n),
-                             std::memory_order_relaxed);
+        bytes_written_.store(
+            bytes_written_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(n),
+            std::memory_order_relaxed);
         continue;
       }
       if (n < 0 && errno == EINTR) {

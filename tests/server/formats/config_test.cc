@@ -177,8 +177,8 @@ TEST_CASE("Config: the output bound and the write timeout") {
   const Config defaults = *parse(kMinimal);
   CHECK(defaults.server.max_output_bytes == std::size_t{1} << 20);
   CHECK(defaults.server.write_timeout_s == 60);
-  auto config = parse(std::string(kMinimal) +
-                      "[limits]\nmax_output_bytes = \"256KiB\"\nwrite_timeout = 0\n");
+  auto config =
+      parse(std::string(kMinimal) + "[limits]\nmax_output_bytes = \"256KiB\"\nwrite_timeout = 0\n");
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   CHECK(config->server.max_output_bytes == 256 * 1024);
   CHECK(config->server.write_timeout_s == 0);
