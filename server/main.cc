@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   CLI::App* topology =
       app.add_subcommand("topology", "Print the CPU topology and the thread placement plan");
   CLI::Option* synthetic_option = topology->add_option(
-      "--synthetic", synthetic, "An hwloc synthetic topology, e.g. \"numa:4 core:8 pu:2\"");
+      "--synthetic", synthetic,
+      "An hwloc synthetic topology, e.g. \"numa:4 core:8 pu:2\", or an hwloc XML file (*.xml)");
   CLI::Option* topology_config_option = topology->add_option(
       "-c,--config", topology_config, "Config file whose [threads] to plan (default: auto)");
 

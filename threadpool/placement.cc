@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 #include <string_view>
 
 namespace numadir::threadpool {
@@ -175,6 +176,32 @@ std::string PlacementPlan::to_table() const {
     note("workers", node.workers.size());
   }
   return out;
+}
+
+PlacementPlan map_onto_machine(PlacementPlan plan, const Topology& emulated,
+                               const Topology& machine) {
+  const std::span<const ProcessingUnit> from = emulated.pus();
+  const std::span<const ProcessingUnit> onto = machine.pus();
+  const auto moved = [&](ThreadPlacement& thread) {
+    if (!thread.pu.has_value()) {
+      return;
+    }
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      if (from[i].os_index == *thread.pu) {
+        thread.pu = onto[i % onto.size()].os_index;
+        return;
+      }
+    }
+  };
+  for (NodePlan& node : plan.nodes) {
+    for (ThreadPlacement& thread : node.listeners) {
+      moved(thread);
+    }
+    for (ThreadPlacement& thread : node.workers) {
+      moved(thread);
+    }
+  }
+  return plan;
 }
 
 }  // namespace numadir::threadpool

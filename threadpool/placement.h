@@ -73,4 +73,12 @@ struct PlacementPlan {
 //   twice, a node listed with no allowed PU, more than kMaxThreadsPerNode threads of a kind.
 Result<PlacementPlan> plan_placement(const Topology& topology, const PlacementOptions& options);
 
+// Returns: `plan` (made for the emulated topology `emulated`) with each pinned thread's PU moved
+//   onto this machine: the emulated topology's i-th PU (in pus() order) becomes `machine`'s
+//   (i mod its PU count)-th, so that "numa:2 core:1 pu:1" on a 2-PU machine gives each emulated
+//   node a PU of its own. Nodes, counts and cores stay the emulated ones.
+// Requires: every PU of `plan` is one of `emulated`'s.
+PlacementPlan map_onto_machine(PlacementPlan plan, const Topology& emulated,
+                               const Topology& machine);
+
 }  // namespace numadir::threadpool

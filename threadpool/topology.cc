@@ -152,6 +152,30 @@ Result<Topology> Topology::synthetic(std::string_view description,
   return TopologyBuilder::build(t, allowed.get(), "synthetic \"" + text + "\"");
 }
 
+Result<Topology> Topology::from_xml(const std::string& path) {
+  auto topology = new_topology();
+  if (!topology.ok()) {
+    return topology.status();
+  }
+  hwloc_topology_t t = topology->get();
+  if (hwloc_topology_set_xml(t, path.c_str()) != 0) {
+    return invalid_argument("hwloc cannot read the XML topology " + path + ": " +
+                            errno_text(errno));
+  }
+  if (hwloc_topology_load(t) != 0) {
+    return invalid_argument("hwloc cannot load the XML topology " + path + ": " +
+                            errno_text(errno));
+  }
+  return TopologyBuilder::build(t, hwloc_topology_get_complete_cpuset(t), "XML file " + path);
+}
+
+Result<Topology> Topology::emulated(std::string_view description) {
+  if (description.size() > 4 && description.substr(description.size() - 4) == ".xml") {
+    return from_xml(std::string(description));
+  }
+  return synthetic(description);
+}
+
 std::vector<ProcessingUnit> Topology::pus_of_node(unsigned node) const {
   std::vector<ProcessingUnit> out;
   for (const ProcessingUnit& pu : pus_) {

@@ -1,7 +1,8 @@
 // threadpool/topology.h: the machine's NUMA nodes, cores and processing units (PUs), found with
-// hwloc and restricted to the CPUs this process may run on; or an hwloc synthetic topology, so
-// that tests and `numadir topology --synthetic` can plan for machines we do not have. Also
-// pin_current_thread, which binds the calling thread to one PU.
+// hwloc and restricted to the CPUs this process may run on; or an hwloc synthetic topology or XML
+// file, so that tests, `numadir topology --synthetic` and a server with threads.topology can plan
+// for (and serve on, their PUs mapped onto this machine's: placement.h map_onto_machine)
+// machines we do not have. Also pin_current_thread, which binds the calling thread to one PU.
 //
 // Thread contract: a Topology is an immutable value once built (it keeps no hwloc handle): any
 // thread may read it, copy it or destroy its own copy. detect() and synthetic() may be called
@@ -44,6 +45,13 @@ class Topology {
   //   is not in the topology, or when no PU is left.
   static Result<Topology> synthetic(std::string_view description,
                                     std::span<const unsigned> allowed_pus = {});
+  // Returns: the topology of an hwloc XML file (`lstopo --of xml`, `hwloc-gather-topology`), all
+  //   of its PUs allowed.
+  // Errors: kInvalidArgument naming the file when hwloc cannot read it.
+  static Result<Topology> from_xml(const std::string& path);
+  // Returns: an emulated topology (threads.topology): `description` read as an XML file when it
+  //   ends in ".xml", else as a synthetic description. Errors: as from_xml / synthetic.
+  static Result<Topology> emulated(std::string_view description);
 
   // Returns: the number of NUMA nodes (logical indexes 0..node_count()-1), including nodes
   //   with no allowed PU.

@@ -76,7 +76,7 @@ struct StatsOptions {
 int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err);
 
 struct TopologyOptions {
-  std::optional<std::string> synthetic;         // An hwloc synthetic description.
+  std::optional<std::string> synthetic;         // An hwloc synthetic description or XML file.
   std::optional<std::filesystem::path> config;  // Its [threads] section; none: auto.
 };
 // Prints the topology (this machine's, or `synthetic`) and the thread placement plan. Exits 1

@@ -32,6 +32,39 @@ std::string rootpw_file_warning(const Config& config, const std::filesystem::pat
          "): chmod 600 it";
 }
 
+// Plans the threads on this machine or on threads.topology (mapped onto this machine).
+void plan_threads(const Config& config, const std::string& file, ServerConfig& compiled,
+                  ServerConfigOutcome& outcome) {
+  Result<threadpool::Topology> machine = threadpool::Topology::detect();
+  if (!machine.ok()) {
+    outcome.errors.push_back(machine.status().message());
+    return;
+  }
+  const bool emulated = !config.threads.topology.empty();
+  Result<threadpool::Topology> topology =
+      emulated ? threadpool::Topology::emulated(config.threads.topology) : std::move(machine);
+  if (!topology.ok()) {
+    outcome.errors.push_back(file + ": threads.topology: " + topology.status().message());
+    return;
+  }
+  Result<threadpool::PlacementPlan> plan =
+      threadpool::plan_placement(*topology, placement_options(config, *topology));
+  if (!plan.ok()) {
+    outcome.errors.push_back(file + ": threads: " + plan.status().message());
+    return;
+  }
+  if (emulated) {
+    outcome.warnings.push_back(file + ": threads.topology: serving on the emulated topology \"" +
+                               config.threads.topology + "\" (" +
+                               std::to_string(topology->node_count()) +
+                               " nodes), its PUs mapped onto this machine's: for tests and "
+                               "planning, not for production");
+    compiled.plan = threadpool::map_onto_machine(std::move(*plan), *topology, *machine);
+  } else {
+    compiled.plan = std::move(*plan);
+  }
+}
+
 }  // namespace
 
 ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
@@ -88,16 +121,7 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
     }
   }
   if (config.threads.dispatcher != "single") {
-    Result<threadpool::Topology> topology = threadpool::Topology::detect();
-    if (!topology.ok()) {
-      outcome.errors.push_back(topology.status().message());
-    } else if (Result<threadpool::PlacementPlan> plan =
-                   threadpool::plan_placement(*topology, placement_options(config, *topology));
-               !plan.ok()) {
-      outcome.errors.push_back(file + ": threads: " + plan.status().message());
-    } else {
-      compiled->plan = std::move(*plan);
-    }
+    plan_threads(config, file, *compiled, outcome);
   }
   if (!config.server.user.empty()) {
     if (const passwd* user = getpwnam(config.server.user.c_str()); user == nullptr) {

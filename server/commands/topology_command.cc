@@ -84,13 +84,18 @@ int run_topology(const TopologyOptions& options, std::ostream& out, std::ostream
     config = *std::move(loaded);
   }
 
-  auto topology = options.synthetic.has_value()
-                      ? threadpool::Topology::synthetic(*options.synthetic)
-                      : threadpool::Topology::detect();
+  // --synthetic, else the config's threads.topology, else this machine.
+  std::optional<std::string> emulated = options.synthetic;
+  if (!emulated.has_value() && config.has_value() && !config->threads.topology.empty()) {
+    emulated = config->threads.topology;
+  }
+  auto topology = emulated.has_value() ? threadpool::Topology::emulated(*emulated)
+                                       : threadpool::Topology::detect();
   if (!topology.ok()) {
     err << "numadir topology: " << topology.status().message();
-    if (options.synthetic.has_value() && topology.status().code() == StatusCode::kInvalidArgument) {
-      if (const std::string complaint = hwloc_complaint(*options.synthetic); !complaint.empty()) {
+    if (emulated.has_value() && !emulated->ends_with(".xml") &&
+        topology.status().code() == StatusCode::kInvalidArgument) {
+      if (const std::string complaint = hwloc_complaint(*emulated); !complaint.empty()) {
         err << ": " << complaint;
       }
     }

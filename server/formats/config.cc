@@ -377,7 +377,8 @@ void parse_limits(const toml::table& table, Config& config, Problems& problems) 
 constexpr std::uint64_t kMaxNodeId = 1023;
 
 void parse_threads(const toml::table& table, Config& config, Problems& problems) {
-  check_keys(table, "threads", {"dispatcher", "pin", "listener_helps", "node"}, problems);
+  check_keys(table, "threads", {"dispatcher", "pin", "listener_helps", "node", "topology"},
+             problems);
   ThreadSettings& threads = config.threads;
   if (get_string(table, "threads", "dispatcher", threads.dispatcher, problems) &&
       threads.dispatcher != "percpu" && threads.dispatcher != "single") {
@@ -385,6 +386,7 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
   }
   get_bool(table, "threads", "pin", threads.pin, problems);
   get_bool(table, "threads", "listener_helps", threads.listener_helps, problems);
+  get_string(table, "threads", "topology", threads.topology, problems);
   const toml::node* nodes = table.get("node");
   if (nodes == nullptr) {
     return;

@@ -133,6 +133,10 @@ struct ThreadSettings {
   bool pin = true;
   // percpu: listeners run queued reads before they sleep (listener::ListenerShared::help_pool).
   bool listener_helps = true;
+  // An emulated topology to plan and serve on (an hwloc synthetic description such as
+  // "numa:2 core:1 pu:1", or an hwloc XML file ending in ".xml"), its PUs mapped onto this
+  // machine's; for tests and planning. Empty: this machine's.
+  std::string topology;
   // [[threads.node]], in file order, ids distinct. Whether each id exists is known only from
   // the machine's topology: threadpool::plan_placement checks it.
   std::vector<threadpool::NodeThreads> nodes;

@@ -47,6 +47,42 @@ std::vector<unsigned> range(unsigned from, unsigned to) {
   return out;
 }
 
+TEST_CASE("Placement: an emulated plan's PUs are moved onto the machine's in order") {
+  const Topology emulated = synthetic("numa:2 core:1 pu:1");  // PUs 0 (node 0) and 1 (node 1).
+  const PlacementPlan planned = plan(emulated);
+  REQUIRE(planned.nodes.size() == 2);
+  // A machine whose allowed PUs are 3 and 5: node 0's threads go to 3, node 1's to 5.
+  const std::vector<unsigned> two = {3, 5};
+  const PlacementPlan mapped = map_onto_machine(planned, emulated, synthetic("core:8 pu:1", two));
+  REQUIRE(mapped.nodes.size() == 2);
+  for (unsigned node = 0; node < 2; ++node) {
+    const unsigned expected = two[node];
+    CHECK(mapped.nodes[node].node == node);
+    CHECK(mapped.nodes[node].listeners.size() == planned.nodes[node].listeners.size());
+    CHECK(mapped.nodes[node].workers.size() == planned.nodes[node].workers.size());
+    for (const unsigned pu : pus_of(mapped.nodes[node].listeners)) {
+      CHECK(pu == expected);
+    }
+    for (const unsigned pu : pus_of(mapped.nodes[node].workers)) {
+      CHECK(pu == expected);
+    }
+  }
+  // A machine with one PU: every thread shares it.
+  const std::vector<unsigned> one = {2};
+  const PlacementPlan single = map_onto_machine(planned, emulated, synthetic("core:4 pu:1", one));
+  for (const NodePlan& node : single.nodes) {
+    for (const unsigned pu : pus_of(node.workers)) {
+      CHECK(pu == 2);
+    }
+  }
+  // An unpinned plan stays unpinned.
+  PlacementOptions unpinned;
+  unpinned.pin = false;
+  const PlacementPlan loose =
+      map_onto_machine(plan(emulated, unpinned), emulated, synthetic("core:8 pu:1", two));
+  CHECK_FALSE(loose.nodes[0].workers.at(0).pu.has_value());
+}
+
 TEST_CASE("Placement: one node with two cores gets one listener and a worker per PU") {
   const Topology topology = synthetic("numa:1 core:2 pu:1");
   const PlacementPlan p = plan(topology);

@@ -7,6 +7,7 @@
 
 #include <future>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,34 @@ TEST_CASE("Topology: a synthetic machine has its nodes and cores and PUs in orde
   CHECK(node1.front() == ProcessingUnit{16, 8, 1});
   CHECK(node1.back() == ProcessingUnit{31, 15, 1});
   CHECK(topology->pus_of_node(5).empty());
+}
+
+TEST_CASE("Topology: an hwloc XML file is read with every PU allowed") {
+  // Exported by hwloc 2 from the synthetic "numa:2 core:2 pu:2".
+  const std::string path = std::string(NUMADIR_TEST_DATA_DIR) + "/topology/numa2_core2_pu2.xml";
+  auto topology = Topology::from_xml(path);
+  REQUIRE_MESSAGE(topology.ok(), topology.status().to_string());
+  CHECK(topology->node_count() == 2);
+  CHECK(os_indexes(topology->pus()) == std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(topology->pus_of_node(1).size() == 4);
+  CHECK(topology->core_count(1) == 2);
+  CHECK(topology->describe().find("XML file " + path) != std::string::npos);
+  auto missing = Topology::from_xml("/nonexistent/topology.xml");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == StatusCode::kInvalidArgument);
+  CHECK(missing.status().message().find("/nonexistent/topology.xml") != std::string::npos);
+}
+
+TEST_CASE("Topology: emulated reads an XML file by its name and a synthetic description else") {
+  auto synthetic = Topology::emulated("numa:2 core:1 pu:1");
+  REQUIRE_MESSAGE(synthetic.ok(), synthetic.status().to_string());
+  CHECK(synthetic->node_count() == 2);
+  CHECK(synthetic->pus().size() == 2);
+  auto xml =
+      Topology::emulated(std::string(NUMADIR_TEST_DATA_DIR) + "/topology/numa2_core2_pu2.xml");
+  REQUIRE_MESSAGE(xml.ok(), xml.status().to_string());
+  CHECK(xml->pus().size() == 8);
+  CHECK_FALSE(Topology::emulated("numa:two").ok());
 }
 
 TEST_CASE("Topology: allowed PUs restrict a synthetic machine like a cpuset") {

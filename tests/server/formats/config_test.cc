@@ -188,6 +188,15 @@ TEST_CASE("Config: the output bound and the write timeout") {
             .rfind("test.toml: limits.write_timeout:", 0) == 0);
 }
 
+TEST_CASE("Config: threads.topology names an emulated topology") {
+  CHECK(parse(kMinimal)->threads.topology.empty());
+  auto config = parse(std::string(kMinimal) + "[threads]\ntopology = \"numa:2 core:1 pu:1\"\n");
+  REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+  CHECK(config->threads.topology == "numa:2 core:1 pu:1");
+  CHECK(error_of(std::string(kMinimal) + "[threads]\ntopology = 2\n")
+            .rfind("test.toml: threads.topology:", 0) == 0);
+}
+
 TEST_CASE("Config: sizes and index specs parse on their own") {
   CHECK(*parse_size_bytes("4096") == 4096);
   CHECK(*parse_size_bytes("64MiB") == (std::uint64_t{64} << 20));

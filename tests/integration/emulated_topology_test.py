@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""Serving on an emulated topology (threads.topology): `numadir serve` with "numa:2 core:1 pu:1"
+plans two NUMA nodes of one PU each, maps them onto this machine's PUs, and serves on both.
+
+  emulated_topology_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
+
+- cn=Monitor shows two pools (node0, node1), listeners and workers on each node;
+- every listener and worker thread is pinned to its node's one PU (its Cpus_allowed_list in
+  /proc/PID/task/TID/status), the two nodes' PUs different when the machine has two or more;
+- binds and searches through python-ldap are answered, and the start line warns that the
+  topology is emulated.
+Exits 0 on success, 1 with the first failure.
+"""
+import os
+import sys
+
+import ldap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numadir_harness import (NumadirServer, ROOT_DN, ROOT_PW, check, check_equal,  # noqa: E402
+                             parse_args, parse_ldif, run_checks, user_dn, user_pw)
+
+
+def monitor_entries(server, base):
+    rc, out, err = server.ldap("ldapsearch", "-x", "-D", ROOT_DN, "-w", ROOT_PW, "-LLL", "-b",
+                               base, "-s", "one", "(objectClass=*)")
+    check(rc == 0, f"the rootdn reads {base}", err)
+    return parse_ldif(out)
+
+
+def pinned_pu(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/status") as stream:
+        for line in stream:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+def check_nodes(server):
+    pools = monitor_entries(server, "cn=Pools,cn=Monitor")
+    check_equal(sorted(entry["description"][0] for _, entry in pools), ["node0", "node1"],
+                "two pools, one per emulated node")
+    for kind in ("Listeners", "Workers"):
+        threads = monitor_entries(server, f"cn={kind},cn=Monitor")
+        nodes = sorted({entry["numadirpool"][0] for _, entry in threads})
+        check_equal(nodes, ["0", "1"], f"cn={kind} has threads on both nodes' pools")
+        pus = {}
+        for _, entry in threads:
+            pu = pinned_pu(server.process.pid, entry["numadirthreadid"][0])
+            check(pu.isdigit(), f"each of cn={kind} is pinned to one PU", f"allowed {pu!r}")
+            pus.setdefault(entry["numadirpool"][0], set()).add(pu)
+        check(all(len(node_pus) == 1 for node_pus in pus.values()),
+              f"each node's threads of cn={kind} share its one PU", f"{pus}")
+        if os.cpu_count() >= 2:
+            check(pus["0"] != pus["1"],
+                  f"the two nodes' threads of cn={kind} run on two different PUs", f"{pus}")
+
+
+def check_serves(server):
+    conn = ldap.initialize(server.url)
+    for n in range(1, 21):
+        conn.simple_bind_s(user_dn(n), user_pw(n))
+        found = conn.search_s("ou=people,dc=example,dc=com", ldap.SCOPE_ONELEVEL,
+                              f"(uid=user{n})", ["uid"])
+        check(len(found) == 1, f"a search as user{n} finds its entry")
+    conn.unbind_s()
+    check("threads.topology: serving on the emulated topology" in server.stderr_text(),
+          "the server says it serves on an emulated topology", server.stderr_text()[-400:])
+
+
+def main():
+    args = parse_args(__doc__)
+    with NumadirServer(args.numadir, args.gen, users=100,
+                       extra_toml='[threads]\ntopology = "numa:2 core:1 pu:1"\n') as server:
+        return run_checks("emulated topology", [
+            ("two nodes, each pinned", lambda: check_nodes(server)),
+            ("it serves", lambda: check_serves(server)),
+        ])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
