@@ -2,12 +2,15 @@
 #include "listener/frontend.h"
 
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
+#include <utility>
 
 namespace numadir::listener {
 namespace {
@@ -71,6 +74,47 @@ std::uint16_t bound_port(int fd) {
                    : reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
 }
 
+// Returns: for each CPU of `plan`, the index (in listener order, which is each listen URL's
+//   reuseport group order) of the listener to serve a connection that CPU received: one of its
+//   node's listeners, the node's CPUs taking them in turn. CPUs of a node without listeners are
+//   left out.
+std::vector<std::pair<unsigned, unsigned>> listener_of_cpu(
+    const threadpool::PlacementPlan& plan, const std::vector<unsigned>& first_listener,
+    const std::vector<unsigned>& listeners, const std::vector<unsigned>& nodes) {
+  std::vector<std::pair<unsigned, unsigned>> out;
+  std::vector<unsigned> taken(nodes.size(), 0);
+  for (const threadpool::CpuNode& cpu : plan.cpu_nodes) {
+    for (std::size_t p = 0; p < nodes.size(); ++p) {
+      if (nodes[p] == cpu.node) {
+        out.emplace_back(cpu.cpu, first_listener[p] + taken[p]++ % listeners[p]);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Attaches to `fd`'s reuseport group a classic BPF program that picks the socket by the CPU
+// that received the connection (SO_ATTACH_REUSEPORT_CBPF): a jump per CPU of `routes`; any other
+// CPU returns an index past the group, for which the kernel falls back to its hash.
+Status steer_by_cpu(int fd, const std::vector<std::pair<unsigned, unsigned>>& routes) {
+  std::vector<sock_filter> code;
+  code.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<__u32>(SKF_AD_OFF + SKF_AD_CPU)));
+  for (const auto& [cpu, listener] : routes) {
+    code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, cpu, 0, 1));
+    code.push_back(BPF_STMT(BPF_RET | BPF_K, listener));
+  }
+  code.push_back(BPF_STMT(BPF_RET | BPF_K, 0xffffffffu));
+  if (code.size() > BPF_MAXINSNS) {
+    return Status(StatusCode::kUnsupported, "too many CPUs for a classic BPF program");
+  }
+  sock_fprog program{static_cast<unsigned short>(code.size()), code.data()};
+  if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &program, sizeof(program)) != 0) {
+    return errno_status("SO_ATTACH_REUSEPORT_CBPF");
+  }
+  return Status();
+}
+
 }  // namespace
 
 namespace {
@@ -78,9 +122,38 @@ namespace {
 // One pool and the listeners that submit to it, as the Frontend will build them.
 struct PoolLayout {
   std::string name;  // "node0", or "" without a plan.
+  unsigned node = 0;
   threadpool::WorkerPoolOptions pool;
   std::vector<std::optional<unsigned>> listener_pins;
 };
+
+// With a plan of several nodes: each URL's connections go to a listener of the node whose CPU
+// received them (steer_by_cpu); where the kernel refuses, to its hash, with a line saying so.
+void steer_connections(const FrontendOptions& options, const std::vector<PoolLayout>& pools,
+                       const std::vector<std::vector<int>>& fds) {
+  if (!options.plan.has_value() || pools.size() < 2 || fds.empty()) {
+    return;  // One node: every listener is the right one.
+  }
+  std::vector<unsigned> first_listener;
+  std::vector<unsigned> listeners;
+  std::vector<unsigned> nodes;
+  unsigned next = 0;
+  for (const PoolLayout& pool : pools) {
+    first_listener.push_back(next);
+    listeners.push_back(static_cast<unsigned>(pool.listener_pins.size()));
+    nodes.push_back(pool.node);
+    next += static_cast<unsigned>(pool.listener_pins.size());
+  }
+  const auto routes = listener_of_cpu(*options.plan, first_listener, listeners, nodes);
+  for (std::size_t url = 0; url < fds[0].size(); ++url) {
+    if (const Status steered = steer_by_cpu(fds[0][url], routes); !steered.ok()) {
+      std::cerr << "numadir: " << options.urls[url].to_string()
+                << ": connections reach listeners by the kernel's hash, not by the node that "
+                   "received them: "
+                << steered.message() << "\n";
+    }
+  }
+}
 
 std::vector<PoolLayout> layout(const FrontendOptions& options) {
   std::vector<PoolLayout> pools;
@@ -92,6 +165,7 @@ std::vector<PoolLayout> layout(const FrontendOptions& options) {
       }
       PoolLayout pool;
       pool.name = "node" + std::to_string(node.node);
+      pool.node = node.node;
       pool.pool.name = "worker-" + std::to_string(node.node);
       pool.pool.threads = node.workers.size();
       pool.pool.queue_capacity = options.queue_capacity;
@@ -165,6 +239,7 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
     }
     frontend->bound_urls_.push_back(bound);
   }
+  steer_connections(options, pools, fds);
   frontend->shared_.handler = &handler;
   frontend->shared_.tls = options.tls;
   for (const ListenUrl& url : options.urls) {

@@ -118,6 +118,9 @@ Result<PlacementPlan> plan_placement(const Topology& topology, const PlacementOp
 
   PlacementPlan plan;
   plan.pinned = options.pin;
+  for (const ProcessingUnit& pu : topology.pus()) {
+    plan.cpu_nodes.push_back(CpuNode{pu.os_index, pu.node});
+  }
   for (const NodeThreads& asked : wanted) {
     const std::vector<ProcessingUnit> pus = topology.pus_of_node(asked.node);
     const auto cores = static_cast<unsigned>(topology.core_count(asked.node));
@@ -193,6 +196,15 @@ PlacementPlan map_onto_machine(PlacementPlan plan, const Topology& emulated,
       }
     }
   };
+  plan.cpu_nodes.clear();
+  for (std::size_t i = 0; i < from.size() || i < onto.size(); ++i) {
+    const unsigned cpu = onto[i % onto.size()].os_index;
+    const bool named = std::any_of(plan.cpu_nodes.begin(), plan.cpu_nodes.end(),
+                                   [cpu](const CpuNode& known) { return known.cpu == cpu; });
+    if (!named) {
+      plan.cpu_nodes.push_back(CpuNode{cpu, from[i % from.size()].node});
+    }
+  }
   for (NodePlan& node : plan.nodes) {
     for (ThreadPlacement& thread : node.listeners) {
       moved(thread);

@@ -58,9 +58,19 @@ struct NodePlan {
   unsigned pus = 0;
 };
 
+// A CPU (PU os index) of the machine and the NUMA node it belongs to.
+struct CpuNode {
+  unsigned cpu;
+  unsigned node;
+  friend bool operator==(const CpuNode&, const CpuNode&) = default;
+};
+
 struct PlacementPlan {
   std::vector<NodePlan> nodes;  // In node order; only nodes that get threads.
   bool pinned = true;
+  // Every allowed PU and its node, in the topology's PU order: where a connection received on
+  // that CPU is to be served (listener/frontend.h steers connections by it).
+  std::vector<CpuNode> cpu_nodes;
 
   // Returns: a readable table, one line per thread ("listener-<node>-<index>",
   //   "worker-<node>-<index>") with its node, core and PU, then a note for each node whose
@@ -76,7 +86,8 @@ Result<PlacementPlan> plan_placement(const Topology& topology, const PlacementOp
 // Returns: `plan` (made for the emulated topology `emulated`) with each pinned thread's PU moved
 //   onto this machine: the emulated topology's i-th PU (in pus() order) becomes `machine`'s
 //   (i mod its PU count)-th, so that "numa:2 core:1 pu:1" on a 2-PU machine gives each emulated
-//   node a PU of its own. Nodes, counts and cores stay the emulated ones.
+//   node a PU of its own. Nodes, counts and cores stay the emulated ones; cpu_nodes names this
+//   machine's CPUs, each with the node of the first emulated PU mapped onto it.
 // Requires: every PU of `plan` is one of `emulated`'s.
 PlacementPlan map_onto_machine(PlacementPlan plan, const Topology& emulated,
                                const Topology& machine);

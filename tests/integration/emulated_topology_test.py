@@ -8,10 +8,13 @@ plans two NUMA nodes of one PU each, maps them onto this machine's PUs, and serv
 - every listener and worker thread is pinned to its node's one PU (its Cpus_allowed_list in
   /proc/PID/task/TID/status), the two nodes' PUs different when the machine has two or more;
 - binds and searches through python-ldap are answered, and the start line warns that the
-  topology is emulated.
+  topology is emulated;
+- connections made from CPU 0 are accepted by node 0's listener and those from CPU 1 by node 1's
+  (the reuseport program steering by the receiving CPU).
 Exits 0 on success, 1 with the first failure.
 """
 import os
+import socket
 import sys
 
 import ldap
@@ -56,6 +59,43 @@ def check_nodes(server):
                   f"the two nodes' threads of cn={kind} run on two different PUs", f"{pus}")
 
 
+def accepted_by_pool(server):
+    """numadirConnectionsTotal of each pool's listeners, by pool index ("0", "1")."""
+    totals = {}
+    for _, entry in monitor_entries(server, "cn=Listeners,cn=Monitor"):
+        pool = entry["numadirpool"][0]
+        totals[pool] = totals.get(pool, 0) + int(entry["numadirconnectionstotal"][0])
+    return totals
+
+
+def check_steering(server):
+    """A connection made from CPU c is accepted by the listener of c's node: the kernel runs a
+    loopback connect's SYN on the connecting CPU, which the reuseport program reads."""
+    if os.cpu_count() < 2:
+        print("  skipped: one CPU, both nodes share it", flush=True)
+        return
+    saved = os.sched_getaffinity(0)
+    try:
+        for cpu, pool in ((0, "0"), (1, "1"), (0, "0")):
+            before = accepted_by_pool(server)
+            os.sched_setaffinity(0, {cpu})
+            sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                       for _ in range(10)]
+            os.sched_setaffinity(0, saved)
+            for sock in sockets:
+                sock.close()
+            after = accepted_by_pool(server)
+            gained = {p: after.get(p, 0) - before.get(p, 0) for p in after}
+            # The monitor's own ldapsearch connections count too, wherever they land.
+            check(gained.get(pool, 0) >= 10 and sum(gained.values()) - gained.get(pool, 0) <= 1,
+                  f"connections made on CPU {cpu} are accepted by node {pool}'s listener",
+                  f"gained by pool: {gained}")
+    finally:
+        os.sched_setaffinity(0, saved)
+    check("by the kernel's hash" not in server.stderr_text(),
+          "the kernel took the reuseport program", server.stderr_text()[-400:])
+
+
 def check_serves(server):
     conn = ldap.initialize(server.url)
     for n in range(1, 21):
@@ -75,6 +115,7 @@ def main():
         return run_checks("emulated topology", [
             ("two nodes, each pinned", lambda: check_nodes(server)),
             ("it serves", lambda: check_serves(server)),
+            ("connections on their node", lambda: check_steering(server)),
         ])
 
 
