@@ -32,7 +32,9 @@ struct FrontendOptions {
   std::vector<ListenUrl> urls;
   Dispatcher dispatcher = Dispatcher::kPerCpu;
   // kPerCpu with a plan: per NUMA node of the plan, its listeners and a pool of its workers,
-  // each thread pinned as planned; a node's listeners submit to its own pool.
+  // each thread pinned as planned; a node's listeners submit to its own pool. With several
+  // nodes, a connection goes to a listener of the node whose CPU received it (plan.cpu_nodes,
+  // a reuseport BPF program; the kernel's hash where it refuses, said on standard error).
   std::optional<threadpool::PlacementPlan> plan;
   // Without a plan (and always for kSingle): these counts, one pool, nothing pinned.
   std::size_t listeners = 1;  // Listener threads (kSingle: always 1).

@@ -15,6 +15,7 @@
 // - More threads than the node has PUs: the assignment wraps around (several threads per PU)
 //   and to_table() notes it.
 // - pin = false: the same counts, and no thread has a PU.
+// - cpu_nodes: every allowed PU with its node, for the listeners' connection steering.
 //
 // Thread contract: plain values; plan_placement may be called from any thread.
 #pragma once

@@ -67,6 +67,8 @@ TEST_CASE("Placement: an emulated plan's PUs are moved onto the machine's in ord
       CHECK(pu == expected);
     }
   }
+  CHECK(planned.cpu_nodes == std::vector<CpuNode>{{0, 0}, {1, 1}});
+  CHECK(mapped.cpu_nodes == std::vector<CpuNode>{{3, 0}, {5, 1}});
   // A machine with one PU: every thread shares it.
   const std::vector<unsigned> one = {2};
   const PlacementPlan single = map_onto_machine(planned, emulated, synthetic("core:4 pu:1", one));
