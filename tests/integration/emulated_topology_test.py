@@ -10,7 +10,8 @@ plans two NUMA nodes of one PU each, maps them onto this machine's PUs, and serv
 - binds and searches through python-ldap are answered, and the start line warns that the
   topology is emulated;
 - connections made from CPU 0 are accepted by node 0's listener and those from CPU 1 by node 1's
-  (the reuseport program steering by the receiving CPU).
+  (the reuseport program steering by the receiving CPU), and their requests are decoded and run
+  by that node's threads only.
 Exits 0 on success, 1 with the first failure.
 """
 import os
@@ -96,6 +97,42 @@ def check_steering(server):
           "the kernel took the reuseport program", server.stderr_text()[-400:])
 
 
+def requests_by_pool(server):
+    """numadirRequests of each pool's listeners and workers together, by pool index."""
+    totals = {}
+    for kind in ("Listeners", "Workers"):
+        for _, entry in monitor_entries(server, f"cn={kind},cn=Monitor"):
+            pool = entry["numadirpool"][0]
+            totals[pool] = totals.get(pool, 0) + int(entry["numadirrequests"][0])
+    return totals
+
+
+def check_requests_stay(server):
+    """The requests of a node's connections are decoded and run by that node's threads only:
+    with this process (and the ldapsearch it starts to read cn=Monitor) on CPU k, the other
+    node's listener and workers count nothing."""
+    if os.cpu_count() < 2:
+        print("  skipped: one CPU, both nodes share it", flush=True)
+        return
+    saved = os.sched_getaffinity(0)
+    try:
+        for cpu, pool, other in ((0, "0", "1"), (1, "1", "0")):
+            os.sched_setaffinity(0, {cpu})
+            before = requests_by_pool(server)
+            conn = ldap.initialize(server.url)
+            for n in range(1, 51):
+                conn.simple_bind_s(user_dn(n), user_pw(n))
+                conn.search_s("ou=people,dc=example,dc=com", ldap.SCOPE_ONELEVEL,
+                              f"(uid=user{n})", ["uid"])
+            conn.unbind_s()
+            after = requests_by_pool(server)
+            check(after[pool] - before[pool] >= 100 and after[other] == before[other],
+                  f"requests made on CPU {cpu} run on node {pool}'s threads only",
+                  f"before {before}, after {after}")
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
 def check_serves(server):
     conn = ldap.initialize(server.url)
     for n in range(1, 21):
@@ -116,6 +153,7 @@ def main():
             ("two nodes, each pinned", lambda: check_nodes(server)),
             ("it serves", lambda: check_serves(server)),
             ("connections on their node", lambda: check_steering(server)),
+            ("requests on their node", lambda: check_requests_stay(server)),
         ])
 
 

@@ -237,8 +237,24 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
     options.dispatcher = Dispatcher::kPerCpu;
     options.queue_capacity = 2;  // Refusals: listeners wait for the pool's room signal.
   }
+  SUBCASE("percpu dispatcher on an emulated two-node plan") {
+    // Two pools and a listener each, pinned onto this machine's PUs, connections steered by the
+    // CPU that received them (threads.topology in the server).
+    auto emulated = threadpool::Topology::synthetic("numa:2 core:1 pu:1");
+    auto machine = threadpool::Topology::detect();
+    REQUIRE(emulated.ok());
+    REQUIRE(machine.ok());
+    auto planned = threadpool::plan_placement(*emulated, {});
+    REQUIRE(planned.ok());
+    options.dispatcher = Dispatcher::kPerCpu;
+    options.listeners_help = true;
+    options.plan = threadpool::map_onto_machine(*std::move(planned), *emulated, *machine);
+  }
   SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
   Server server(options);
+  if (options.plan.has_value()) {
+    REQUIRE(server.frontend->snapshot().pools.size() == 2);
+  }
   constexpr int kClients = 6;
   constexpr int kRounds = 40;
   const unsigned seed = 20261130;
