@@ -129,10 +129,11 @@ struct PoolLayout {
 
 // With a plan of several nodes: each URL's connections go to a listener of the node whose CPU
 // received them (steer_by_cpu); where the kernel refuses, to its hash, with a line saying so.
-void steer_connections(const FrontendOptions& options, const std::vector<PoolLayout>& pools,
+// Returns: whether every URL's connections are steered.
+bool steer_connections(const FrontendOptions& options, const std::vector<PoolLayout>& pools,
                        const std::vector<std::vector<int>>& fds) {
   if (!options.plan.has_value() || pools.size() < 2 || fds.empty()) {
-    return;  // One node: every listener is the right one.
+    return false;  // One node: every listener is the right one.
   }
   std::vector<unsigned> first_listener;
   std::vector<unsigned> listeners;
@@ -145,14 +146,21 @@ void steer_connections(const FrontendOptions& options, const std::vector<PoolLay
     next += static_cast<unsigned>(pool.listener_pins.size());
   }
   const auto routes = listener_of_cpu(*options.plan, first_listener, listeners, nodes);
+  bool all = true;
   for (std::size_t url = 0; url < fds[0].size(); ++url) {
-    if (const Status steered = steer_by_cpu(fds[0][url], routes); !steered.ok()) {
+    const Status steered =
+        options.refuse_steering_for_test
+            ? Status(StatusCode::kUnsupported, "SO_ATTACH_REUSEPORT_CBPF: refused (test)")
+            : steer_by_cpu(fds[0][url], routes);
+    if (!steered.ok()) {
+      all = false;
       std::cerr << "numadir: " << options.urls[url].to_string()
                 << ": connections reach listeners by the kernel's hash, not by the node that "
                    "received them: "
                 << steered.message() << "\n";
     }
   }
+  return all;
 }
 
 std::vector<PoolLayout> layout(const FrontendOptions& options) {
@@ -239,7 +247,7 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
     }
     frontend->bound_urls_.push_back(bound);
   }
-  steer_connections(options, pools, fds);
+  frontend->steered_ = steer_connections(options, pools, fds);
   frontend->shared_.handler = &handler;
   frontend->shared_.tls = options.tls;
   for (const ListenUrl& url : options.urls) {
@@ -283,6 +291,7 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
 FrontendSnapshot Frontend::snapshot() const {
   FrontendSnapshot out;
   out.dispatcher = dispatcher_ == Dispatcher::kSingle ? "single" : "percpu";
+  out.steering = steered_ ? "cpu" : "hash";
   const std::uint64_t now_ns = threadpool::steady_ns();
   for (std::size_t p = 0; p < pools_.size(); ++p) {
     const threadpool::TaskPool& pool = *pools_[p];

@@ -35,7 +35,9 @@ struct FrontendOptions {
   // each thread pinned as planned; a node's listeners submit to its own pool. With several
   // nodes, a connection goes to a listener of the node whose CPU received it (plan.cpu_nodes,
   // a reuseport BPF program; the kernel's hash where it refuses, said on standard error).
+  // refuse_steering_for_test makes the program's attachment fail as a kernel's refusal would.
   std::optional<threadpool::PlacementPlan> plan;
+  bool refuse_steering_for_test = false;
   // Without a plan (and always for kSingle): these counts, one pool, nothing pinned.
   std::size_t listeners = 1;  // Listener threads (kSingle: always 1).
   std::size_t workers = 2;    // Worker threads.
@@ -86,6 +88,7 @@ class Frontend {
   std::vector<std::size_t> listener_pool_;  // listener_pool_[i]: the pool listener i feeds.
   std::vector<std::string> pool_names_;
   Dispatcher dispatcher_ = Dispatcher::kPerCpu;
+  bool steered_ = false;  // Connections are steered by CPU (steer_connections).
   bool stopped_ = false;
 };
 

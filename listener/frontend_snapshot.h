@@ -47,6 +47,9 @@ struct PoolSnapshot {
 
 struct FrontendSnapshot {
   std::string dispatcher;  // "percpu" or "single".
+  // How connections reach listeners: "cpu" (a listener of the node whose CPU received them) or
+  // "hash" (the kernel's reuseport hash: one node, or the kernel refused the program).
+  std::string steering;
   std::vector<ListenerSnapshot> listeners;
   std::vector<WorkerSnapshot> workers;  // Pool by pool, each pool's workers in order.
   std::vector<PoolSnapshot> pools;

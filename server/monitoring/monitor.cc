@@ -55,6 +55,7 @@ void add_server_entries(const MonitorData& data, std::vector<schema::Entry>& ent
   server.text("numadirVersion", data.version);
   if (data.frontend.has_value()) {
     server.text("numadirDispatcher", data.frontend->dispatcher);
+    server.text("numadirSteering", data.frontend->steering);
   }
   server.number("numadirUptimeSeconds", data.uptime_s);
   entries.push_back(server.take());

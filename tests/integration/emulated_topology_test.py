@@ -32,6 +32,13 @@ def monitor_entries(server, base):
     return parse_ldif(out)
 
 
+def monitor_root(server):
+    rc, out, err = server.ldap("ldapsearch", "-x", "-D", ROOT_DN, "-w", ROOT_PW, "-LLL", "-b",
+                               "cn=Monitor", "-s", "base", "(objectClass=*)")
+    check(rc == 0, "the rootdn reads cn=Monitor", err)
+    return parse_ldif(out)[0][1]
+
+
 def pinned_pu(pid, tid):
     with open(f"/proc/{pid}/task/{tid}/status") as stream:
         for line in stream:
@@ -95,6 +102,9 @@ def check_steering(server):
         os.sched_setaffinity(0, saved)
     check("by the kernel's hash" not in server.stderr_text(),
           "the kernel took the reuseport program", server.stderr_text()[-400:])
+    root = monitor_root(server)
+    check(root.get("numadirsteering") == ["cpu"], "cn=Monitor says connections are steered by CPU",
+          f"{root}")
 
 
 def requests_by_pool(server):

@@ -213,6 +213,45 @@ TEST_CASE("Frontend: an idle connection is closed after idle_timeout and a busy 
   busy.expect_search(99, "still open");
 }
 
+// A plan of two emulated nodes mapped onto this machine (threads.topology in the server).
+threadpool::PlacementPlan two_node_plan() {
+  auto emulated = threadpool::Topology::synthetic("numa:2 core:1 pu:1");
+  auto machine = threadpool::Topology::detect();
+  REQUIRE(emulated.ok());
+  REQUIRE(machine.ok());
+  auto planned = threadpool::plan_placement(*emulated, {});
+  REQUIRE(planned.ok());
+  return threadpool::map_onto_machine(*std::move(planned), *emulated, *machine);
+}
+
+TEST_CASE("Frontend: two nodes steer connections by CPU and serve by the hash when refused") {
+  FrontendOptions options;
+  options.plan = two_node_plan();
+  SUBCASE("steered") {
+    Server server(options);
+    CHECK(server.frontend->snapshot().steering == "cpu");
+    Client client(server.port);
+    client.search(1, "steered");
+    client.flush();
+    client.expect_search(1, "steered");
+  }
+  SUBCASE("refused") {
+    options.refuse_steering_for_test = true;
+    Server server(options);
+    CHECK(server.frontend->snapshot().steering == "hash");
+    for (int i = 0; i < 4; ++i) {  // Whichever listener the hash picks serves it.
+      Client client(server.port);
+      client.search(1, "hashed");
+      client.flush();
+      client.expect_search(1, "hashed");
+    }
+  }
+  SUBCASE("one node") {
+    Server server(FrontendOptions{});
+    CHECK(server.frontend->snapshot().steering == "hash");
+  }
+}
+
 TEST_CASE("Frontend: fewer connections than listeners are served") {
   FrontendOptions options;
   options.listeners = 4;
@@ -239,16 +278,10 @@ TEST_CASE("Frontend: many clients with pipelining and disconnects get only their
   }
   SUBCASE("percpu dispatcher on an emulated two-node plan") {
     // Two pools and a listener each, pinned onto this machine's PUs, connections steered by the
-    // CPU that received them (threads.topology in the server).
-    auto emulated = threadpool::Topology::synthetic("numa:2 core:1 pu:1");
-    auto machine = threadpool::Topology::detect();
-    REQUIRE(emulated.ok());
-    REQUIRE(machine.ok());
-    auto planned = threadpool::plan_placement(*emulated, {});
-    REQUIRE(planned.ok());
+    // CPU that received them.
     options.dispatcher = Dispatcher::kPerCpu;
     options.listeners_help = true;
-    options.plan = threadpool::map_onto_machine(*std::move(planned), *emulated, *machine);
+    options.plan = two_node_plan();
   }
   SUBCASE("single dispatcher") { options.dispatcher = Dispatcher::kSingle; }
   Server server(options);

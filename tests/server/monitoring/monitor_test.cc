@@ -20,6 +20,7 @@ namespace {
 listener::FrontendSnapshot fake_frontend() {
   listener::FrontendSnapshot snapshot;
   snapshot.dispatcher = "percpu";
+  snapshot.steering = "cpu";
   for (int i = 0; i < 2; ++i) {
     listener::ListenerSnapshot listener;
     listener.name = "listener-0-" + std::to_string(i);
@@ -115,6 +116,7 @@ TEST_CASE("make_monitor_entries: the server and each listener and worker and poo
   const schema::Entry& server = *find_entry(entries, "cn=Monitor");
   CHECK(value_of(server, "numadirVersion") == "numadir 9.9");
   CHECK(value_of(server, "numadirDispatcher") == "percpu");
+  CHECK(value_of(server, "numadirSteering") == "cpu");
   CHECK(value_of(server, "numadirUptimeSeconds") == "42");
 
   const schema::Entry& connections = *find_entry(entries, "cn=Connections,cn=Monitor");
