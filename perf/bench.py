@@ -197,10 +197,15 @@ def make_certificate(work, key_type):
             "key": os.path.join(folder, "server.key")}
 
 
+# The emulated topology of the percpu-2node server: two nodes of one PU each.
+TWO_NODES = "numa:2 core:1 pu:1"
+
+
 def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None,
-                  database_extra=""):
-    """`tls`: make_certificate()'s files: numadir also listens on ldaps://. `database_extra`:
-    more lines of the [database] table (e.g. 'durability = "sync"')."""
+                  database_extra="", threads_extra=""):
+    """`tls`: make_certificate()'s files: numadir also listens on ldaps://. `database_extra` /
+    `threads_extra`: more lines of the [database] / [threads] table (e.g. 'durability = "sync"',
+    'topology = "numa:2 core:1 pu:1"')."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
     root_pw = root_password(build)
@@ -213,6 +218,7 @@ rootpw = "{root_pw}"
 
 [threads]
 dispatcher = "{dispatcher}"
+{threads_extra}
 
 [passwords]
 allow_cleartext = {"true" if cleartext else "false"}
@@ -337,7 +343,8 @@ def table(points, servers, connections):
 
 def ratios(points, servers, connections):
     pairs = [("percpu", "slapd"), ("percpu", "floor"), ("percpu", "single"),
-             ("single", "slapd"), ("percpu", "percpu-base"), ("single", "single-base")]
+             ("single", "slapd"), ("percpu", "percpu-base"), ("single", "single-base"),
+             ("percpu-2node", "percpu"), ("percpu-2node", "single")]
     pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
     lines = ["| connections | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
                                              for a, b in pairs) + " |",
@@ -463,7 +470,8 @@ def main():
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
     parser.add_argument("--servers", default="floor,slapd,percpu,single",
-                        help="of floor, slapd, percpu, single, and with --baseline-build "
+                        help="of floor, slapd, percpu, single, percpu-2node (percpu on the "
+                        "emulated topology numa:2 core:1 pu:1), and with --baseline-build "
                         "percpu-base and single-base")
     parser.add_argument("--baseline-build", default="",
                         help="a build directory of another commit: its numadir serves the "
@@ -519,6 +527,12 @@ def main():
                 servers[name] = start_numadir(os.path.abspath(args.baseline_build), work, name,
                                               name.removesuffix("-base"), ldif,
                                               args.scheme == "cleartext")
+            elif name == "percpu-2node":
+                # percpu on an emulated two-node topology (threads.topology): two pools and a
+                # listener each, connections steered by the CPU that received them.
+                servers[name] = start_numadir(build, work, name, "percpu", ldif,
+                                              args.scheme == "cleartext",
+                                              threads_extra=f'topology = "{TWO_NODES}"')
             elif name in ("percpu", "single"):
                 cleartext = args.scheme == "cleartext"
                 try:
