@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -226,6 +227,38 @@ TEST_CASE("ServerConfig: the report has a line per warning and per error") {
   CHECK(err.str() ==
         "numadir: warning: a.toml: careful\nnumadir: a.toml: x: bad\n"
         "numadir: a.toml: y: worse\n");
+}
+
+TEST_CASE("ServerConfig: threads.topology plans on the emulated nodes and pins onto this machine") {
+  const ConfigFile file(std::string(kDatabase) + std::string(kRoot) +
+                        "[threads]\ntopology = \"numa:2 core:1 pu:1\"\n");
+  const ServerConfigOutcome outcome = compile_server_config(file.path());
+  REQUIRE(outcome.ok());
+  REQUIRE(outcome.warnings.size() == 1);
+  CHECK(outcome.warnings[0] ==
+        file.named("threads.topology: serving on the emulated topology \"numa:2 core:1 pu:1\" (2 "
+                   "nodes), its PUs mapped onto this machine's: for tests and planning, not for "
+                   "production"));
+  REQUIRE(outcome.compiled->plan.has_value());
+  const threadpool::PlacementPlan& plan = *outcome.compiled->plan;
+  REQUIRE(plan.nodes.size() == 2);
+  auto machine = threadpool::Topology::detect();
+  REQUIRE(machine.ok());
+  std::set<unsigned> allowed;
+  for (const threadpool::ProcessingUnit& pu : machine->pus()) {
+    allowed.insert(pu.os_index);
+  }
+  for (const threadpool::NodePlan& node : plan.nodes) {
+    for (const threadpool::ThreadPlacement& thread : node.workers) {
+      REQUIRE(thread.pu.has_value());
+      CHECK(allowed.count(*thread.pu) == 1);
+    }
+  }
+  const ConfigFile bad(std::string(kDatabase) + std::string(kRoot) +
+                       "[threads]\ntopology = \"numa:two\"\n");
+  const ServerConfigOutcome refused = compile_server_config(bad.path());
+  REQUIRE(refused.errors.size() == 1);
+  CHECK(refused.errors[0].rfind(bad.named("threads.topology: hwloc rejects"), 0) == 0);
 }
 
 }  // namespace
