@@ -215,16 +215,20 @@ def check_slow_reader(server):
               f"result {done[message_id]}")
 
 
-def main():
+def main(name="backpressure", groups=("one stalled reader", "a slow reader")):
+    """Runs the named groups of checks on one server. This script runs the first and the last;
+    backpressure_many_test.py the 50 stalled readers, on a server of its own, so that the two
+    halves run side by side under CTest."""
     args = parse_args(__doc__)
     with NumadirServer(args.numadir, args.gen, users=USERS, size_limit=1000,
                        extra_limits_toml=f'max_output_bytes = "1MiB"\n'
                                          f'write_timeout = {WRITE_TIMEOUT_S}\n') as server:
-        return run_checks("backpressure", [
-            ("one stalled reader", lambda: check_stalled(server, 1, "1 stalled reader")),
-            ("50 stalled readers", lambda: check_stalled(server, 50, "50 stalled readers")),
-            ("a slow reader", lambda: check_slow_reader(server)),
-        ])
+        checks = {
+            "one stalled reader": lambda: check_stalled(server, 1, "1 stalled reader"),
+            "50 stalled readers": lambda: check_stalled(server, 50, "50 stalled readers"),
+            "a slow reader": lambda: check_slow_reader(server),
+        }
+        return run_checks(name, [(group, checks[group]) for group in groups])
 
 
 if __name__ == "__main__":
