@@ -301,6 +301,7 @@ FrontendSnapshot Frontend::snapshot() const {
     snapshot.queue_high_water = pool.queue_high_water();
     snapshot.queue_capacity = pool.options().queue_capacity;
     snapshot.workers = pool.threads();
+    snapshot.lock = pool.lock_stats();
     for (std::size_t i = 0; i < pool.threads(); ++i) {
       const threadpool::WorkerCounters& counters = pool.counters(i);
       WorkerSnapshot worker;

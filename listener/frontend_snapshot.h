@@ -7,8 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "threadpool/worker_pool.h"
 
 namespace numadir::listener {
 
@@ -43,6 +46,8 @@ struct PoolSnapshot {
   std::uint64_t queue_capacity = 0;
   std::size_t workers = 0;
   std::size_t listeners = 0;
+  // The single dispatcher's queue mutex (TaskPool::LockStats); absent for a lock-free pool.
+  std::optional<threadpool::TaskPool::LockStats> lock;
 };
 
 struct FrontendSnapshot {

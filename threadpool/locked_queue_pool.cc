@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <string>
 
 #include "base/check.h"
@@ -25,9 +26,29 @@ void LockedQueuePool::stop() {
   join_threads();
 }
 
+std::unique_lock<std::mutex> LockedQueuePool::lock_counted() const {
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    const auto start = std::chrono::steady_clock::now();
+    lock.lock();
+    ++lock_stats_.contended;
+    lock_stats_.wait_ns +=
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+  }
+  ++lock_stats_.acquisitions;
+  return lock;
+}
+
+std::optional<TaskPool::LockStats> LockedQueuePool::lock_stats() const {
+  std::lock_guard lock(mu_);
+  return lock_stats_;
+}
+
 bool LockedQueuePool::try_submit(std::unique_ptr<Task>& task) {
   {
-    std::lock_guard lock(mu_);
+    const std::unique_lock lock = lock_counted();
     if (stopping_ || queue_.size() >= options_.queue_capacity) {
       return false;
     }
@@ -62,7 +83,7 @@ void LockedQueuePool::run_worker(std::size_t index) {
     std::unique_ptr<Task> task;
     std::size_t left = 0;
     {
-      std::unique_lock lock(mu_);
+      std::unique_lock lock = lock_counted();
       while (queue_.empty() && !stopping_) {
         counters.on_park();
         not_empty_.wait(lock);

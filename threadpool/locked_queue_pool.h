@@ -30,16 +30,22 @@ class LockedQueuePool final : public TaskPool {
   [[nodiscard]] bool try_help(WorkerState& /*state*/) override { return false; }
   std::size_t queue_depth() const override;
   std::size_t queue_high_water() const override;
+  // Returns: the queue mutex's acquisitions, contended ones and their wait (a waiting worker
+  //   woken by the condition variable counts once, its re-acquisition inside the wait uncounted).
+  std::optional<LockStats> lock_stats() const override;
 
  private:
   void run_worker(std::size_t index) override;
   bool has_room() const override;
+  // Locks mu_, counting the acquisition and, when it was held, the wait (a clock read only then).
+  std::unique_lock<std::mutex> lock_counted() const;
 
   mutable std::mutex mu_;
   std::condition_variable not_empty_;
   std::deque<std::unique_ptr<Task>> queue_;  // Guarded by mu_.
   std::size_t high_water_ = 0;               // Guarded by mu_.
   bool stopping_ = false;                    // Guarded by mu_.
+  mutable LockStats lock_stats_;             // Guarded by mu_.
 };
 
 }  // namespace numadir::threadpool

@@ -92,6 +92,15 @@ class TaskPool {
   virtual std::size_t queue_depth() const = 0;
   // Returns: the most tasks ever queued at once (approximate).
   virtual std::size_t queue_high_water() const = 0;
+  // How often a pool's queue lock was taken and waited for: the cost the classic design's one
+  // mutex puts on every request. Pools without a lock (WorkerPool) report nothing.
+  struct LockStats {
+    std::uint64_t acquisitions = 0;  // Every lock of the queue mutex.
+    std::uint64_t contended = 0;     // Locks that found it held and waited.
+    std::uint64_t wait_ns = 0;       // Time those waited.
+  };
+  // Returns: the counts so far; nullopt for a pool without a queue lock.
+  virtual std::optional<LockStats> lock_stats() const { return std::nullopt; }
 
   std::size_t threads() const { return options_.threads; }
   // Returns: the options the pool was built with (its name, threads and queue capacity).

@@ -173,6 +173,11 @@ void add_pool_entries(const listener::FrontendSnapshot& frontend,
         .number("numadirQueueCapacity", pool.queue_capacity)
         .number("numadirWorkers", pool.workers)
         .number("numadirListeners", pool.listeners);
+    if (pool.lock.has_value()) {
+      entry.number("numadirQueueLockAcquisitions", pool.lock->acquisitions)
+          .number("numadirQueueLockContended", pool.lock->contended)
+          .number("numadirQueueLockWaitUs", pool.lock->wait_ns / 1000);
+    }
     entries.push_back(entry.take());
   }
 }

@@ -596,5 +596,44 @@ TEST_CASE("LockedQueuePool: runs every task on its threads and refuses when full
   CHECK(pool.counters(0).tasks.load() == 2);
 }
 
+TEST_CASE("LockedQueuePool: counts every lock of its queue mutex and the waits for it") {
+  WorkerPoolOptions options;
+  options.threads = 2;
+  LockedQueuePool pool(options);
+  REQUIRE(pool.lock_stats().has_value());
+  CHECK(pool.lock_stats()->acquisitions == 0);
+  pool.start();
+  // Two submitters race for the mutex with the two workers taking tasks.
+  constexpr int kTasksPerSubmitter = 2000;
+  std::atomic<int> runs{0};
+  auto submit = [&] {
+    for (int i = 0; i < kTasksPerSubmitter; ++i) {
+      auto t = task([&] { runs.fetch_add(1); });
+      while (!pool.try_submit(t)) {
+        std::this_thread::yield();
+      }
+    }
+  };
+  std::thread other(submit);
+  submit();
+  other.join();
+  pool.stop();
+  REQUIRE(runs == 2 * kTasksPerSubmitter);
+  const TaskPool::LockStats stats = *pool.lock_stats();
+  // Each successful submit locks once and each take once; refused submits and parks add more.
+  CHECK(stats.acquisitions >= 4 * kTasksPerSubmitter);
+  CHECK(stats.contended <= stats.acquisitions);
+  CHECK((stats.wait_ns == 0) == (stats.contended == 0));
+  INFO("contended " << stats.contended << " of " << stats.acquisitions << ", waited "
+                    << stats.wait_ns << " ns");
+}
+
+TEST_CASE("WorkerPool: has no queue lock to count") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  WorkerPool pool(options);
+  CHECK_FALSE(pool.lock_stats().has_value());
+}
+
 }  // namespace
 }  // namespace numadir::threadpool

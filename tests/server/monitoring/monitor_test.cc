@@ -48,6 +48,8 @@ listener::FrontendSnapshot fake_frontend() {
   pool.name = "node0";
   pool.queue_depth = 4;
   pool.queue_high_water = 40;
+  pool.lock =
+      threadpool::TaskPool::LockStats{.acquisitions = 900, .contended = 12, .wait_ns = 34567};
   pool.queue_capacity = 4096;
   pool.workers = 3;
   pool.listeners = 2;
@@ -166,6 +168,9 @@ TEST_CASE("make_monitor_entries: the server and each listener and worker and poo
   CHECK(value_of(pool, "numadirQueueDepth") == "4");
   CHECK(value_of(pool, "numadirQueueHighWater") == "40");
   CHECK(value_of(pool, "numadirQueueCapacity") == "4096");
+  CHECK(value_of(pool, "numadirQueueLockAcquisitions") == "900");
+  CHECK(value_of(pool, "numadirQueueLockContended") == "12");
+  CHECK(value_of(pool, "numadirQueueLockWaitUs") == "34");
 }
 
 TEST_CASE("make_monitor_entries: before the listeners run there are no thread entries") {
