@@ -359,7 +359,18 @@ def ratios(points, servers, connections):
     return "\n".join(lines)
 
 
-def plot(points, servers, connections, png):
+def expand_cpus(text):
+    """A CPU list as taskset and /sys write it, '0-2,5' -> [0, 1, 2, 5]."""
+    out = []
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        out += list(range(int(low), int(high or low) + 1))
+    return out
+
+
+def plot(points, servers, connections, png, xlabel="connections",
+         title="auths/s vs connections (median of repetitions)"):
+    """Draws points[(server, x)]["rate"] over the x values `connections`, one line a server."""
     gnuplot = shutil.which("gnuplot")
     if gnuplot is None:
         return False
@@ -373,8 +384,8 @@ def plot(points, servers, connections, png):
                 stream.write("\n\n")
         script = f"""set terminal pngcairo size 800,500 noenhanced
 set output "{png}"
-set title "auths/s vs connections (median of repetitions)"
-set xlabel "connections"
+set title "{title}"
+set xlabel "{xlabel}"
 set ylabel "auths/s"
 set logscale x 2
 set key outside right

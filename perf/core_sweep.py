@@ -23,7 +23,6 @@ import os
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -45,7 +44,7 @@ def cpus_in_node_order():
         for entry in os.listdir(nodes):
             if entry.startswith("node") and entry[4:].isdigit():
                 with open(f"{nodes}/{entry}/cpulist") as stream:
-                    for cpu in expand(stream.read().strip()):
+                    for cpu in bench.expand_cpus(stream.read().strip()):
                         node_of[cpu] = int(entry[4:])
 
     def key(cpu):
@@ -60,14 +59,6 @@ def cpus_in_node_order():
     return sorted(allowed, key=key)
 
 
-def expand(text):
-    out = []
-    for part in filter(None, text.split(",")):
-        low, _, high = part.partition("-")
-        out += list(range(int(low), int(high or low) + 1))
-    return out
-
-
 def cpu_list(cpus):
     return ",".join(str(c) for c in cpus)
 
@@ -80,31 +71,6 @@ def start_under(cpus, start):
         return start()
     finally:
         os.sched_setaffinity(0, everything)
-
-
-def plot(rates, levels, png):
-    if shutil.which("gnuplot") is None:
-        return False
-    with tempfile.TemporaryDirectory() as folder:
-        data = os.path.join(folder, "data")
-        with open(data, "w") as stream:
-            for name in SERVERS:
-                stream.write(f'"{name}"\n')
-                for level in levels:
-                    stream.write(f"{level} {rates[(name, level)]:.0f}\n")
-                stream.write("\n\n")
-        script = f"""set terminal png size 800,500 noenhanced
-set output "{png}"
-set title "auths/s vs server CPUs (median of repetitions)"
-set xlabel "CPUs given to the server (taskset)"
-set ylabel "auths/s"
-set logscale x 2
-set key outside right
-set grid
-plot for [i=0:{len(SERVERS) - 1}] "{data}" index i using 1:2 with linespoints title columnheader(1)
-"""
-        return subprocess.run(["gnuplot"], input=script, text=True,
-                              capture_output=True).returncode == 0
 
 
 def main():
@@ -199,7 +165,10 @@ def main():
             ("single", level)] else 0
         lines.append(f"| {level} | {shared} | " + " | ".join(cells) + f" | {ratio:.2f}× |")
     m = bench.machine()
-    plotted = bool(args.plot) and plot(rates, levels, os.path.abspath(args.plot))
+    plotted = bool(args.plot) and bench.plot(
+        {key: {"rate": rate} for key, rate in rates.items()}, SERVERS, levels,
+        os.path.abspath(args.plot), xlabel="CPUs given to the server (taskset)",
+        title="auths/s vs server CPUs (median of repetitions)")
     section = "\n".join([
         f"<!-- {args.section}:begin -->",
         f"Run {datetime.date.today().isoformat()} on {m['nproc']} × {m['cpu']}, kernel "

@@ -233,7 +233,7 @@ def main():
         for name in names:
             if args.server_cpus:
                 # numadir plans for the CPUs it may run on: start it under taskset.
-                os.sched_setaffinity(0, {int(c) for c in expand(args.server_cpus)})
+                os.sched_setaffinity(0, set(bench.expand_cpus(args.server_cpus)))
             try:
                 servers[name] = scaling_bench.start_numadir(build, work, name, settings[name],
                                                             template, 4096, False)
@@ -278,15 +278,6 @@ def main():
         bench.write_section(args.results, f"<!-- {args.section}:begin -->",
                             f"<!-- {args.section}:end -->", HEADING, section)
     return 0
-
-
-def expand(cpus):
-    """'0-2,5' -> ['0', '1', '2', '5']."""
-    out = []
-    for part in cpus.split(","):
-        low, _, high = part.partition("-")
-        out += [str(c) for c in range(int(low), int(high or low) + 1)]
-    return out
 
 
 if __name__ == "__main__":
