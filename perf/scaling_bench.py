@@ -19,7 +19,7 @@ medians reported:
 Servers: `slapd`, `percpu` (the default placement, pinned), `percpu-unpinned` (threads.pin =
 false), `single`, and any --variant: a numadir server named NAME with the given settings
 (dispatcher=percpu|single, pin=true|false, listener_helps=true|false, listeners=N, workers=N,
-build=DIR), e.g. `--variant p2l:listeners=2` for two pinned listeners beside the auto workers,
+topology=DESCRIPTION (threads.topology), build=DIR), e.g. `--variant p2l:listeners=2` for two pinned listeners beside the auto workers,
 `--variant percpu-nohelp:listener_helps=false` for listeners that never run requests.
 
 Every server runs at once, idle while another is measured. The tables go between the scaling
@@ -59,7 +59,8 @@ def parse_variant(text):
     settings = {"dispatcher": "percpu"}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        if key not in ("dispatcher", "pin", "listener_helps", "listeners", "workers", "build"):
+        if key not in ("dispatcher", "pin", "listener_helps", "listeners", "workers", "topology",
+                       "build"):
             raise SystemExit(f"scaling_bench: --variant {text!r}: unknown key {key!r}")
         settings[key] = value
     if not name or name in ("slapd",):
@@ -106,6 +107,8 @@ def start_numadir(build, work, name, settings, template_db, max_connections, cle
     pin = f"pin = {settings['pin']}\n" if "pin" in settings else ""
     if "listener_helps" in settings:
         pin += f"listener_helps = {settings['listener_helps']}\n"
+    if "topology" in settings:  # An emulated topology, e.g. numa:2 core:1 pu:1 (threads.topology).
+        pin += f'topology = "{settings["topology"]}"\n'
     config = os.path.join(folder, "numadir.toml")
     with open(config, "w") as stream:
         stream.write(f"""{bench.DATABASE_TOML}
