@@ -75,7 +75,7 @@ std::size_t LockedQueuePool::queue_high_water() const {
 }
 
 void LockedQueuePool::run_worker(std::size_t index) {
-  pin_worker(options_, index);
+  place_worker(options_, index);  // The Frontend gives it no pins and no node binding.
   const std::unique_ptr<WorkerState> state = make_worker_state(options_);
   WorkerCounters& counters = counters_[index];
   counters.on_start();

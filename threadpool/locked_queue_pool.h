@@ -1,6 +1,7 @@
 // threadpool/locked_queue_pool.h: the classic design numadir is measured against: one queue
 // behind one mutex and condition variable, shared by every submitter and every worker, with
 // unpinned workers (`dispatcher = "single"`). It has one priority class and runs nothing inline.
+// The Frontend gives it no pins and no node binding: its threads float, so no node is theirs.
 //
 // Thread contract: as WorkerPool: start/stop/destroy on one controlling thread; try_submit from
 // any thread.

@@ -1,4 +1,4 @@
-// threadpool/topology.cc: see topology.h. The only file that calls hwloc.
+// threadpool/topology.cc: see topology.h. hwloc is called here and in node_memory.cc only.
 #include "threadpool/topology.h"
 
 #include <hwloc.h>
@@ -252,17 +252,29 @@ std::string cpu_list(std::vector<unsigned> cpus) {
 }
 
 Status pin_current_thread(unsigned os_index) {
-  const std::string what = "sched_setaffinity(CPU " + std::to_string(os_index) + "): ";
-  if (os_index >= kMaxCpuIndex) {
+  const unsigned one[] = {os_index};
+  return pin_current_thread_to(one);
+}
+
+Status pin_current_thread_to(std::span<const unsigned> os_indexes) {
+  if (os_indexes.empty()) {
+    return invalid_argument("sched_setaffinity: no CPU to pin to");
+  }
+  std::vector<unsigned> cpus(os_indexes.begin(), os_indexes.end());
+  const std::string what = "sched_setaffinity(CPU " + cpu_list(cpus) + "): ";
+  const unsigned highest = *std::max_element(cpus.begin(), cpus.end());
+  if (highest >= kMaxCpuIndex) {
     return Status(StatusCode::kIo, what + errno_text(EINVAL));
   }
-  cpu_set_t* set = CPU_ALLOC(os_index + 1);
+  cpu_set_t* set = CPU_ALLOC(highest + 1);
   if (set == nullptr) {
     return Status(StatusCode::kIo, what + errno_text(ENOMEM));
   }
-  const std::size_t size = CPU_ALLOC_SIZE(os_index + 1);
+  const std::size_t size = CPU_ALLOC_SIZE(highest + 1);
   CPU_ZERO_S(size, set);
-  CPU_SET_S(os_index, size, set);
+  for (const unsigned cpu : cpus) {
+    CPU_SET_S(cpu, size, set);
+  }
   const int rc = sched_setaffinity(0, size, set);
   const int error = errno;
   CPU_FREE(set);

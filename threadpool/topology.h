@@ -2,7 +2,8 @@
 // hwloc and restricted to the CPUs this process may run on; or an hwloc synthetic topology or XML
 // file, so that tests, `numadir topology --synthetic` and a server with threads.topology can plan
 // for (and serve on, their PUs mapped onto this machine's: placement.h map_onto_machine)
-// machines we do not have. Also pin_current_thread, which binds the calling thread to one PU.
+// machines we do not have. Also pin_current_thread, which binds the calling thread to one PU
+// (pin_current_thread_to: to a set of them).
 //
 // Thread contract: a Topology is an immutable value once built (it keeps no hwloc handle): any
 // thread may read it, copy it or destroy its own copy. detect() and synthetic() may be called
@@ -56,6 +57,9 @@ class Topology {
   // Returns: the number of NUMA nodes (logical indexes 0..node_count()-1), including nodes
   //   with no allowed PU.
   std::size_t node_count() const { return node_os_indexes_.size(); }
+  // Returns: the OS index of node `node` (logical), as the kernel and hwloc's node sets name it.
+  //   Requires: node < node_count().
+  unsigned node_os_index(unsigned node) const { return node_os_indexes_[node]; }
   // Returns: the allowed PUs, ordered by node, core, then os index; never empty. The view
   //   lives as long as this Topology.
   std::span<const ProcessingUnit> pus() const { return pus_; }
@@ -83,5 +87,8 @@ std::string cpu_list(std::vector<unsigned> cpus);
 // Pins the calling thread to the PU with os index `os_index` (sched_setaffinity).
 // Errors: kIo with the errno text (e.g. a CPU that does not exist or is not allowed).
 [[nodiscard]] Status pin_current_thread(unsigned os_index);
+// Pins the calling thread to the PUs `os_indexes` (it may run on any of them).
+// Errors: kIo with the errno text; kInvalidArgument when `os_indexes` is empty.
+[[nodiscard]] Status pin_current_thread_to(std::span<const unsigned> os_indexes);
 
 }  // namespace numadir::threadpool

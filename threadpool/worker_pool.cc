@@ -185,18 +185,19 @@ std::unique_ptr<WorkerState> make_worker_state(const WorkerPoolOptions& options)
   return state;
 }
 
-void pin_worker(const WorkerPoolOptions& options, std::size_t index) {
+void place_worker(const WorkerPoolOptions& options, std::size_t index) {
   if (index < options.pins.size() && options.pins[index].has_value()) {
     if (const Status pinned = pin_current_thread(*options.pins[index]); !pinned.ok()) {
       std::cerr << "numadir: " << options.name << "-" << index << ": " << pinned.message()
                 << "; the thread floats\n";
     }
   }
+  options.memory.bind_current_thread(MemoryUser::kWorker);
 }
 
 void WorkerPool::run_worker(std::size_t index) {
-  pin_worker(options_, index);
-  // Made after pinning: its memory comes from the worker's node.
+  place_worker(options_, index);
+  // Made after pinning and binding: its memory comes from the worker's node.
   const std::unique_ptr<WorkerState> state = make_worker_state(options_);
   WorkerCounters& counters = counters_[index];
   counters.on_start();

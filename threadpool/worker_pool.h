@@ -4,13 +4,17 @@
 // task it queues. Also TaskPool, what submitters see of any pool, and RoomWaiter, how a refused
 // submitter learns that the pool has room again.
 //
-// Thread contract: create/start/stop/destroy on one controlling thread. try_submit, try_help,
+// Thread contract: start/stop/destroy on one controlling thread, which also creates the pool or
+// joins the thread that did (build_on_node, threadpool/node_memory.h). try_submit, try_help,
 // notify_when_room and cancel_room_wait may be called from any thread, concurrently. Tasks run
 // on the pool's threads, or inline on a thread that helps (try_help); a task's run() must not
 // block for long (it holds a worker), and one run inline that finds costly work submits it back
 // to the pool (WorkerState::helping()) rather than hold up the helper. Each worker thread makes
 // its WorkerState (threadpool/task.h) with options.make_worker_state when it starts and destroys
-// it when it exits (stop() or the destructor); a thread that helps lends its own.
+// it when it exits (stop() or the destructor), after pinning itself and binding its memory to
+// its node (options.pins, options.memory); a thread that helps lends its own. The pool's own
+// memory (queues, slots, counters) comes from the thread that constructs it (first touch and
+// its memory policy): threadpool/node_memory.h build_on_node puts it on a node.
 #pragma once
 
 #include <atomic>
@@ -25,6 +29,7 @@
 #include "base/cache_line.h"
 #include "base/thread_annotations.h"
 #include "threadpool/bounded_queue.h"
+#include "threadpool/node_memory.h"
 #include "threadpool/task.h"
 #include "threadpool/thread_counters.h"
 
@@ -45,6 +50,10 @@ struct WorkerPoolOptions {
   // pins[i]: the PU (OS index) worker i pins itself to when it starts; absent or nullopt: it
   // floats. A pin the kernel refuses is reported once on standard error and the worker floats.
   std::vector<std::optional<unsigned>> pins;
+  // The node whose memory each worker asks for (threadpool/node_memory.h) once pinned, before
+  // it makes its WorkerState, so that the state and what its tasks allocate come from the node.
+  // Inactive by default: no binding.
+  NodeBinding memory;
   // Makes each worker's WorkerState, on the worker's thread as it starts (concurrently for
   // several workers); a listener that helps the pool makes its own with it too. The default
   // makes empty ones.
@@ -162,8 +171,9 @@ class TaskPool {
   std::vector<RoomWaiter*> room_waiters_ NUMADIR_GUARDED_BY(room_mu_);
 };
 
-// Pins the calling worker thread as options.pins[index] says (used by both pools).
-void pin_worker(const WorkerPoolOptions& options, std::size_t index);
+// Pins the calling worker thread as options.pins[index] says, then binds its memory as
+// options.memory says (used by both pools, before they make the worker's WorkerState).
+void place_worker(const WorkerPoolOptions& options, std::size_t index);
 // Returns: a new state from options.make_worker_state (an empty one when it is not set). Aborts
 //   if the factory returns nullptr (a bug of the caller's factory). Used by both pools' workers.
 std::unique_ptr<WorkerState> make_worker_state(const WorkerPoolOptions& options);
