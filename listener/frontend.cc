@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <set>
 #include <utility>
 
 namespace numadir::listener {
@@ -183,10 +184,27 @@ std::vector<PoolLayout> layout(const FrontendOptions& options) {
       for (const threadpool::ThreadPlacement& listener : node.listeners) {
         pool.listener_pins.push_back(listener.pu);
       }
+      if (options.plan->pinned) {
+        // The node's memory is where its threads run: the PUs its workers and listeners pin to.
+        std::set<unsigned> pus;
+        for (const auto* threads : {&node.workers, &node.listeners}) {
+          for (const threadpool::ThreadPlacement& thread : *threads) {
+            if (thread.pu.has_value()) {
+              pus.insert(*thread.pu);
+            }
+          }
+        }
+        pool.pool.memory.memory = options.node_memory != nullptr
+                                      ? options.node_memory
+                                      : &threadpool::machine_node_memory();
+        pool.pool.memory.node = node.node;
+        pool.pool.memory.pus.assign(pus.begin(), pus.end());
+      }
       pools.push_back(std::move(pool));
     }
     return pools;
   }
+  // No plan, or the classic design: one pool, nothing pinned, so no node and no binding.
   PoolLayout pool;
   pool.pool.threads = options.workers;
   pool.pool.queue_capacity = options.queue_capacity;
@@ -263,18 +281,28 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
     // Workers (and listeners that help) keep the handler's state for the requests they run.
     pool_options.make_worker_state = [&handler] { return handler.make_worker_state(); };
     std::unique_ptr<threadpool::TaskPool> pool;
-    if (options.dispatcher == Dispatcher::kSingle) {
-      pool = std::make_unique<threadpool::LockedQueuePool>(std::move(pool_options));
-    } else {
-      pool = std::make_unique<threadpool::WorkerPool>(std::move(pool_options));
-    }
+    std::vector<std::unique_ptr<Listener>> listeners;
+    // With a pinned plan, on a thread of the node with its memory bound there, so that the
+    // pool's queues, slots and counters and the listeners' mailboxes and buffers are first
+    // touched on their node; otherwise on this thread.
+    threadpool::build_on_node(layout.pool.memory, [&] {
+      if (options.dispatcher == Dispatcher::kSingle) {
+        pool = std::make_unique<threadpool::LockedQueuePool>(std::move(pool_options));
+      } else {
+        pool = std::make_unique<threadpool::WorkerPool>(std::move(pool_options));
+      }
+      for (std::size_t i = 0; i < layout.listener_pins.size(); ++i) {
+        const std::string name =
+            "listener-" + (layout.name.empty() ? std::to_string(next_listener + i)
+                                               : layout.name.substr(4) + "-" + std::to_string(i));
+        listeners.push_back(
+            std::make_unique<Listener>(name, std::move(fds[next_listener + i]), frontend->shared_,
+                                       *pool, layout.listener_pins[i], layout.pool.memory));
+      }
+    });
     pool->start();
-    for (std::size_t i = 0; i < layout.listener_pins.size(); ++i) {
-      const std::string name =
-          "listener-" + (layout.name.empty() ? std::to_string(next_listener)
-                                             : layout.name.substr(4) + "-" + std::to_string(i));
-      frontend->listeners_.push_back(std::make_unique<Listener>(
-          name, std::move(fds[next_listener]), frontend->shared_, *pool, layout.listener_pins[i]));
+    for (auto& listener : listeners) {
+      frontend->listeners_.push_back(std::move(listener));
       frontend->listener_pool_.push_back(frontend->pools_.size());
       ++next_listener;
     }

@@ -18,6 +18,7 @@
 #include "listener/listener.h"
 #include "listener/request_handler.h"
 #include "threadpool/locked_queue_pool.h"
+#include "threadpool/node_memory.h"
 #include "threadpool/placement.h"
 #include "threadpool/worker_pool.h"
 
@@ -38,6 +39,14 @@ struct FrontendOptions {
   // refuse_steering_for_test makes the program's attachment fail as a kernel's refusal would.
   std::optional<threadpool::PlacementPlan> plan;
   bool refuse_steering_for_test = false;
+  // kPerCpu with a pinned plan: how each node's memory is kept on it (threadpool/node_memory.h).
+  // Its pool (queues, slots, counters) and its Listener objects are constructed on a short-lived
+  // thread pinned to the node's PUs and bound to its memory; each of its workers binds once
+  // pinned, before it makes its WorkerState, and each of its listeners before it accepts.
+  // nullptr: this machine's (threadpool::machine_node_memory(), hwloc). An unpinned plan, no
+  // plan and kSingle bind nothing: their threads float, so no node is theirs.
+  // Requires: it outlives the Frontend.
+  threadpool::NodeMemory* node_memory = nullptr;
   // Without a plan (and always for kSingle): these counts, one pool, nothing pinned.
   std::size_t listeners = 1;  // Listener threads (kSingle: always 1).
   std::size_t workers = 2;    // Worker threads.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #include "base/check.h"
 #include "listener/request.h"
@@ -71,12 +72,13 @@ class ResumeTask final : public threadpool::Task {
 
 Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
                    threadpool::TaskPool& pool, std::optional<unsigned> pin,
-                   std::size_t mailbox_capacity)
+                   threadpool::NodeBinding memory, std::size_t mailbox_capacity)
     : name_(std::move(name)),
       listen_fds_(std::move(listen_fds)),
       shared_(shared),
       pool_(pool),
       pin_(pin),
+      memory_(std::move(memory)),
       epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
       event_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       rules_(shared, pool, counters_),
@@ -121,6 +123,9 @@ void Listener::start() {
         std::cerr << "numadir: " << name_ << ": " << pinned.message() << "; the thread floats\n";
       }
     }
+    // Before the first accept: what this thread allocates from now on (connections, their
+    // buffers, TLS sessions) comes from its node.
+    memory_.bind_current_thread(threadpool::MemoryUser::kListener);
     run();
   });
   pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());

@@ -4,9 +4,10 @@
 // sleeps in epoll_wait with no timeout (or until its once-a-second timer, when idle timeouts or
 // TLS handshakes are to be watched); a pool that refused a request wakes it once it has room.
 //
-// Thread contract: constructed, started and stopped by the controlling thread; everything else
-// of it runs on its own thread (debug builds check), except notify() and the pool's on_room(),
-// which any thread may call.
+// Thread contract: started and stopped by the controlling thread, and constructed by it or by a
+// thread it joins before it starts the listener (Frontend builds a node's on a thread of that
+// node: threadpool::build_on_node); everything else of it runs on its own thread (debug builds
+// check), except notify() and the pool's on_room(), which any thread may call.
 #pragma once
 
 #include <sys/epoll.h>
@@ -29,6 +30,7 @@
 #include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
+#include "threadpool/node_memory.h"
 #include "threadpool/thread_counters.h"
 #include "threadpool/worker_pool.h"
 
@@ -91,11 +93,15 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   static constexpr std::size_t kMailboxCapacity = 65000;
 
   // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets). Requests go to
-  // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given. A test may give a
-  // smaller `mailbox_capacity` (its memory is allocated up front).
+  // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given, then binds its
+  // memory as `memory` says (when active), before it accepts: the connections, their buffers
+  // and what the thread allocates come from its node. What the constructor allocates (the
+  // mailbox, the read buffer) comes from the constructing thread's node (Frontend builds a
+  // node's listeners with threadpool::build_on_node). A test may give a smaller
+  // `mailbox_capacity` (its memory is allocated up front).
   // Requires: 0 < mailbox_capacity <= kMailboxCapacity.
   Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
-           threadpool::TaskPool& pool, std::optional<unsigned> pin,
+           threadpool::TaskPool& pool, std::optional<unsigned> pin, threadpool::NodeBinding memory,
            std::size_t mailbox_capacity = kMailboxCapacity);
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -181,8 +187,8 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   void wake_if_sleeping();
   void wake();
 
-  // Immutable after construction, read by any thread: name_, pin_, the fds (listen_fds_ are
-  // closed by the listener thread when it drains, by the destructor if it never ran; event_fd_
+  // Immutable after construction, read by any thread: name_, pin_, memory_, the fds (listen_fds_
+  // are closed by the listener thread when it drains, by the destructor if it never ran; event_fd_
   // is written by any thread, wake(), and read by the listener thread), and the shared parts
   // (ListenerShared is immutable but for its atomics; the pool is thread-safe).
   const std::string name_;
@@ -190,6 +196,7 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   ListenerShared& shared_;
   threadpool::TaskPool& pool_;
   const std::optional<unsigned> pin_;
+  const threadpool::NodeBinding memory_;
   const int epoll_fd_;
   const int event_fd_;
   int spare_fd_ = -1;   // Owner: listener thread. Closed to accept-and-drop when fds run out.

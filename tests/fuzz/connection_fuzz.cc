@@ -396,7 +396,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   shared.limits.max_connections = 1;
   {
     // A small mailbox: cheaper to make for every input, and full now and then (a rescan).
-    Listener listener("fuzz", {}, shared, pool, std::nullopt, kMailboxCapacity);
+    Listener listener("fuzz", {}, shared, pool, std::nullopt, {}, kMailboxCapacity);
     Client client(fds[0], handler);
     listener.adopt_for_test(fds[1]);
     const auto round = [&] {

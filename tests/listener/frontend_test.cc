@@ -25,6 +25,7 @@ using testing::eventually;
 using testing::FakeHandler;
 using testing::GateOpener;
 using testing::Server;
+using testing::two_node_plan;
 using wire::LdapMessage;
 using wire::ProtocolOp;
 
@@ -211,17 +212,6 @@ TEST_CASE("Frontend: an idle connection is closed after idle_timeout and a busy 
   busy.search(99, "still open");
   busy.flush();
   busy.expect_search(99, "still open");
-}
-
-// A plan of two emulated nodes mapped onto this machine (threads.topology in the server).
-threadpool::PlacementPlan two_node_plan() {
-  auto emulated = threadpool::Topology::synthetic("numa:2 core:1 pu:1");
-  auto machine = threadpool::Topology::detect();
-  REQUIRE(emulated.ok());
-  REQUIRE(machine.ok());
-  auto planned = threadpool::plan_placement(*emulated, {});
-  REQUIRE(planned.ok());
-  return threadpool::map_onto_machine(*std::move(planned), *emulated, *machine);
 }
 
 TEST_CASE("Frontend: two nodes steer connections by CPU and serve by the hash when refused") {

@@ -6,7 +6,8 @@
 //               in its Feeder, which the test feeds from threads of its own;
 //   "gate-open" waits at the gate, then does what "open" does;
 //   other       answers one entry named after the base, then SearchResultDone;
-// a blocking Client and a Server (a Frontend on 127.0.0.1, port 0, around a FakeHandler).
+// a blocking Client and a Server (a Frontend on 127.0.0.1, port 0, around a FakeHandler), and a
+// plan of two emulated nodes (two_node_plan).
 // A bind checks that nothing else of its connection runs beside it and that no operation is
 // open; a bind with the name "gate" waits at the gate first. A delete (an update: never run by a
 // helping listener) of "gate" waits at the same gate; any delete answers DelResponse. The handler
@@ -43,6 +44,8 @@
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
 #include "tests/wait_until.h"
+#include "threadpool/placement.h"
+#include "threadpool/topology.h"
 
 namespace numadir::listener::testing {
 
@@ -469,6 +472,20 @@ class Client {
   std::string buffer_;
   std::string pdu_;
 };
+
+// Returns: a plan of two emulated nodes ("numa:2 core:1 pu:1": a listener and a worker each)
+//   mapped onto this machine (threads.topology in the server), pinned or not.
+inline threadpool::PlacementPlan two_node_plan(bool pin = true) {
+  auto emulated = threadpool::Topology::synthetic("numa:2 core:1 pu:1");
+  auto machine = threadpool::Topology::detect();
+  REQUIRE(emulated.ok());
+  REQUIRE(machine.ok());
+  threadpool::PlacementOptions placement;
+  placement.pin = pin;
+  auto planned = threadpool::plan_placement(*emulated, placement);
+  REQUIRE(planned.ok());
+  return threadpool::map_onto_machine(*std::move(planned), *emulated, *machine);
+}
 
 // A Frontend on a loopback port over a `Handler` (the fake one by default).
 template <typename Handler = FakeHandler>
