@@ -9,6 +9,9 @@ plans two NUMA nodes of one PU each, maps them onto this machine's PUs, and serv
   /proc/PID/task/TID/status), the two nodes' PUs different when the machine has two or more;
 - binds and searches through python-ldap are answered, and the start line warns that the
   topology is emulated;
+- each listener and worker thread's memory policy (/proc/PID/task/TID/numa_maps) prefers the
+  NUMA node of its PU (on one-node hardware node 0: a no-op), the main thread's stays the
+  default; where the system refuses the binding, standard error says so once;
 - connections made from CPU 0 are accepted by node 0's listener and those from CPU 1 by node 1's
   (the reuseport program steering by the receiving CPU), and their requests are decoded and run
   by that node's threads only.
@@ -65,6 +68,46 @@ def check_nodes(server):
         if os.cpu_count() >= 2:
             check(pus["0"] != pus["1"],
                   f"the two nodes' threads of cn={kind} run on two different PUs", f"{pus}")
+
+
+def memory_policy(pid, tid):
+    """Thread `tid`'s memory policy, as numa_maps shows it for a mapping with none of its own:
+    "default", "prefer (many):0", "bind:0-1", ... (the first mapping's; numadir sets none)."""
+    with open(f"/proc/{pid}/task/{tid}/numa_maps") as stream:
+        fields = stream.readline().split()[1:]
+    words = []
+    for field in fields:
+        if "=" in field:
+            break
+        words.append(field)
+    return " ".join(words)
+
+
+def node_of_cpu(cpu):
+    """The NUMA node of CPU `cpu` ("0" when sysfs does not say)."""
+    path = f"/sys/devices/system/cpu/cpu{cpu}"
+    nodes = [name[4:] for name in os.listdir(path) if name.startswith("node")] \
+        if os.path.isdir(path) else []
+    return nodes[0] if nodes else "0"
+
+
+def check_memory(server):
+    """Each node's threads ask for its memory: a listener or worker prefers the node of the PU
+    it is pinned to; the main thread keeps the default policy (the binding is per thread)."""
+    refusals = server.stderr_text().count("first touches it")
+    if refusals:
+        check(refusals == 1, "a refused memory binding is said once", server.stderr_text()[-400:])
+        print("  skipped: this system refuses memory binding", flush=True)
+        return
+    pid = server.process.pid
+    check_equal(memory_policy(pid, pid), "default", "the main thread's memory policy")
+    for kind in ("Listeners", "Workers"):
+        for _, entry in monitor_entries(server, f"cn={kind},cn=Monitor"):
+            tid = entry["numadirthreadid"][0]
+            policy = memory_policy(pid, tid)
+            node = node_of_cpu(pinned_pu(pid, tid))
+            check(policy.split(" ")[0] in ("prefer", "bind") and policy.rsplit(":", 1)[-1] == node,
+                  f"{entry['cn'][0]} binds its memory to node {node}", f"policy {policy!r}")
 
 
 def accepted_by_pool(server):
@@ -162,6 +205,7 @@ def main():
         return run_checks("emulated topology", [
             ("two nodes, each pinned", lambda: check_nodes(server)),
             ("it serves", lambda: check_serves(server)),
+            ("memory on its node", lambda: check_memory(server)),
             ("connections on their node", lambda: check_steering(server)),
             ("requests on their node", lambda: check_requests_stay(server)),
         ])
