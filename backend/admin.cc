@@ -1,4 +1,5 @@
-// backend/admin.cc: export, index rebuild and verification, entry count (import: import.cc).
+// backend/admin.cc: export, index rebuild and verification, entry count, the snapshot copy
+// (import: import.cc).
 #include <algorithm>
 #include <chrono>
 
@@ -235,3 +236,12 @@ Result<std::uint64_t> run_entry_count(const DirectoryCore& core) {
 }
 
 }  // namespace numadir::backend::detail
+
+namespace numadir::backend {
+
+Status copy_directory_snapshot(const std::filesystem::path& source,
+                               const std::filesystem::path& destination) {
+  return copy_env_compacted(source, destination);
+}
+
+}  // namespace numadir::backend

@@ -125,6 +125,15 @@ class EntryRef {
 class Directory;
 class Writer;
 
+// Copies the LMDB environment of a directory (its database.path) into `destination`, an
+// existing directory without a data file, compacted, as one consistent snapshot: a copy to
+// experiment on (numadir tune). The source is opened read-only, never as a Directory: nothing
+// in it is created or written (LMDB only takes a reader slot in its lock file), so it may be
+// copied while a server serves it.
+// Errors: kNotFound when `source` holds no data.mdb; kStorage with LMDB's text.
+Status copy_directory_snapshot(const std::filesystem::path& source,
+                               const std::filesystem::path& destination);
+
 // A read transaction owned by one thread (a worker keeps one in its worker state), reused
 // across operations. It also holds the scratch buffers the reads made with it reuse.
 class ReadTxn {

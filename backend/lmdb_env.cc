@@ -54,6 +54,9 @@ Result<std::unique_ptr<Env>> Env::open(const EnvOptions& options) {
     if (options.write_map) {
       flags |= MDB_WRITEMAP;
     }
+    if (options.read_only) {
+      flags |= MDB_RDONLY;
+    }
     rc = mdb_env_open(env, options.path.c_str(), flags, 0600);
   }
   if (rc != MDB_SUCCESS) {
@@ -91,6 +94,23 @@ void Env::shrink_data_file() {
     }
   }
   mdb_txn_abort(txn);
+}
+
+Status copy_env_compacted(const std::filesystem::path& source,
+                          const std::filesystem::path& destination) {
+  std::error_code error;
+  if (!std::filesystem::exists(source / "data.mdb", error)) {
+    return not_found("no LMDB data file (data.mdb) in " + source.string());
+  }
+  EnvOptions options;
+  options.path = source;
+  options.read_only = true;
+  Result<std::unique_ptr<Env>> env = Env::open(options);
+  if (!env.ok()) {
+    return env.status();
+  }
+  return lmdb_status(mdb_env_copy2((*env)->raw(), destination.c_str(), MDB_CP_COMPACT),
+                     "copying " + source.string() + " to " + destination.string());
 }
 
 Result<Txn> Txn::begin(const Env& env, bool read_only) {

@@ -59,6 +59,9 @@ struct EnvOptions {
   // no dirty-page list to search or spill): for bulk loads. LMDB grows the data file to
   // map_size_bytes (sparse); the Env cuts it back to the pages in use when it closes.
   bool write_map = false;
+  // MDB_RDONLY: no write transaction may begin and the data file is only read (LMDB still
+  // takes a reader slot in the lock file). map_size_bytes 0 keeps the size the file records.
+  bool read_only = false;
 };
 
 // An open LMDB environment (MDB_NOTLS). Non-copyable.
@@ -81,6 +84,15 @@ class Env {
   MDB_env* env_;
   const bool write_map_;
 };
+
+// Copies the environment in directory `source` into directory `destination` (which must exist
+// and hold no data.mdb), compacted (mdb_env_copy2 with MDB_CP_COMPACT: free pages left out),
+// from one read transaction, so the copy is a consistent snapshot even while another process
+// writes. `source` is opened MDB_RDONLY: its data file is only read.
+// Errors: kNotFound when `source` holds no data.mdb; kStorage with LMDB's text (naming the
+//   path) for anything else, e.g. a destination that already holds a data file.
+Status copy_env_compacted(const std::filesystem::path& source,
+                          const std::filesystem::path& destination);
 
 // A transaction; aborted by the destructor unless committed. Move-only.
 class Txn {
