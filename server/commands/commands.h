@@ -54,7 +54,9 @@ struct ServeOptions {
   std::filesystem::path pid_file;  // Empty: none.
 };
 // Runs the server in the foreground until SIGTERM or SIGINT; prints one line per bound listen
-// URL ("numadir: listening on ldap://127.0.0.1:389 ...") once it accepts connections.
+// URL ("numadir: listening on ldap://127.0.0.1:389 ...") once it accepts connections. Holds
+// database.path/numadir.lock for its whole life (database_lock.h): exits 1 when another server
+// holds it.
 int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err);
 
 // Loads the config, the schema files it names and opens nothing else; reports every problem.

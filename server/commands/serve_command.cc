@@ -1,6 +1,6 @@
-// numadir serve: opens the directory, starts the listeners and workers, and runs until SIGTERM
-// or SIGINT. Foreground; tells systemd when it is ready (Type=notify) and writes a pid file on
-// request.
+// numadir serve: locks the database (numadir.lock: one server per database), opens the
+// directory, starts the listeners and workers, and runs until SIGTERM or SIGINT. Foreground;
+// tells systemd when it is ready (Type=notify) and writes a pid file on request.
 #include <grp.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,6 +16,7 @@
 #include "base/check.h"
 #include "listener/frontend.h"
 #include "server/commands/commands.h"
+#include "server/commands/database_lock.h"
 #include "server/commands/server_config.h"
 #include "server/formats/config.h"
 #include "server/monitoring/access_log.h"
@@ -94,6 +95,19 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   }
   ServerConfig& compiled = *outcome.compiled;
   const Config& config = compiled.config;
+  // One server per database: numadir.lock, held until this process ends (database_lock.h).
+  std::error_code created;
+  std::filesystem::create_directories(config.database.path, created);
+  if (created) {
+    err << "numadir serve: database " << config.database.path.string() << ": " << created.message()
+        << "\n";
+    return 1;
+  }
+  Result<DatabaseLock> lock = DatabaseLock::acquire(config.database.path);
+  if (!lock.ok()) {
+    err << "numadir serve: " << lock.status().message() << "\n";
+    return 1;
+  }
   auto directory = backend::Directory::open(*compiled.schema, config.database);
   if (!directory.ok()) {
     err << "numadir serve: " << directory.status().message() << "\n";

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """numadir serve as a daemon: a bad config never starts a half-configured server, --pidfile,
-systemd's READY=1 / STOPPING=1 over $NOTIFY_SOCKET, SIGTERM finishing cleanly, and dropping to
-[server] user/group after binding (when run as root).
+systemd's READY=1 / STOPPING=1 over $NOTIFY_SOCKET, SIGTERM finishing cleanly, dropping to
+[server] user/group after binding (when run as root), and one server per database (numadir.lock),
+which import, export and index do not mind.
 
   daemon_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
@@ -116,6 +117,61 @@ def check_pidfile_notify_and_sigterm(numadir, folder):
     print("ok: --pidfile, READY=1 / STOPPING=1, SIGTERM exits 0 and removes the pid file")
 
 
+def check_database_lock(numadir, folder):
+    config = write_config(folder)
+    database = os.path.join(folder, "db")
+    first = start(numadir, config)
+    wait_port(first)
+    lock_file = os.path.join(database, "numadir.lock")
+    with open(lock_file) as stream:
+        held_by = stream.read().strip()
+    if held_by != str(first.pid):
+        fail(f"numadir.lock holds {held_by!r}, the server is {first.pid}")
+    second = subprocess.run([numadir, "serve", "-c", config], capture_output=True, text=True,
+                            timeout=60)
+    expected = (f"numadir serve: database {database} is in use by another numadir serve "
+                f"(pid {first.pid})")
+    if second.returncode != 1 or expected not in second.stderr or "listening" in second.stdout:
+        fail(f"a second serve on the same database: expected exit 1 with {expected!r}, got "
+             f"{second.returncode}: {second.stderr!r} {second.stdout!r}")
+    print("ok: a second serve on the same database exits 1 naming the first one's pid")
+    # The lock file is no entry: export and index see only the directory's entries.
+    exported = subprocess.run([numadir, "export", "-c", config], capture_output=True, text=True,
+                              timeout=60)
+    verified = subprocess.run([numadir, "index", "-c", config, "--verify"], capture_output=True,
+                              text=True, timeout=60)
+    if exported.returncode != 0 or exported.stdout.strip() or "numadir.lock" in exported.stderr:
+        fail(f"export beside the lock file: {exported.returncode} {exported.stdout!r} "
+             f"{exported.stderr!r}")
+    if verified.returncode != 0:
+        fail(f"index --verify beside the lock file: {verified.returncode} {verified.stderr!r}")
+    if stop(first) != 0:
+        fail(f"the locking server did not stop cleanly: {first.stderr.read()!r}")
+    if not os.path.exists(lock_file):
+        fail("numadir.lock was removed: it must stay (the lock, not the file, marks a server)")
+    # The lock is released with the process: an import and a new server go ahead.
+    ldif = os.path.join(folder, "base.ldif")
+    with open(ldif, "w") as stream:
+        stream.write(f"dn: {SUFFIX}\nobjectClass: top\nobjectClass: dcObject\n"
+                     "objectClass: organization\ndc: example\no: example\n\n")
+    imported = subprocess.run([numadir, "import", "-c", config, "--no-progress", ldif],
+                              capture_output=True, text=True, timeout=60)
+    if imported.returncode != 0:
+        fail(f"import into the stopped server's database: {imported.returncode} "
+             f"{imported.stderr!r}")
+    again = start(numadir, config)
+    wait_port(again)
+    if stop(again) != 0:
+        fail(f"a server after the first one stopped did not stop cleanly: "
+             f"{again.stderr.read()!r}")
+    exported = subprocess.run([numadir, "export", "-c", config], capture_output=True, text=True,
+                              timeout=60)
+    if exported.returncode != 0 or exported.stdout.count("dn: ") != 1:
+        fail(f"export after import: {exported.returncode} {exported.stdout!r}")
+    print("ok: the lock goes with the server; the file stays and import, export, index and the "
+          "next serve work beside it")
+
+
 def check_user(numadir, folder):
     config = write_config(folder, 'user = "no-such-user-numadir"')
     result = subprocess.run([numadir, "serve", "-c", config], capture_output=True, text=True,
@@ -184,8 +240,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--numadir", required=True)
     args, _ = parser.parse_known_args()
-    for check in (check_bad_config, check_pidfile_notify_and_sigterm, check_user,
-                  check_access_log):
+    for check in (check_bad_config, check_pidfile_notify_and_sigterm, check_database_lock,
+                  check_user, check_access_log):
         with tempfile.TemporaryDirectory(prefix="numadir-daemon-") as folder:
             os.chmod(folder, 0o755)
             check(args.numadir, folder)
