@@ -187,6 +187,28 @@ std::size_t mask_comment_non_ascii(std::string_view text, std::string& ascii) {
 
 }  // namespace
 
+namespace detail {
+
+Result<toml::table> parse_toml_document(std::string_view text, std::string_view origin) {
+  std::string ascii;
+  if (const std::size_t line = mask_comment_non_ascii(text, ascii); line != 0) {
+    return invalid_argument(std::string(origin) + ":" + std::to_string(line) +
+                            ": non-ASCII character (only comments may have them; write DNs "
+                            "with \\XX escapes)");
+  }
+  toml::parse_result parsed = toml::parse(ascii, origin);
+  if (!parsed) {
+    const toml::parse_error& error = parsed.error();
+    std::ostringstream message;
+    message << origin << ":" << error.source().begin.line << ":" << error.source().begin.column
+            << ": " << error.description();
+    return invalid_argument(message.str());
+  }
+  return std::move(parsed).table();
+}
+
+}  // namespace detail
+
 Result<std::uint64_t> parse_size_bytes(std::string_view text) {
   std::uint64_t number = 0;
   const char* end = text.data() + text.size();
@@ -430,21 +452,11 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
 
 Result<Config> parse_config(std::string_view text, std::string_view origin,
                             const std::filesystem::path& base_dir) {
-  std::string ascii;
-  if (const std::size_t line = mask_comment_non_ascii(text, ascii); line != 0) {
-    return invalid_argument(std::string(origin) + ":" + std::to_string(line) +
-                            ": non-ASCII character (only comments may have them; write DNs "
-                            "with \\XX escapes)");
+  Result<toml::table> parsed = detail::parse_toml_document(text, origin);
+  if (!parsed.ok()) {
+    return parsed.status();
   }
-  toml::parse_result parsed = toml::parse(ascii, origin);
-  if (!parsed) {
-    const toml::parse_error& error = parsed.error();
-    std::ostringstream message;
-    message << origin << ":" << error.source().begin.line << ":" << error.source().begin.column
-            << ": " << error.description();
-    return invalid_argument(message.str());
-  }
-  const toml::table& root = parsed.table();
+  const toml::table& root = *parsed;
   Problems problems(origin);
   check_keys(
       root, "",

@@ -26,6 +26,11 @@
 
 namespace numadir::server::detail {
 
+// Parses numadir.toml text as a TOML document (the non-ASCII bytes of comments masked first: see
+// config.cc). Errors: kInvalidArgument "<origin>:<line>: non-ASCII character ..." or
+//   "<origin>:<line>:<col>: <toml++'s description>".
+Result<toml::table> parse_toml_document(std::string_view text, std::string_view origin);
+
 // Collects the first error, prefixed with the origin and the key.
 class Problems {
  public:
