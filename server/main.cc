@@ -1,12 +1,14 @@
 // numadir: the directory server's command line: `serve` runs the server; the other subcommands
 // work on a directory's files directly, except `topology`, which prints the CPU topology and the
-// thread placement plan, and `stats`, which watches a running server over LDAP.
+// thread placement plan, `stats`, which watches a running server over LDAP, and `tune`, which
+// measures thread settings with private servers on a copy of the directory.
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "server/commands/commands.h"
+#include "server/commands/tune_candidates.h"
 
 namespace {
 
@@ -81,6 +83,57 @@ int main(int argc, char** argv) {
   CLI::Option* topology_config_option = topology->add_option(
       "-c,--config", topology_config, "Config file whose [threads] to plan (default: auto)");
 
+  TuneOptions tune_options;
+  tune_options.config = kDefaultConfig;
+  std::string tune_write;
+  std::string tune_plot;
+  std::string tune_authrate;
+  CLI::App* tune = app.add_subcommand(
+      "tune",
+      "Measure thread settings on this machine with private servers on a copy of the "
+      "database; print the best [threads]");
+  tune->footer(
+      "Candidates: the config's own settings (\"current\") and, per NUMA node, 1 to min(cores, "
+      "4) listeners with a worker per PU or per PU plus one per listener, and the auto counts "
+      "with listener_helps off and with pin off. Each runs as a private `numadir serve` on "
+      "127.0.0.1 over a compacted copy of the database with --users test users added (the live "
+      "database is only read), one server at a time, driven by authrate at each connection "
+      "count, the candidates interleaved over --repeat rounds; each point is the median of its "
+      "rounds. Best: " +
+      std::string(kBestRule) + ".");
+  tune->add_option("-c,--config", tune_options.config, "Config file")->capture_default_str();
+  tune->add_option("--duration", tune_options.duration_s, "Seconds measured per run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--warmup", tune_options.warmup_s, "Seconds of warm-up before each run")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  tune->add_option("--connections", tune_options.connections, "Connection counts, comma separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  tune->add_option("--repeat", tune_options.repeat, "Rounds over every candidate")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  tune->add_option("--users", tune_options.users, "Test users added to the copy")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10'000'000}));
+  tune->add_option("--max-candidates", tune_options.max_candidates,
+                   "Measure only the first N candidates (current first; 0: all)")
+      ->capture_default_str();
+  tune->add_option("--authrate-threads", tune_options.authrate_threads,
+                   "authrate's threads (0: one per 4 CPUs)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  CLI::Option* tune_write_option =
+      tune->add_option("--write", tune_write, "Write the best [threads] fragment to this file");
+  tune->add_flag("--force", tune_options.force, "Let --write overwrite an existing file");
+  CLI::Option* tune_plot_option =
+      tune->add_option("--plot", tune_plot, "Draw auths/s per candidate to this PNG (gnuplot)");
+  CLI::Option* tune_authrate_option =
+      tune->add_option("--authrate", tune_authrate,
+                       "The authrate program (default: ../perf/authrate beside numadir)");
+
   StatsOptions stats_options;
   CLI::App* stats =
       app.add_subcommand("stats", "Show a running server's counters live, like top (cn=Monitor)");
@@ -143,6 +196,18 @@ int main(int argc, char** argv) {
     }
     stats_options.terminal = isatty(STDOUT_FILENO) != 0;
     return run_stats(stats_options, std::cout, std::cerr);
+  }
+  if (tune->parsed()) {
+    if (tune_write_option->count() > 0) {
+      tune_options.write = tune_write;
+    }
+    if (tune_plot_option->count() > 0) {
+      tune_options.plot = tune_plot;
+    }
+    if (tune_authrate_option->count() > 0) {
+      tune_options.authrate = tune_authrate;
+    }
+    return run_tune(tune_options, std::cout, std::cerr);
   }
   if (topology->parsed()) {
     if (synthetic_option->count() > 0) {

@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace numadir::server {
 
@@ -61,6 +62,28 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
 
 // Loads the config, the schema files it names and opens nothing else; reports every problem.
 int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);
+
+struct TuneOptions {
+  std::filesystem::path config;
+  double duration_s = 5;  // Measured per run, after warmup_s.
+  double warmup_s = 1;
+  std::vector<int> connections = {16, 64};
+  int repeat = 3;                  // Rounds; each point is the median of its rounds.
+  std::uint64_t users = 1000;      // Test users added to the copy.
+  std::size_t max_candidates = 0;  // 0: every candidate; else the first N (current first).
+  int authrate_threads = 0;        // 0: one per 4 CPUs (at least one).
+  std::optional<std::filesystem::path> write;     // Where to write the best fragment.
+  bool force = false;                             // --write may overwrite an existing file.
+  std::optional<std::filesystem::path> plot;      // A PNG of auths/s (gnuplot).
+  std::optional<std::filesystem::path> authrate;  // None: beside numadir in the build tree.
+};
+// Measures thread settings on this machine (server/commands/tune_candidates.h has the
+// candidates and the rule for the best) with private servers on a copy of the database, which
+// it only reads; prints the table and the best [threads] fragment. Exits 1 on bad input (a
+// missing database, a server holding it, no candidate that fits this machine, --write to an
+// existing file without --force, authrate missing) or when no candidate ran without errors,
+// 130 when interrupted (SIGINT / SIGTERM), 2 for bad options.
+int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err);
 
 struct StatsOptions {
   std::string url = "ldap://127.0.0.1:389";
