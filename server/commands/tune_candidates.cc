@@ -2,6 +2,7 @@
 #include "server/commands/tune_candidates.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -299,10 +300,13 @@ Result<TuneMeasurement> parse_authrate_summary(std::string_view json) {
   if (!cpu.ok()) {
     return cpu.status();
   }
-  if (!rate->has_value() || !p99->has_value() || !total->has_value()) {
+  const auto usable = [](const std::optional<double>& value) {
+    return value.has_value() && std::isfinite(*value) && *value >= 0 && *value < 1e18;
+  };
+  if (!usable(*rate) || !usable(*p99) || !usable(*total) || (cpu->has_value() && !usable(*cpu))) {
     return malformed(
-        "authrate summary: auths_per_sec, latency_ms.p99 and errors.total must be "
-        "numbers");
+        "authrate summary: auths_per_sec, latency_ms.p99, errors.total and "
+        "server_cpu_us_per_auth must be numbers from 0 (the last may be null)");
   }
   measurement.auths_per_sec = **rate;
   measurement.p99_ms = **p99;

@@ -312,6 +312,7 @@ int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
     ConfigDerivation derivation;
     derivation.database_path = snapshot;
     derivation.listen = {"ldap://127.0.0.1:0"};
+    derivation.drop_identity = geteuid() != 0;  // Only root can switch to server.user.
     if (!candidate.current) {
       derivation.threads_toml = threads_fragment(candidate);
     }

@@ -80,6 +80,12 @@ Result<std::string> derive_config_text(const std::filesystem::path& path,
     (*server)->insert_or_assign("listen", std::move(listen));
   }
 
+  if (derivation.drop_identity) {
+    if (toml::table* server = root["server"].as_table()) {
+      server->erase("user");
+      server->erase("group");
+    }
+  }
   if (toml::table* schema = root["schema"].as_table()) {
     if (toml::node* files = schema->get("files")) {
       if (toml::array* list = files->as_array()) {

@@ -20,6 +20,9 @@ struct ConfigDerivation {
   std::filesystem::path database_path;  // The new database.path (made absolute).
   std::vector<std::string> listen;      // The new server.listen URLs; empty: the file's.
   bool log_off = true;                  // log.level = "off" and no log.file.
+  // No server.user and server.group: for a process that could not switch to them anyway (one
+  // not started as root runs as itself).
+  bool drop_identity = false;
   // TOML text whose [threads] table (with its [[threads.node]]) replaces the file's; none: the
   // file's [threads] is kept.
   std::optional<std::string> threads_toml;

@@ -194,6 +194,14 @@ TEST_CASE("TuneCandidates: authrate's summary is read") {
     CHECK(bad.status().code() == StatusCode::kMalformed);
     CHECK(bad.status().message() == "authrate summary: no \"p99\"");
   }
+  SUBCASE("a negative or infinite count") {
+    std::string text = json;
+    text.replace(text.find("\"total\": 7"), 10, "\"total\": -7");
+    CHECK(parse_authrate_summary(text).status().code() == StatusCode::kMalformed);
+    text = json;
+    text.replace(text.find("617.250"), 7, "inf");
+    CHECK(parse_authrate_summary(text).status().code() == StatusCode::kMalformed);
+  }
   SUBCASE("not a summary") { CHECK_FALSE(parse_authrate_summary("authrate: error").ok()); }
 }
 

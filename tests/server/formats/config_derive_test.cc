@@ -114,6 +114,25 @@ TEST_CASE("ConfigDerive: a threads fragment replaces the whole threads table") {
   CHECK(config.threads.nodes[1].workers == 3);
 }
 
+TEST_CASE("ConfigDerive: the identity to switch to is dropped on request") {
+  TempDir dir;
+  const std::filesystem::path live = dir.path() / "numadir.toml";
+  std::ofstream(live) << "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n"
+                         "[server]\nuser = \"numadir\"\ngroup = \"numadir\"\nworkers = 2\n";
+  ConfigDerivation derivation;
+  derivation.database_path = "/tmp/snap";
+  Result<std::string> kept = derive_config_text(live, derivation);
+  REQUIRE(kept.ok());
+  CHECK(parse_derived(*kept).server.user == "numadir");
+  derivation.drop_identity = true;
+  Result<std::string> dropped = derive_config_text(live, derivation);
+  REQUIRE(dropped.ok());
+  const Config config = parse_derived(*dropped);
+  CHECK(config.server.user.empty());
+  CHECK(config.server.group.empty());
+  CHECK(config.server.workers == 2);
+}
+
 TEST_CASE("ConfigDerive: log paths made absolute when the log stays on") {
   TempDir dir;
   const std::filesystem::path live = write_live(dir);
