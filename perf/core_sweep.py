@@ -179,7 +179,9 @@ def main():
         "",
         "\n".join(lines),
         "",
-        f"Plot: `{args.plot}`." if plotted else "(gnuplot missing: no plot.)",
+        (f"![auths/s vs server CPUs]({os.path.relpath(args.plot, os.path.dirname(args.results))})"
+         if plotted and args.results else f"Plot: `{args.plot}`." if plotted
+         else "(gnuplot missing: no plot.)"),
         f"<!-- {args.section}:end -->",
     ])
     print(section)

@@ -275,8 +275,9 @@ def main():
     ])
     print(section)
     if args.results:
+        heading = HEADING if args.section == "mechanisms" else f"{HEADING}, {args.section}"
         bench.write_section(args.results, f"<!-- {args.section}:begin -->",
-                            f"<!-- {args.section}:end -->", HEADING, section)
+                            f"<!-- {args.section}:end -->", heading, section)
     return 0
 
 
