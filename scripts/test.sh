@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs every test of numadir:
 #   0. clang-format --dry-run -Werror over every tracked .cc and .h (the repo's .clang-format);
-#   1. ctest for the `release` and `asan` (ASan + UBSan) presets;
+#   1. the `release` preset's programs (numadir, authrate, floor-server: -O2, as shipped) and the
+#      integration tests against them; then every test, unit and integration, of the `asan`
+#      (ASan + UBSan) preset (a release run of the unit tests would check nothing more);
 #   2. under the `tsan` preset: listener_tests, threadpool_tests, backend_tests and server_tests
 #      (but four long single-threaded cases, see below);
 #   3. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
@@ -40,13 +42,17 @@ fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-10}"
 # Each stage says when it starts: the whole run must stay under 30 minutes on 2 CPUs.
 stage() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
-for preset in release asan; do
-  stage "build: $preset"
-  cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" -j "$jobs"
-  stage "test: $preset"
-  ctest --preset "$preset" -j "$test_jobs"
-done
+stage "build: release (numadir, authrate, floor-server)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs" --target numadir authrate floor-server
+stage "test: release (the integration tests)"
+ctest --preset release -j "$test_jobs" -R "^integration: "
+
+stage "build: asan"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$jobs"
+stage "test: asan"
+ctest --preset asan -j "$test_jobs"
 
 # Under TSan: every case of the four executables whose code runs threads (listener, pools,
 # the directory, the operation handlers, the access log, import), but four long single-threaded
