@@ -8,7 +8,7 @@
 #      (but four long single-threaded cases, see below);
 #   3. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
 #      annotations with -Wthread-safety), the parsers' and connection_fuzz, for
-#      NUMADIR_FUZZ_SECONDS (default 10) over its committed seed corpus (each directory
+#      NUMADIR_FUZZ_SECONDS (default 5) over its committed seed corpus (each directory
 #      tests/fuzz/corpus/<name>/ names a target <name>_fuzz).
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -38,7 +38,7 @@ jobs="$(nproc)"
 # 40% busy, so CTest runs one more than there are CPUs. Timing-sensitive tests run alone
 # (RUN_SERIAL in tests/CMakeLists.txt).
 test_jobs=$((jobs + 1))
-fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-10}"
+fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-5}"
 # Each stage says when it starts: the whole run must stay under 30 minutes on 2 CPUs.
 stage() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
