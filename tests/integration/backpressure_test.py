@@ -15,7 +15,7 @@ limits.max_output_bytes = 1MiB and limits.write_timeout = 25:
   the stalled client must be closed, and the server's log must say so, by 25 s plus the timer's
   second and a margin.
 - The same with 50 such clients at once: growth at most 50 times (bound + 1.5 MiB) plus the
-  constant.
+  constant (10 clients on a sanitizer build, where the growth is not checked).
 - A client pipelines 12 searches and reads 1 KiB a second for 8 s, then reads at full speed:
   every search returns the same 501 entries, in the same order, once each, then success.
 Exits 0 on success, 1 with the first failure.
@@ -44,6 +44,7 @@ STALL_S = 20
 # sanitizer build runs those several times slower: there only liveness is checked.
 SLOWEST_S = 10
 SANITIZED_SLOWEST_S = 60
+SANITIZED_READERS = 10
 CONSTANT_KIB = 16 * 1024
 # What a connection holds beside its queued output: the requests it read before it paused (up to
 # max_outstanding_per_connection = 64 started, now paused, and as many held, a few KiB each) and
@@ -136,6 +137,13 @@ def check_stalled(server, readers, label):
     pid = server.process.pid
     slow = sanitized(pid)
     slowest_s = SANITIZED_SLOWEST_S if slow else SLOWEST_S
+    if slow and readers > SANITIZED_READERS:
+        # Before they pause, 50 connections take about 170 MB of searches (the bound each, and
+        # the 4 MiB send buffer the kernel grows for each): 28 CPU-seconds under ASan, which on a
+        # busy host outlast the write timeout. The memory bound these many check is not checked
+        # on a sanitizer build; what is left, the pause and close paths, 10 exercise as well.
+        print(f"  {label}: {SANITIZED_READERS} readers on a sanitizer build", flush=True)
+        readers = SANITIZED_READERS
     served = ServedThroughout(server.url, slowest_s)
     before = rss_kib(pid)
     stalled = [StalledReader(server.port) for _ in range(readers)]
@@ -150,9 +158,12 @@ def check_stalled(server, readers, label):
     print(f"  {label}: VmRSS {before} KiB before, peak {peak} KiB over {STALL_S} s "
           f"(+{growth} KiB, limit +{limit} KiB); the other client made {served.rounds} rounds, "
           f"slowest {served.slowest * 1000:.0f} ms", flush=True)
-    check(growth <= limit or slow,
-          f"{label}: the server's memory grows by at most the output bound and its requests "
-          f"per connection, plus a constant", f"grew {growth} KiB, limit {limit} KiB")
+    if slow:
+        print(f"  {label}: memory growth not checked (a sanitizer's allocator keeps freed memory)")
+    else:
+        check(growth <= limit,
+              f"{label}: the server's memory grows by at most the output bound and its requests "
+              f"per connection, plus a constant", f"grew {growth} KiB, limit {limit} KiB")
     rounds = 5 if slow else STALL_S * 2
     check(not served.errors and served.rounds >= rounds and served.slowest < slowest_s,
           f"{label}: another client's binds and searches are answered throughout",
