@@ -199,6 +199,7 @@ class Connection {
   // --- Owner thread only (listener/connection_rules.h and listener/listener.h use them). ---
   std::string input_;                          // Owner: listener. Bytes read, not yet framed.
   std::deque<std::unique_ptr<Request>> held_;  // Owner: listener. Waiting for their turn.
+  std::uint64_t requests_read_ = 0;            // Owner: listener. RequestOrigin::number's next.
   std::unique_ptr<Session> session_;           // Owner: listener (workers borrow it).
   bool bind_running_ = false;                  // Owner: listener.
   std::int32_t bind_message_id_ = 0;           // Owner: listener. The last bind started.

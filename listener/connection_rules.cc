@@ -109,8 +109,9 @@ bool ConnectionRules::route_input(Connection& connection) {
       open = false;
       break;
     }
-    auto request =
-        std::make_unique<Request>(connection, *shared_.handler, rest.substr(0, frame.pdu_bytes));
+    auto request = std::make_unique<Request>(connection, *shared_.handler,
+                                             rest.substr(0, frame.pdu_bytes),
+                                             connection.requests_read_++);
     consumed += frame.pdu_bytes;
     if (const Status decoded = request->decode({}); !decoded.ok()) {
       protocol_error(connection, decoded.message());
@@ -120,7 +121,7 @@ bool ConnectionRules::route_input(Connection& connection) {
     const wire::LdapMessage& message = request->message();
     if (message.op == wire::ProtocolOp::kUnbindRequest ||
         message.op == wire::ProtocolOp::kAbandonRequest) {
-      shared_.handler->notice(message, *connection.session_);
+      shared_.handler->notice(message, *connection.session_, request->origin(), nullptr);
     }
     if (message.op == wire::ProtocolOp::kUnbindRequest) {
       connection.abandon_all();  // Ends its open operations too; the listener closes.
@@ -134,7 +135,7 @@ bool ConnectionRules::route_input(Connection& connection) {
     if (message.op == wire::ProtocolOp::kExtendedRequest &&
         message.extended.name == wire::kStartTlsOid && shared_.tls != nullptr) {
       threadpool::owner_add(counters_.requests);
-      start_tls(connection, message);
+      start_tls(connection, *request);
       if (connection.tls_started()) {
         // Whatever the client sent after the request is already TLS.
         std::string rest_bytes(input.substr(consumed));
@@ -210,6 +211,7 @@ void ConnectionRules::abandon(Connection& connection, std::int32_t target) {
       connection.held_.begin(), connection.held_.end(),
       [target](const std::unique_ptr<Request>& r) { return r->message().message_id == target; });
   if (held != connection.held_.end()) {
+    shared_.handler->not_run((*held)->message(), *connection.session_, (*held)->origin());
     connection.held_.erase(held);  // Never started: it just goes.
   }
 }
@@ -253,7 +255,8 @@ bool ConnectionRules::tls_input(Connection& connection, std::string_view cipher)
   return result == TlsChannel::InputResult::kOk;
 }
 
-void ConnectionRules::start_tls(Connection& connection, const wire::LdapMessage& request) {
+void ConnectionRules::start_tls(Connection& connection, const Request& start) {
+  const wire::LdapMessage& request = start.message();
   wire::LdapMessage response;
   response.reset(request.message_id, wire::ProtocolOp::kExtendedResponse);
   response.extended.name = wire::kStartTlsOid;
@@ -272,6 +275,7 @@ void ConnectionRules::start_tls(Connection& connection, const wire::LdapMessage&
   wire::encode_message(response, writer);
   // In plaintext: TLS starts with the first byte after this response (RFC 4511 §4.14.2).
   connection.send_bytes(writer.view());
+  shared_.handler->notice(request, *connection.session_, start.origin(), &response);
   if (ssl != nullptr) {
     begin_tls(connection, std::make_unique<TlsChannel>(ssl), steady_ms());
   }

@@ -91,7 +91,7 @@ class ConnectionRules {
   // abandoned, or else the first held request with it is dropped unanswered.
   void abandon(Connection& connection, std::int32_t target);
   // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
-  void start_tls(Connection& connection, const wire::LdapMessage& request);
+  void start_tls(Connection& connection, const Request& request);
   // Queues a Notice of Disconnection (protocolError); the caller closes.
   void protocol_error(Connection& connection, std::string_view why);
 

@@ -172,16 +172,15 @@ void Listener::wake() {
 void Listener::run() {
   owner_thread_.claim();
   // What the requests this thread runs for its pool get (made by the pool's own factory, as its
-  // workers' are, on this thread); none when it never helps.
-  if (shared_.help_pool) {
-    help_state_ = threadpool::make_worker_state(pool_.options());
-  }
+  // workers' are, on this thread), and what the handler's connection events on this thread may
+  // use (ConnectionInfo::listener_state).
+  state_ = threadpool::make_worker_state(pool_.options());
   bool helped = false;
   while (!stopped()) {
     helped = run_round(helped ? 0 : sleep_timeout_ms());
   }
   pool_.cancel_room_wait(*this);
-  help_state_.reset();  // On this thread, as it was made.
+  state_.reset();  // On this thread, as it was made.
 }
 
 bool Listener::run_round(int timeout_ms) {
@@ -385,7 +384,7 @@ void Listener::run_timers() {
 bool Listener::help_pool() {
   // Everything readable so far is read: rather than sleep while a request waits in the queue,
   // run one.
-  if (help_state_ == nullptr || draining_ || !pool_.try_help(*help_state_)) {
+  if (!shared_.help_pool || draining_ || !pool_.try_help(*state_)) {
     return false;
   }
   threadpool::owner_add(counters_.helped);
@@ -451,6 +450,7 @@ void Listener::open_connection(int fd, std::string peer, bool tls) {
   info.peer = std::move(peer);
   info.local_port = local_port(fd);
   info.tls = tls;
+  info.listener_state = state_.get();
   SSL* ssl = nullptr;
   if (tls && (shared_.tls == nullptr || (ssl = shared_.tls->new_ssl()) == nullptr)) {
     ::close(fd);

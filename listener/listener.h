@@ -203,9 +203,9 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   std::thread thread_;  // Owner: the controlling thread.
   ListenerCounters counters_;  // Written by the listener thread only, read by any.
   OwnerThread owner_thread_;   // Claimed by the listener thread when it runs.
-  // Owner: listener thread. The WorkerState the tasks it runs for its pool get, made and
-  // destroyed by run(); nullptr when it never helps.
-  std::unique_ptr<threadpool::WorkerState> help_state_;
+  // Owner: listener thread. The WorkerState of the tasks it runs for its pool and of the
+  // handler's connection events, made and destroyed by run().
+  std::unique_ptr<threadpool::WorkerState> state_;
   ConnectionRules rules_;  // Owner: listener thread.
   // Owner: listener thread.
   std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;

@@ -7,8 +7,9 @@
 
 namespace numadir::listener {
 
-Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu)
-    : connection_(connection), handler_(handler), pdu_(pdu) {}
+Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
+                 std::uint64_t number)
+    : connection_(connection), handler_(handler), number_(number), pdu_(pdu) {}
 
 Request::~Request() {
   if (started_) {
@@ -21,6 +22,8 @@ void Request::run(threadpool::WorkerState& state) {
   // Abandon read meanwhile finds it. One abandoned before it starts never runs.
   if (!connection_.is_abandoned(message_.message_id)) {
     handler_.handle(message_, *connection_.session_, *this, state);
+  } else {
+    handler_.not_run(message_, *connection_.session_, origin());
   }
   // Detached, the request still ends here (its handle() is over) and the open operation it left
   // counts on until it ends; out_ went to the socket when it detached.

@@ -25,7 +25,9 @@ namespace numadir::listener {
 
 class Request final : public threadpool::Task, private ResponseSink {
  public:
-  Request(Connection& connection, RequestHandler& handler, std::string_view pdu);
+  // `number`: the request's on its connection (RequestOrigin::number).
+  Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
+          std::uint64_t number);
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
   // Drops the connection reference of a started request (telling the owner if it watches).
@@ -47,6 +49,8 @@ class Request final : public threadpool::Task, private ResponseSink {
     return wire::decode_message(pdu_, message_, limits);
   }
   const wire::LdapMessage& message() const { return message_; }
+  // Its number on the connection and its bytes (also what its handler's sink says).
+  RequestOrigin origin() const override { return {number_, pdu_}; }
 
   // Worker (or helping listener): runs the handler with the thread's `state` and writes its
   // responses.
@@ -69,6 +73,7 @@ class Request final : public threadpool::Task, private ResponseSink {
   RequestHandler& handler_;
   bool started_ = false;
   bool detached_ = false;  // The handler keeps the operation open (detach()).
+  const std::uint64_t number_;
   std::string pdu_;
   wire::LdapMessage message_;
   wire::BerWriter out_;

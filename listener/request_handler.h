@@ -39,6 +39,19 @@ struct ConnectionInfo {
   std::string peer;      // "IP:port" of the client.
   std::uint16_t local_port = 0;
   bool tls = false;  // Accepted on an ldaps:// listener (or after StartTLS).
+  // The accepting listener thread's WorkerState (made by the handler's make_worker_state), for
+  // what the handler does on that thread for this connection (open_session, notice,
+  // tls_established, the Session's destruction): valid during open_session only. nullptr when
+  // the connection was not opened by a Listener.
+  threadpool::WorkerState* listener_state = nullptr;
+};
+
+// Where a request came from, for the access log.
+struct RequestOrigin {
+  // Its number on its connection, from 0, in the order the listener read the connection's
+  // requests (slapd's op=; every request counts, unbinds, abandons and StartTLS too).
+  std::uint64_t number = 0;
+  std::string_view pdu;  // Its bytes (the whole LDAPMessage); empty if unknown.
 };
 
 // The server's per-connection state (bound identity, paged-results cookies, ...).
@@ -140,6 +153,8 @@ class ResponseSink {
   //   default: a sink wrapping another one, which has not been taught to pass detach() on).
   // Requires: called at most once, during handle(); no send() on this sink after it.
   virtual std::unique_ptr<OpenOperation> detach() { return nullptr; }
+  // Returns: where the request came from. The default is for sinks that do not know.
+  virtual RequestOrigin origin() const { return {}; }
 };
 
 class RequestHandler {
@@ -159,12 +174,25 @@ class RequestHandler {
   // network: a failure becomes an LDAP result code in a response.
   virtual void handle(const wire::LdapMessage& request, Session& session, ResponseSink& sink,
                       threadpool::WorkerState& state) = 0;
-  // Called on the listener thread with each UnbindRequest and AbandonRequest, which have no
-  // response and which the listener carries out itself, just before it does (for the access
-  // log). Must not block. The default does nothing.
-  virtual void notice(const wire::LdapMessage& request, Session& session) {
+  // Called on the listener thread with each request the listener carries out itself (for the
+  // access log): UnbindRequest and AbandonRequest just before it does (`response` nullptr: they
+  // have none), StartTLS once its response is queued (`response`). Must not block. The default
+  // does nothing.
+  virtual void notice(const wire::LdapMessage& request, Session& session,
+                      const RequestOrigin& origin, const wire::LdapMessage* response) {
     (void)request;
     (void)session;
+    (void)origin;
+    (void)response;
+  }
+  // Called for a request that was read and then abandoned before it started (so handle() never
+  // sees it), on the thread that drops it (for the access log). Must not block. The default
+  // does nothing.
+  virtual void not_run(const wire::LdapMessage& request, Session& session,
+                       const RequestOrigin& origin) {
+    (void)request;
+    (void)session;
+    (void)origin;
   }
   // Called on the listener thread when the connection's TLS handshake has finished (ldaps://
   // or after StartTLS), before any request sent over TLS is handled. The default does nothing.

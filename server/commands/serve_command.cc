@@ -139,7 +139,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   // values); off, requests go straight to it. Made first: it outlives the handler.
   std::unique_ptr<AccessLog> access_log;
   if (config.log_level != LogLevel::kOff) {
-    auto opened_log = AccessLog::open(config.log_file);
+    auto opened_log = AccessLog::open(config.log_file, config.log_format);
     if (!opened_log.ok()) {
       err << "numadir serve: log.file: " << opened_log.status().message() << "\n";
       return 1;

@@ -493,7 +493,7 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
     parse_limits(*limits, config, problems);
   }
   if (const toml::table* log = get_table(root, "log", problems)) {
-    check_keys(*log, "log", {"level", "file"}, problems);
+    check_keys(*log, "log", {"level", "file", "format"}, problems);
     std::string text;
     if (get_string(*log, "log", "level", text, problems)) {
       auto level = parse_log_level(text);
@@ -501,6 +501,14 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
         config.log_level = *level;
       } else {
         problems.add("log.level", level.status().message());
+      }
+    }
+    if (get_string(*log, "log", "format", text, problems)) {
+      auto format = parse_log_format(text);
+      if (format.ok()) {
+        config.log_format = *format;
+      } else {
+        problems.add("log.format", format.status().message());
       }
     }
     if (get_string(*log, "log", "file", text, problems)) {

@@ -153,6 +153,7 @@ struct Config {
   ServerSettings server;
   LogLevel log_level = LogLevel::kOff;
   std::filesystem::path log_file = "-";
+  LogFormat log_format = LogFormat::kText;
   ThreadSettings threads;
   std::vector<AccessRuleSpec> access;        // [[access]], in order; empty: the default policy.
   std::optional<listener::TlsSettings> tls;  // [tls]; none: no ldaps://, no StartTLS.

@@ -1,44 +1,18 @@
 // server/monitoring/access_log.cc: see access_log.h.
 #include "server/monitoring/access_log.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstring>
+#include <algorithm>
 #include <ctime>
+#include <limits>
 
 namespace numadir::server {
 namespace {
 
-Status errno_status(const std::filesystem::path& path, std::string_view what) {
-  return Status(StatusCode::kIo,
-                path.string() + ": " + std::string(what) + ": " + std::strerror(errno));
-}
-
-Result<int> open_file(const std::filesystem::path& path) {
-  if (path == "-") {
-    return dup(STDERR_FILENO);
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) {
-    return errno_status(path, "cannot be opened for appending");
-  }
-  return fd;
-}
-
-void write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return;  // A full or broken disk: the log loses these lines, the server goes on.
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
+std::int64_t wall_offset_ns() {
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  const std::int64_t realtime = std::int64_t{wall.tv_sec} * 1000000000 + wall.tv_nsec;
+  return realtime - monotonic_ns();
 }
 
 }  // namespace
@@ -56,108 +30,183 @@ Result<LogLevel> parse_log_level(std::string_view text) {
   return invalid_argument("\"" + std::string(text) + "\": must be \"off\", \"stats\" or \"debug\"");
 }
 
-std::string log_timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-      1000000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[96];
-  std::snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<long long>(micros));
-  return text;
+void LogWriter::write(const Record& record) {
+  encode_record(record, scratch_);
+  if (ring_.write_available() < scratch_.size()) {
+    dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return;
+  }
+  ring_.push(scratch_.data(), scratch_.size());  // Whole: only this thread pushes.
+  log_.wake();
 }
 
-Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::filesystem::path& path) {
-  Result<int> fd = open_file(path);
-  if (!fd.ok()) {
-    return fd.status();
+Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::filesystem::path& path,
+                                                   LogFormat format) {
+  Result<std::unique_ptr<LogFile>> file = LogFile::open(path);
+  if (!file.ok()) {
+    return file.status();
   }
-  std::unique_ptr<AccessLog> log(new AccessLog(path, *fd));
-  log->writer_ = std::thread([raw = log.get()] { raw->run(); });
+  std::unique_ptr<AccessLog> log(new AccessLog(std::move(*file), format));
+  log->thread_ = std::thread([raw = log.get()] { raw->run(); });
   return log;
 }
 
-AccessLog::AccessLog(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+AccessLog::AccessLog(std::unique_ptr<LogFile> file, LogFormat format)
+    : format_(format), file_(std::move(file)), formatter_(format) {
+  shared_ = &make_writer();
+}
 
 AccessLog::~AccessLog() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_one();
-  writer_.join();
-  ::close(fd_);
+  wake_cv_.notify_one();
+  thread_.join();
+  // file_ then writes what it holds as it is destroyed.
 }
 
-void AccessLog::append(std::string_view lines) {
-  bool was_empty = false;
-  {
-    std::lock_guard lock(mu_);
-    if (pending_.size() + lines.size() > kMaxBufferedBytes) {
-      std::uint64_t count = 0;
-      for (const char c : lines) {
-        count += c == '\n' ? 1 : 0;
-      }
-      dropped_.fetch_add(count, std::memory_order_relaxed);
-      return;
-    }
-    was_empty = pending_.empty();
-    pending_.append(lines);
-    ++appended_;
-  }
-  if (was_empty) {
-    wake_.notify_one();
-  }
+LogWriter& AccessLog::make_writer() {
+  std::lock_guard lock(writers_mu_);
+  writers_.push_back(std::unique_ptr<LogWriter>(new LogWriter(*this, kRingBytes)));
+  return *writers_.back();
 }
 
-Status AccessLog::reopen() {
-  Result<int> fd = open_file(path_);
-  if (!fd.ok()) {
-    return fd.status();
+void AccessLog::write_shared(const Record& record) {
+  std::lock_guard lock(shared_mu_);
+  shared_->write(record);
+}
+
+void AccessLog::message(std::string_view text) {
+  Record record;
+  record.kind = RecordKind::kMessage;
+  record.time_ns = monotonic_ns();
+  record.strings[0] = text;
+  write_shared(record);
+}
+
+std::uint64_t AccessLog::dropped() const {
+  std::uint64_t dropped = file_->dropped();
+  std::lock_guard lock(writers_mu_);
+  for (const auto& writer : writers_) {
+    dropped += writer->dropped_.load(std::memory_order_relaxed);
   }
-  int old = -1;
-  {
-    std::lock_guard lock(mu_);
-    old = fd_;
-    fd_ = *fd;
-  }
-  // The writer may still be writing a batch to the old descriptor: it holds its own copy of
-  // the number, and closing it here would let a new file reuse the number under it. Closing
-  // after the next batch completes is enough: flush() waits for that.
-  flush();
-  ::close(old);
-  return Status();
+  return dropped;
 }
 
 void AccessLog::flush() {
-  std::unique_lock lock(mu_);
-  const std::uint64_t target = appended_;
-  wake_.notify_one();
-  written_.wait(lock, [&] { return completed_ >= target || stopping_; });
+  {
+    std::unique_lock lock(mu_);
+    const std::uint64_t target = ++flush_requested_;
+    sleeping_.store(false, std::memory_order_relaxed);
+    wake_cv_.notify_one();
+    flushed_cv_.wait(lock, [&] { return flush_done_ >= target; });
+  }
+  file_->flush();
+}
+
+void AccessLog::wake() {
+  // Pairs with the fence in run(): either this sees the formatting thread asleep, or it sees
+  // the record just pushed before it sleeps.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed) &&
+      sleeping_.exchange(false, std::memory_order_relaxed)) {
+    { std::lock_guard lock(mu_); }  // The thread is inside wait(), or will see sleeping_ false.
+    wake_cv_.notify_one();
+  }
+}
+
+bool AccessLog::rings_empty() {
+  std::lock_guard lock(writers_mu_);
+  return std::all_of(writers_.begin(), writers_.end(),
+                     [](const auto& writer) { return writer->ring_.read_available() == 0; });
+}
+
+bool AccessLog::drain(std::int64_t watermark) {
+  bool drained = false;
+  {
+    std::lock_guard lock(writers_mu_);
+    for (const auto& writer : writers_) {
+      // Each push was one whole record, made visible at once: what is available is whole.
+      const std::size_t available = writer->ring_.read_available();
+      if (available == 0) {
+        continue;
+      }
+      const std::size_t at = held_.size();
+      held_.resize(at + available);
+      writer->ring_.pop(held_.data() + at, available);
+      drained = true;
+    }
+  }
+  order_.clear();
+  const std::string_view held = held_;
+  for (std::size_t at = 0; at < held.size();) {
+    const std::uint32_t size = encoded_size(held.substr(at));
+    order_.push_back({decode_record(held.substr(at, size)).time_ns,
+                      static_cast<std::uint32_t>(at), size});
+    at += size;
+  }
+  std::stable_sort(order_.begin(), order_.end(),
+                   [](const Held& a, const Held& b) { return a.time_ns < b.time_ns; });
+  formatter_.set_wall_offset(wall_offset_ns());
+  lines_.clear();
+  kept_.clear();
+  for (const Held& record : order_) {
+    const std::string_view bytes = held.substr(record.at, record.size);
+    if (record.time_ns < watermark) {
+      formatter_.append_line(decode_record(bytes), lines_);
+    } else {
+      kept_.append(bytes);
+    }
+  }
+  if (!lines_.empty()) {
+    file_->append(lines_);
+  }
+  held_.swap(kept_);
+  return drained || !held_.empty();
 }
 
 void AccessLog::run() {
-  std::string batch;
-  std::unique_lock lock(mu_);
   for (;;) {
-    wake_.wait(lock, [&] { return !pending_.empty() || stopping_; });
-    if (pending_.empty() && stopping_) {
+    std::uint64_t flush_target = 0;
+    bool stopping = false;
+    {
+      std::lock_guard lock(mu_);
+      flush_target = flush_requested_;
+      stopping = stopping_;
+    }
+    // Taken before the rings are read: a record older than this that some thread wrote after
+    // another is visible now, so everything the batch formats is in order.
+    const std::int64_t watermark =
+        stopping ? std::numeric_limits<std::int64_t>::max() : monotonic_ns();
+    const bool busy = drain(watermark);
+    {
+      std::lock_guard lock(mu_);
+      if (flush_target > flush_done_) {
+        flush_done_ = flush_target;
+        flushed_cv_.notify_all();
+      }
+    }
+    if (stopping) {
       return;
     }
-    batch.swap(pending_);
-    pending_.clear();
-    const std::uint64_t batch_end = appended_;
-    const int fd = fd_;
+    std::unique_lock lock(mu_);
+    const auto asked = [&] { return stopping_ || flush_requested_ > flush_done_; };
+    if (busy) {
+      // Records are coming: let them gather for a batch.
+      wake_cv_.wait_for(lock, kBatchInterval, asked);
+      continue;
+    }
     lock.unlock();
-    write_all(fd, batch);  // Never under the lock: appenders go on meanwhile.
-    batch.clear();
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // Pairs with wake().
+    if (!rings_empty()) {
+      sleeping_.store(false, std::memory_order_relaxed);
+      continue;
+    }
     lock.lock();
-    completed_ = batch_end;
-    written_.notify_all();
+    wake_cv_.wait(lock, [&] { return !sleeping_.load(std::memory_order_relaxed) || asked(); });
+    sleeping_.store(false, std::memory_order_relaxed);
   }
 }
 

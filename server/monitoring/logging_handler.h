@@ -2,7 +2,9 @@
 // one: the connection opening and closing, each request and its result with the time it took, and
 // the unbinds and abandons the listener carries out itself.
 // Wrapped around the OperationHandler only when logging is on, so a server without a log pays
-// nothing for it.
+// nothing for it. Each operation writes its records through the LogWriter of the thread running
+// it (its worker state's), the connection's events through its listener's; an operation kept open
+// (detach) finishes through the log's shared writer.
 //
 // Thread contract: as RequestHandler (server/monitoring/access_log.h for the log's).
 #pragma once
@@ -21,14 +23,18 @@ class LoggingHandler final : public listener::RequestHandler {
       : inner_(inner), log_(log), level_(level) {}
 
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
-  // The inner handler's: handle() passes it through.
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
-    return inner_.make_worker_state();
-  }
+  // The inner handler's, which must be a LoggingWorkerState, with a LogWriter of its thread's.
+  std::unique_ptr<threadpool::WorkerState> make_worker_state() override;
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink, threadpool::WorkerState& state) override;
-  // Logs UNBIND, or ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`).
-  void notice(const listener::wire::LdapMessage& request, listener::Session& session) override;
+  // Logs UNBIND, ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`), or StartTLS
+  // (EXT) and its result.
+  void notice(const listener::wire::LdapMessage& request, listener::Session& session,
+              const listener::RequestOrigin& origin,
+              const listener::wire::LdapMessage* response) override;
+  // Logs the request, then ABANDONED.
+  void not_run(const listener::wire::LdapMessage& request, listener::Session& session,
+               const listener::RequestOrigin& origin) override;
   // Logs the TLS handshake (protocol, cipher, client certificate) and tells the inner handler.
   void tls_established(listener::Session& session, const listener::TlsPeer& peer) override;
 
@@ -37,9 +43,5 @@ class LoggingHandler final : public listener::RequestHandler {
   AccessLog& log_;
   const LogLevel level_;
 };
-
-// Returns: the access log's line describing `request` (without timestamp or conn/op prefix),
-//   e.g. `SRCH base="dc=example,dc=com" scope=2 deref=0 filter="(uid=a)" attrs="1.1"`.
-std::string describe_request(const listener::wire::LdapMessage& request);
 
 }  // namespace numadir::server

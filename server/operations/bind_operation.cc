@@ -249,7 +249,7 @@ void BindOperation::hand_to_worker(const LdapMessage& request, ServerSession& se
 void BindOperation::log_refusal(const LdapMessage& request, const ServerSession& session,
                                 std::string_view ndn, const backend::CostExcess& refused) const {
   std::string line = "conn=" + std::to_string(session.info().id) +
-                     " op=" + std::to_string(request.message_id) + " BIND dn=\"";
+                     " msgid=" + std::to_string(request.message_id) + " BIND dn=\"";
   for (const char c : ndn) {
     if (c == '\n' || c == '\r') {
       line += ' ';  // One line per refusal, whatever the DN holds.
@@ -263,7 +263,8 @@ void BindOperation::log_refusal(const LdapMessage& request, const ServerSession&
   line += "\" refused a userPassword value without checking it: " + describe_cost_excess(refused) +
           "\n";
   if (AccessLog* log = context_.options().refusal_log; log != nullptr) {
-    log->append(log_timestamp() + line);
+    line.pop_back();  // The log ends its lines itself.
+    log->message(line);
   } else {
     std::fprintf(stderr, "numadir: %s", line.c_str());
   }

@@ -15,6 +15,7 @@
 
 #include "backend/directory.h"
 #include "backend/entry_filter.h"
+#include "server/monitoring/access_log.h"
 #include "server/monitoring/operation_counters.h"
 #include "server/operations/operation_context.h"
 #include "server/operations/server_session.h"
@@ -22,7 +23,7 @@
 
 namespace numadir::server {
 
-class ServerWorkerState final : public threadpool::WorkerState {
+class ServerWorkerState final : public LoggingWorkerState {
  public:
   // `owner` identifies the handler that made it (handle() checks it gets its own).
   ServerWorkerState(const void* owner, const backend::Directory& directory,
