@@ -225,9 +225,15 @@ def check_access_log(numadir, folder):
         if os.path.exists(os.path.join(folder, name)):
             with open(os.path.join(folder, name)) as stream:
                 text += stream.read()
-    for expected in ("ACCEPT from IP=127.0.0.1:", f'op=5 SRCH base="{SUFFIX}" scope=0',
-                     "op=5 SEARCH RESULT tag=101 err=32 nentries=0 etime=",
-                     "op=6 ABANDON msg=5\n", "op=7 UNBIND\n"):
+    accepted = re.search(r" conn=(\d+) ACCEPT from IP=127\.0\.0\.1:", text)
+    if accepted is None:
+        fail(f"access log lacks an ACCEPT line:\n{text}")
+    # op= counts the connection's requests from 0 in the order read; msgid= is the client's.
+    conn = f"conn={accepted.group(1)}"
+    for expected in (f'{conn} op=0 msgid=5 SRCH base="{SUFFIX}" scope=0',
+                     f"{conn} op=0 msgid=5 SEARCH RESULT tag=101 err=32 nentries=0 etime=",
+                     f"{conn} op=1 msgid=6 ABANDON msg=5\n", f"{conn} op=2 msgid=7 UNBIND\n",
+                     f"{conn} closed\n"):
         if expected not in text:
             fail(f"access log lacks {expected!r}:\n{text}")
     if not os.path.exists(os.path.join(folder, "access.log")):

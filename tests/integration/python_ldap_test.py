@@ -378,24 +378,39 @@ def abandon_held_search():
                 "after abandoning a large search the connection keeps working")
     conn.unbind_s()
 
-    # The log is written by its own thread, each operation's request and result lines in one
-    # append, in order: once the last bind's lines are there, so is anything the abandoned
-    # search logged (it would have ended before that bind started).
-    def last_bind_line():
+    # The log's lines are ordered by time, and a record written after another never comes out
+    # before it: once the connection's "closed" line is there (after its unbind), so is
+    # everything the connection logged. The connection is the one whose first bind has the
+    # first slow bind's message ID; op= counts its requests from 0 in the order the server read
+    # them (binds 0 and 1, the search 2, its abandon 3, the last bind 4, and so on).
+    def first_bind_line():
         return next((line for line in access_log_lines()
-                     if f" op={last} BIND dn=\"{SLOW_DN}\"" in line), None)
-    line = wait_for(last_bind_line, timeout=30)
-    check(line is not None, "the access log holds the last bind",
+                     if f" op=0 msgid={slow} BIND dn=\"{SLOW_DN}\"" in line), None)
+    line = wait_for(first_bind_line, timeout=30)
+    check(line is not None, "the access log holds the first slow bind as op=0",
           "\n".join(access_log_lines()[-10:]))
-    prefix = f"conn={line.split('conn=')[1].split(' ')[0]} op="
-    mine = [line for line in access_log_lines() if prefix in line]
-    check(any(f"{prefix}{last} RESULT tag=97 err=0" in line for line in mine),
-          "and its success", "\n".join(mine))
-    check(any(f" ABANDON msg={search}" in line for line in mine),
-          "the access log records the AbandonRequest", "\n".join(mine))
-    results = [line for line in mine if f"{prefix}{search} SEARCH RESULT" in line]
+    prefix = f"conn={line.split('conn=')[1].split(' ')[0]} "
+    check(wait_for(lambda: any(line.endswith(f" {prefix}closed") for line in access_log_lines()),
+                   timeout=30),
+          "and the connection's close", "\n".join(access_log_lines()[-10:]))
+    mine = [line.split("Z ", 1)[1] for line in access_log_lines() if f" {prefix}" in line]
+    shown = "\n".join(mine)
+    for op, msgid, what in ((1, second, "BIND"), (2, search, "SRCH"), (3, None, "ABANDON"),
+                            (4, last, "BIND")):
+        check(any(entry.startswith(f"{prefix}op={op} msgid=")
+                  and (msgid is None or entry.startswith(f"{prefix}op={op} msgid={msgid} "))
+                  and f" {what} " in entry for entry in mine),
+              f"the access log numbers the {what} op={op}", shown)
+    check(any(entry.startswith(f"{prefix}op=4 msgid={last} RESULT tag=97 err=0")
+              for entry in mine), "and the last bind's success", shown)
+    check(any(entry.startswith(f"{prefix}op=3 ") and entry.endswith(f" ABANDON msg={search}")
+              for entry in mine), "the access log records the AbandonRequest", shown)
+    searched = [entry for entry in mine if entry.startswith(f"{prefix}op=2 msgid={search} ")]
+    results = [entry for entry in searched if " RESULT " in entry]
     check(not results, "the abandoned search sent no SearchResultDone (its entries: none)",
           "\n".join(results))
+    check_equal(sum(" ABANDONED etime=" in entry for entry in searched), 1,
+                "the held search dropped by the abandon is logged ABANDONED once")
     root.delete_s(SLOW_DN)
     root.unbind_s()
 
