@@ -495,7 +495,7 @@ void Listener::on_readable(Connection& connection) {
       if (connection.tls_started()) {
         if (!rules_.tls_input(connection,
                               std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)))) {
-          begin_close(connection);
+          close_after_input(connection);  // close_notify may come in one read with requests.
           return;
         }
       } else {
@@ -517,10 +517,19 @@ void Listener::on_readable(Connection& connection) {
       break;
     }
     // EOF or a reset: the client is gone; what it had outstanding is abandoned.
-    begin_close(connection);
+    close_after_input(connection);
     return;
   }
   pump(connection);
+}
+
+void Listener::close_after_input(Connection& connection) {
+  // What the client sent before it went is read first (its last requests start, an Unbind is
+  // noticed and carried out), as if the end had come in a read of its own.
+  pump(connection);
+  if (!connection.closing_) {
+    begin_close(connection);
+  }
 }
 
 void Listener::pump(Connection& connection) {
@@ -554,6 +563,9 @@ void Listener::begin_close(Connection& connection) {
     rules_.forget_handshake(connection);
     set_want_output(connection, false);
     connection.abandon_all();  // Ends its open operations: their on_end runs here.
+    for (const std::unique_ptr<Request>& held : connection.held_) {
+      shared_.handler->not_run(held->message(), *connection.session_, held->origin());
+    }
     connection.held_.clear();
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd(), nullptr);
   }

@@ -166,6 +166,8 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // (given back if it fails: then `fd` is closed).
   void open_connection(int fd, std::string peer, bool tls);
   void on_readable(Connection& connection);
+  // The client ended the connection (EOF, close_notify): reads what it had buffered, then closes.
+  void close_after_input(Connection& connection);
   // Lets the rules start or hold what the connection read, and carries out what they ask.
   void pump(Connection& connection);
   // The pool refused `connection`'s request: retries once the pool says it has room.

@@ -185,8 +185,9 @@ class RequestHandler {
     (void)origin;
     (void)response;
   }
-  // Called for a request that was read and then abandoned before it started (so handle() never
-  // sees it), on the thread that drops it (for the access log). Must not block. The default
+  // Called for a request that was read and then abandoned before it started (an Abandon, an
+  // Unbind or the connection closing while it waited: handle() never sees it), on the thread that
+  // drops it (for the access log). Must not block. The default
   // does nothing.
   virtual void not_run(const wire::LdapMessage& request, Session& session,
                        const RequestOrigin& origin) {

@@ -38,21 +38,25 @@ void LogWriter::write(const Record& record) {
   }
   ring_.push(scratch_.data(), scratch_.size());  // Whole: only this thread pushes.
   log_.wake();
+  if (!hurried_.load(std::memory_order_relaxed) && ring_.write_available() < log_.ring_bytes_ / 2) {
+    hurried_.store(true, std::memory_order_relaxed);
+    log_.hurry();
+  }
 }
 
 Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::filesystem::path& path,
-                                                   LogFormat format) {
+                                                   LogFormat format, std::size_t ring_bytes) {
   Result<std::unique_ptr<LogFile>> file = LogFile::open(path);
   if (!file.ok()) {
     return file.status();
   }
-  std::unique_ptr<AccessLog> log(new AccessLog(std::move(*file), format));
+  std::unique_ptr<AccessLog> log(new AccessLog(std::move(*file), format, ring_bytes));
   log->thread_ = std::thread([raw = log.get()] { raw->run(); });
   return log;
 }
 
-AccessLog::AccessLog(std::unique_ptr<LogFile> file, LogFormat format)
-    : format_(format), file_(std::move(file)), formatter_(format) {
+AccessLog::AccessLog(std::unique_ptr<LogFile> file, LogFormat format, std::size_t ring_bytes)
+    : format_(format), ring_bytes_(ring_bytes), file_(std::move(file)), formatter_(format) {
   shared_ = &make_writer();
 }
 
@@ -68,7 +72,7 @@ AccessLog::~AccessLog() {
 
 LogWriter& AccessLog::make_writer() {
   std::lock_guard lock(writers_mu_);
-  writers_.push_back(std::unique_ptr<LogWriter>(new LogWriter(*this, kRingBytes)));
+  writers_.push_back(std::unique_ptr<LogWriter>(new LogWriter(*this, ring_bytes_)));
   return *writers_.back();
 }
 
@@ -116,6 +120,12 @@ void AccessLog::wake() {
   }
 }
 
+void AccessLog::hurry() {
+  hurry_.store(true, std::memory_order_relaxed);
+  { std::lock_guard lock(mu_); }
+  wake_cv_.notify_one();
+}
+
 bool AccessLog::rings_empty() {
   std::lock_guard lock(writers_mu_);
   return std::all_of(writers_.begin(), writers_.end(),
@@ -124,9 +134,13 @@ bool AccessLog::rings_empty() {
 
 bool AccessLog::drain(std::int64_t watermark) {
   bool drained = false;
+  std::uint64_t dropped = file_->dropped();
+  hurry_.store(false, std::memory_order_relaxed);
   {
     std::lock_guard lock(writers_mu_);
     for (const auto& writer : writers_) {
+      dropped += writer->dropped_.load(std::memory_order_relaxed);
+      writer->hurried_.store(false, std::memory_order_relaxed);
       // Each push was one whole record, made visible at once: what is available is whole.
       const std::size_t available = writer->ring_.read_available();
       if (available == 0) {
@@ -142,8 +156,8 @@ bool AccessLog::drain(std::int64_t watermark) {
   const std::string_view held = held_;
   for (std::size_t at = 0; at < held.size();) {
     const std::uint32_t size = encoded_size(held.substr(at));
-    order_.push_back({decode_record(held.substr(at, size)).time_ns,
-                      static_cast<std::uint32_t>(at), size});
+    order_.push_back(
+        {decode_record(held.substr(at, size)).time_ns, static_cast<std::uint32_t>(at), size});
     at += size;
   }
   std::stable_sort(order_.begin(), order_.end(),
@@ -158,6 +172,15 @@ bool AccessLog::drain(std::int64_t watermark) {
     } else {
       kept_.append(bytes);
     }
+  }
+  if (dropped > dropped_reported_) {
+    Record report;
+    report.time_ns = monotonic_ns();
+    const std::string text = "access log: " + std::to_string(dropped - dropped_reported_) +
+                             " lines dropped (the log fell behind)";
+    report.strings[0] = text;
+    formatter_.append_line(report, lines_);
+    dropped_reported_ = dropped;
   }
   if (!lines_.empty()) {
     file_->append(lines_);
@@ -191,7 +214,9 @@ void AccessLog::run() {
       return;
     }
     std::unique_lock lock(mu_);
-    const auto asked = [&] { return stopping_ || flush_requested_ > flush_done_; };
+    const auto asked = [&] {
+      return stopping_ || flush_requested_ > flush_done_ || hurry_.load(std::memory_order_relaxed);
+    };
     if (busy) {
       // Records are coming: let them gather for a batch.
       wake_cv_.wait_for(lock, kBatchInterval, asked);

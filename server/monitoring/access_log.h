@@ -9,7 +9,8 @@
 // drained by time, formats the lines and hands them to the LogFile in one batch; the LogFile's own
 // thread writes them, so a slow disk never slows an operation. Past LogFile::kMaxBufferedBytes of
 // unwritten lines, or a ring full because the formatting thread fell a whole ring behind, lines
-// are dropped and counted (dropped()), never waited for.
+// are dropped and counted (dropped()), never waited for; the log then says how many, in a line
+// of its own. A ring half full makes the formatting thread drain at once.
 //
 // Order: records are ordered by the CLOCK_MONOTONIC time they carry; a batch formats only those
 // older than the moment it began draining and keeps the rest for the next, so a record written
@@ -72,6 +73,7 @@ class LogWriter {
                                             // formatting thread.
   std::string scratch_;                     // Owner: the writing thread.
   std::atomic<std::uint64_t> dropped_{0};   // Written by the writing thread only.
+  std::atomic<bool> hurried_{false};        // Set by the writer, cleared by the formatting thread.
 };
 
 // A worker state that carries its thread's LogWriter: the server's states derive from it, and
@@ -88,8 +90,10 @@ class AccessLog {
 
   // Opens `path` for appending ("-" is standard error) and starts the formatting and writing
   // threads. Errors: kIo naming the file.
+  // `ring_bytes`: each writer's ring (tests make it small).
   static Result<std::unique_ptr<AccessLog>> open(const std::filesystem::path& path,
-                                                 LogFormat format = LogFormat::kText);
+                                                 LogFormat format = LogFormat::kText,
+                                                 std::size_t ring_bytes = kRingBytes);
   AccessLog(const AccessLog&) = delete;
   AccessLog& operator=(const AccessLog&) = delete;
   ~AccessLog();  // Formats and writes everything written so far, then stops its threads.
@@ -112,7 +116,7 @@ class AccessLog {
 
  private:
   friend class LogWriter;
-  AccessLog(std::unique_ptr<LogFile> file, LogFormat format);
+  AccessLog(std::unique_ptr<LogFile> file, LogFormat format, std::size_t ring_bytes);
   void run();
   // Formatting thread: moves what the rings hold into held_, then formats and hands to the file
   //   every held record older than `watermark`. Returns: whether any record was drained or is
@@ -121,8 +125,11 @@ class AccessLog {
   bool rings_empty();
   // A writer, after pushing: wakes the formatting thread if it sleeps.
   void wake();
+  // A writer whose ring is half full: the formatting thread drains now, not at its next batch.
+  void hurry();
 
   const LogFormat format_;
+  const std::size_t ring_bytes_;
   const std::unique_ptr<LogFile> file_;
 
   mutable std::mutex writers_mu_;
@@ -134,21 +141,23 @@ class AccessLog {
   std::condition_variable wake_cv_;
   std::condition_variable flushed_cv_;
   std::atomic<bool> sleeping_{false};  // The formatting thread waits for a writer to wake it.
+  std::atomic<bool> hurry_{false};     // A ring is half full.
   bool stopping_ = false;              // Guarded by mu_.
   std::uint64_t flush_requested_ = 0;  // Guarded by mu_.
   std::uint64_t flush_done_ = 0;       // Guarded by mu_.
 
   // Owner: the formatting thread.
   LineFormatter formatter_;
-  std::string held_;     // Records drained, not yet formatted (encode_record's bytes, back to back).
-  std::string kept_;     // Scratch: the records a batch keeps for the next.
-  std::string lines_;    // Scratch: a batch's lines.
+  std::string held_;   // Records drained, not yet formatted (encode_record's bytes, back to back).
+  std::string kept_;   // Scratch: the records a batch keeps for the next.
+  std::string lines_;  // Scratch: a batch's lines.
   struct Held {
     std::int64_t time_ns;
     std::uint32_t at;
     std::uint32_t size;
   };
-  std::vector<Held> order_;  // Scratch: held_'s records by time.
+  std::vector<Held> order_;             // Scratch: held_'s records by time.
+  std::uint64_t dropped_reported_ = 0;  // What the last "lines dropped" line counted to.
 
   std::thread thread_;  // The formatting thread.
 };

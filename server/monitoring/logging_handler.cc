@@ -6,6 +6,10 @@
 #include <string>
 #include <utility>
 
+#include "listener/wire/ber_writer.h"
+#include "listener/wire/message_encoder.h"
+#include "schema/filter.h"
+
 namespace numadir::server {
 namespace {
 
@@ -40,9 +44,37 @@ class LoggedSession final : public listener::Session {
   LogWriter* const writer_;
 };
 
-// Requests whose PDU is at most this are logged as their bytes, decoded by the formatting
-// thread; a longer one (an add of large values) is described on the spot.
+// Requests are logged as their bytes, decoded by the formatting thread; an add or a modify longer
+// than this (large values), or a request whose bytes are unknown, as the bytes of the same
+// request with only what its line shows (no values, credentials or controls), encoded on the spot.
 constexpr std::size_t kMaxPduCopied = 4096;
+
+void encode_reduced(const LdapMessage& request, listener::wire::BerWriter& writer) {
+  LdapMessage reduced;
+  reduced.reset(request.message_id, request.op);
+  reduced.bind_request = request.bind_request;
+  reduced.bind_request.simple_password = {};
+  reduced.bind_request.sasl_credentials.reset();
+  reduced.bind_request.unsupported_credentials = {};
+  const auto& search = request.search_request;
+  reduced.search_request.base_object = search.base_object;
+  reduced.search_request.scope = search.scope;
+  reduced.search_request.deref_aliases = search.deref_aliases;
+  reduced.search_request.attributes = search.attributes;
+  const std::string filter = search.filter.to_string();
+  if (auto parsed = schema::Filter::parse(filter); parsed.ok()) {
+    reduced.search_request.filter = std::move(*parsed);
+  }
+  reduced.add_request.entry = request.add_request.entry;
+  reduced.dn = request.dn;
+  reduced.modify_request.object = request.modify_request.object;
+  reduced.modify_dn_request = request.modify_dn_request;
+  reduced.compare_request = request.compare_request;
+  reduced.compare_request.value = {};
+  reduced.extended.name = request.extended.name;
+  reduced.abandon_id = request.abandon_id;
+  listener::wire::encode_message(reduced, writer);
+}
 
 // One operation's records: its request, what it sent (entries, its result). Owner: the thread
 // running or finishing the operation.
@@ -59,13 +91,15 @@ class OperationRecord {
         search_(request.op == ProtocolOp::kSearchRequest),
         start_ns_(monotonic_ns()) {
     Record record = base(RecordKind::kRequest, start_ns_);
-    std::string description;
-    if (!origin.pdu.empty() && origin.pdu.size() <= kMaxPduCopied) {
-      record.numbers[0] = 1;
+    record.numbers[0] = 1;
+    listener::wire::BerWriter reduced;
+    const bool with_values =
+        request.op == ProtocolOp::kAddRequest || request.op == ProtocolOp::kModifyRequest;
+    if (!origin.pdu.empty() && (!with_values || origin.pdu.size() <= kMaxPduCopied)) {
       record.strings[0] = origin.pdu;
     } else {
-      description = describe_request(request);
-      record.strings[0] = description;
+      encode_reduced(request, reduced);
+      record.strings[0] = reduced.view();
     }
     write(record);
   }
@@ -204,7 +238,8 @@ class WatchingSink final : public listener::ResponseSink {
 std::unique_ptr<threadpool::WorkerState> LoggingHandler::make_worker_state() {
   std::unique_ptr<threadpool::WorkerState> state = inner_.make_worker_state();
   auto* logging = dynamic_cast<LoggingWorkerState*>(state.get());
-  NUMADIR_CHECK(logging != nullptr, "LoggingHandler: the inner handler's worker state has no LogWriter");
+  NUMADIR_CHECK(logging != nullptr,
+                "LoggingHandler: the inner handler's worker state has no LogWriter");
   logging->log_writer = &log_.make_writer();
   return state;
 }

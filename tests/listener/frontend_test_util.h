@@ -287,7 +287,9 @@ class FakeHandler : public RequestHandler {
   }
 
   // The listener thread tells of each Unbind and Abandon just before it carries it out.
-  void notice(const LdapMessage&, Session&) override { notices.fetch_add(1); }
+  void notice(const LdapMessage&, Session&, const RequestOrigin&, const LdapMessage*) override {
+    notices.fetch_add(1);
+  }
 
   void wait_for_gate() {
     std::unique_lock lock(mu_);

@@ -46,7 +46,9 @@ class DetachableSink final : public listener::ResponseSink {
   std::unique_ptr<listener::OpenOperation> detach() override {
     return std::make_unique<CountingOpen>(finished);
   }
+  listener::RequestOrigin origin() const override { return {number, {}}; }
   int finished = 0;
+  std::uint64_t number = 0;
 };
 
 // Keeps each request's operation open; the test finishes or drops it.
@@ -54,6 +56,9 @@ class Detaching final : public listener::RequestHandler {
  public:
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo&) override {
     return std::make_unique<listener::Session>();
+  }
+  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+    return std::make_unique<LoggingWorkerState>();
   }
   void handle(const LdapMessage& request, listener::Session&, listener::ResponseSink& sink,
               threadpool::WorkerState&) override {
@@ -83,7 +88,7 @@ TEST_CASE("LoggingHandler: a detached update logs its result when it finishes") 
   modify.modify_request.object = "uid=a,dc=x";
   handler.handle(modify, *session, sink, *state);
   (*log)->flush();
-  CHECK(read_file(dir / "access.log").find("op=5") == std::string::npos);  // Not yet.
+  CHECK(read_file(dir / "access.log").find("msgid=5 RESULT") == std::string::npos);  // Not yet.
   LdapMessage response;
   response.reset(5, ProtocolOp::kModifyResponse);
   response.result.code = ResultCode::kInsufficientAccessRights;
@@ -94,19 +99,20 @@ TEST_CASE("LoggingHandler: a detached update logs its result when it finishes") 
   LdapMessage dropped;
   dropped.reset(6, ProtocolOp::kDelRequest);
   dropped.dn = "uid=b,dc=x";
+  sink.number = 1;
   handler.handle(dropped, *session, sink, *state);
   inner.open.reset();  // Released unfinished.
   session.reset();
   (*log)->flush();
   const std::string text = read_file(dir / "access.log");
   CAPTURE(text);
-  CHECK(text.find("conn=3 op=5 MOD dn=\"uid=a,dc=x\"\n") != std::string::npos);
-  const std::size_t result = text.find("conn=3 op=5 RESULT tag=103 err=50 etime=");
+  CHECK(text.find("conn=3 op=0 msgid=5 MOD dn=\"uid=a,dc=x\"\n") != std::string::npos);
+  const std::size_t result = text.find("conn=3 op=0 msgid=5 RESULT tag=103 err=50 etime=");
   CHECK(result != std::string::npos);
   CHECK(text.find("text=\"no write access to attribute description\"", result) !=
         std::string::npos);
-  CHECK(text.find("conn=3 op=5 RESULT", result + 1) == std::string::npos);
-  CHECK(text.find("conn=3 op=6 ABANDONED etime=") != std::string::npos);
+  CHECK(text.find("conn=3 op=0 msgid=5 RESULT", result + 1) == std::string::npos);
+  CHECK(text.find("conn=3 op=1 msgid=6 ABANDONED etime=") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -50,7 +50,7 @@ TEST_CASE("BindOperation: a bind refuses a value over a ceiling and logs it once
   std::ifstream in(dir.path() / "access.log");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK_MESSAGE(
-      text.find(" conn=1 op=4 BIND dn=\"uid=costly,ou=people,dc=example,dc=com\" "
+      text.find(" conn=1 msgid=4 BIND dn=\"uid=costly,ou=people,dc=example,dc=com\" "
                 "refused a userPassword value without checking it: argon2 memory "
                 "1048576 KiB over passwords.max_argon2_memory_kib (65536)\n") != std::string::npos,
       text);
