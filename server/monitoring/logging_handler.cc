@@ -61,9 +61,10 @@ void encode_reduced(const LdapMessage& request, listener::wire::BerWriter& write
   reduced.search_request.scope = search.scope;
   reduced.search_request.deref_aliases = search.deref_aliases;
   reduced.search_request.attributes = search.attributes;
-  const std::string filter = search.filter.to_string();
-  if (auto parsed = schema::Filter::parse(filter); parsed.ok()) {
-    reduced.search_request.filter = std::move(*parsed);
+  if (request.op == ProtocolOp::kSearchRequest) {
+    if (auto parsed = schema::Filter::parse(search.filter.to_string()); parsed.ok()) {
+      reduced.search_request.filter = std::move(*parsed);
+    }
   }
   reduced.add_request.entry = request.add_request.entry;
   reduced.dn = request.dn;
