@@ -56,7 +56,7 @@ Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::filesystem::path& 
 }
 
 AccessLog::AccessLog(std::unique_ptr<LogFile> file, LogFormat format, std::size_t ring_bytes)
-    : format_(format), ring_bytes_(ring_bytes), file_(std::move(file)), formatter_(format) {
+    : ring_bytes_(ring_bytes), file_(std::move(file)), formatter_(format) {
   shared_ = &make_writer();
 }
 

@@ -98,7 +98,6 @@ class AccessLog {
   AccessLog& operator=(const AccessLog&) = delete;
   ~AccessLog();  // Formats and writes everything written so far, then stops its threads.
 
-  LogFormat format() const { return format_; }
   // Returns: a new writer for the calling thread, valid as long as the log.
   LogWriter& make_writer();
   // Writes `record` through the log's shared writer, under a lock: for the few events of a
@@ -128,7 +127,6 @@ class AccessLog {
   // A writer whose ring is half full: the formatting thread drains now, not at its next batch.
   void hurry();
 
-  const LogFormat format_;
   const std::size_t ring_bytes_;
   const std::unique_ptr<LogFile> file_;
 

@@ -357,11 +357,11 @@ void LineFormatter::append_text(const Record& record, std::string& out) {
       out += "closed";
       return;
     case RecordKind::kRequest:
-      if (n[0] == 1 && listener::wire::decode_message(record.strings[0], decoded_, {}).ok()) {
+      if (listener::wire::decode_message(record.strings[0], decoded_, {}).ok()) {
         Fields fields(out, LogFormat::kText);
         describe_fields(decoded_, fields);
       } else {
-        out += record.strings[0];
+        out += "UNDECODABLE";  // Bytes the listener had decoded: cannot happen.
       }
       return;
     case RecordKind::kEntry:
@@ -421,11 +421,10 @@ void LineFormatter::append_json(const Record& record, std::string& out) {
       fields.type("CLOSED");
       break;
     case RecordKind::kRequest:
-      if (n[0] == 1 && listener::wire::decode_message(record.strings[0], decoded_, {}).ok()) {
+      if (listener::wire::decode_message(record.strings[0], decoded_, {}).ok()) {
         describe_fields(decoded_, fields);
       } else {
-        fields.type("REQUEST");
-        fields.text("description", record.strings[0]);
+        fields.type("UNDECODABLE");  // Bytes the listener had decoded: cannot happen.
       }
       break;
     case RecordKind::kEntry:

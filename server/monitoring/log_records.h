@@ -29,13 +29,13 @@ enum class LogFormat : std::uint8_t {
 Result<LogFormat> parse_log_format(std::string_view text);
 
 enum class RecordKind : std::uint8_t {
-  kAccept,   // strings[0] the peer "IP:port"; numbers[0] the local port.
-  kClosed,   // The connection closed.
-  kRequest,  // strings[0] the request's PDU (numbers[0] 1), or a description of it (0).
-  kEntry,    // strings[0] the DN of an entry a search returned (level debug).
-  kResult,   // numbers: [0] the response's tag, [1] its result code, [2] the entries a search
-             // returned (-1: not a search), [3] nanoseconds since the request; strings[0] the
-             // diagnostic message.
+  kAccept,     // strings[0] the peer "IP:port"; numbers[0] the local port.
+  kClosed,     // The connection closed.
+  kRequest,    // strings[0] the request's PDU (the whole LDAPMessage).
+  kEntry,      // strings[0] the DN of an entry a search returned (level debug).
+  kResult,     // numbers: [0] the response's tag, [1] its result code, [2] the entries a search
+               // returned (-1: not a search), [3] nanoseconds since the request; strings[0] the
+               // diagnostic message.
   kAbandoned,  // numbers[3] nanoseconds since the request: it ended without a result.
   kTls,        // strings: [0] protocol, [1] cipher, [2] client certificate's subject; numbers:
                // [0] resumed, [1] a certificate was sent, [2] it was verified.
@@ -48,10 +48,10 @@ struct Record {
   static constexpr int kStrings = 3;
 
   RecordKind kind = RecordKind::kMessage;
-  std::int64_t time_ns = 0;    // CLOCK_MONOTONIC (monotonic_ns()).
-  std::uint64_t conn = 0;      // 0: no connection (kMessage).
-  std::uint64_t op = 0;        // The operation's number on its connection, from 0.
-  std::int64_t msgid = -1;     // -1: no operation.
+  std::int64_t time_ns = 0;  // CLOCK_MONOTONIC (monotonic_ns()).
+  std::uint64_t conn = 0;    // 0: no connection (kMessage).
+  std::uint64_t op = 0;      // The operation's number on its connection, from 0.
+  std::int64_t msgid = -1;   // -1: no operation.
   std::int64_t numbers[kNumbers] = {0, 0, 0, 0};
   std::string_view strings[kStrings];
 };

@@ -92,7 +92,6 @@ class OperationRecord {
         search_(request.op == ProtocolOp::kSearchRequest),
         start_ns_(monotonic_ns()) {
     Record record = base(RecordKind::kRequest, start_ns_);
-    record.numbers[0] = 1;
     listener::wire::BerWriter reduced;
     const bool with_values =
         request.op == ProtocolOp::kAddRequest || request.op == ProtocolOp::kModifyRequest;
