@@ -202,10 +202,10 @@ TWO_NODES = "numa:2 core:1 pu:1"
 
 
 def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None,
-                  database_extra="", threads_extra=""):
+                  database_extra="", threads_extra="", extra=""):
     """`tls`: make_certificate()'s files: numadir also listens on ldaps://. `database_extra` /
     `threads_extra`: more lines of the [database] / [threads] table (e.g. 'durability = "sync"',
-    'topology = "numa:2 core:1 pu:1"')."""
+    'topology = "numa:2 core:1 pu:1"'); `extra`: more tables (e.g. a [log])."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
     root_pw = root_password(build)
@@ -222,6 +222,7 @@ dispatcher = "{dispatcher}"
 
 [passwords]
 allow_cleartext = {"true" if cleartext else "false"}
+{extra}
 """)
         if tls:
             stream.write(f"""
@@ -246,9 +247,11 @@ key = "{tls['key']}"
     return Server(name, process, port, ldaps_port)
 
 
-def start_slapd(work, ldif, args, tls=None):
-    """`tls`: make_certificate()'s files: slapd also listens on ldaps://."""
-    folder = os.path.join(work, "slapd")
+def start_slapd(work, ldif, args, tls=None, name="slapd", loglevel=None):
+    """`tls`: make_certificate()'s files: slapd also listens on ldaps://. `loglevel`: besides
+    args.slapd_loglevel, e.g. "stats", written to <folder>/slapd.log (slapd -d, as it logs
+    without syslog)."""
+    folder = os.path.join(work, name)
     db = os.path.join(folder, "db")
     os.makedirs(db)
     root_pw = subprocess.run(["/usr/sbin/slappasswd", "-s", "secret"], capture_output=True,
@@ -262,7 +265,7 @@ modulepath /usr/lib/ldap
 moduleload back_mdb
 pidfile {folder}/slapd.pid
 argsfile {folder}/slapd.args
-loglevel {args.slapd_loglevel}
+loglevel {loglevel or args.slapd_loglevel}
 {slapd_tls_lines(tls)}{args.slapd_extra.replace(";", chr(10))}
 
 database mdb
@@ -283,12 +286,14 @@ index uid eq
     if tls:
         ldaps_port = free_port()
         urls += f" ldaps://127.0.0.1:{ldaps_port}/"
-    process = subprocess.Popen(["/usr/sbin/slapd", "-h", urls, "-f", config, "-d", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    log = open(os.path.join(folder, "slapd.log"), "w") if loglevel else subprocess.DEVNULL
+    process = subprocess.Popen(["/usr/sbin/slapd", "-h", urls, "-f", config, "-d",
+                                loglevel or "0"],
+                               stdout=subprocess.PIPE, stderr=log, text=True)
     wait_for_port(port, process)
     if ldaps_port:
         wait_for_port(ldaps_port, process)
-    return Server("slapd", process, port, ldaps_port)
+    return Server(name, process, port, ldaps_port)
 
 
 def slapd_tls_lines(tls):
@@ -481,7 +486,8 @@ def main():
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
     parser.add_argument("--servers", default="floor,slapd,percpu,single",
-                        help="of floor, slapd, percpu, single, percpu-2node (percpu on the "
+                        help="of floor, slapd, slapd-stats (its access log on), percpu, "
+                        "percpu-log (log.level = stats), single, percpu-2node (percpu on the "
                         "emulated topology numa:2 core:1 pu:1), and with --baseline-build "
                         "percpu-base and single-base")
     parser.add_argument("--baseline-build", default="",
@@ -530,6 +536,14 @@ def main():
                     tls_missing[name] = "the floor server has no TLS"
             elif name == "slapd":
                 servers[name] = start_slapd(work, ldif, args, tls=tls)
+            elif name == "slapd-stats":
+                # slapd with its access log (loglevel stats) to a file, beside percpu-log.
+                servers[name] = start_slapd(work, ldif, args, name=name, loglevel="stats")
+            elif name == "percpu-log":
+                # percpu with its access log on (log.level = "stats") to a file.
+                servers[name] = start_numadir(
+                    build, work, name, "percpu", ldif, args.scheme == "cleartext",
+                    extra=f'[log]\nlevel = "stats"\nfile = "{work}/{name}/access.log"\n')
             elif name in ("percpu-base", "single-base"):
                 # The same dispatcher from another build (--baseline-build): a change's before
                 # and after, measured in one run. Cleartext points only.
