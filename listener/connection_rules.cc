@@ -109,9 +109,8 @@ bool ConnectionRules::route_input(Connection& connection) {
       open = false;
       break;
     }
-    auto request = std::make_unique<Request>(connection, *shared_.handler,
-                                             rest.substr(0, frame.pdu_bytes),
-                                             connection.requests_read_++);
+    auto request = std::make_unique<Request>(
+        connection, *shared_.handler, rest.substr(0, frame.pdu_bytes), connection.requests_read_++);
     consumed += frame.pdu_bytes;
     if (const Status decoded = request->decode({}); !decoded.ok()) {
       protocol_error(connection, decoded.message());
