@@ -37,7 +37,11 @@ void LogWriter::write(const Record& record) {
     return;
   }
   ring_.push(scratch_.data(), scratch_.size());  // Whole: only this thread pushes.
-  log_.wake();
+  // An exchange, not a load: with the formatting thread's exchange before it checks the rings
+  // (run()), either it sees this record or this sees it going to sleep.
+  if (asleep_.exchange(false, std::memory_order_acq_rel)) {
+    log_.wake();
+  }
   if (!hurried_.load(std::memory_order_relaxed) && ring_.write_available() < log_.ring_bytes_ / 2) {
     hurried_.store(true, std::memory_order_relaxed);
     log_.hurry();
@@ -102,7 +106,6 @@ void AccessLog::flush() {
   {
     std::unique_lock lock(mu_);
     const std::uint64_t target = ++flush_requested_;
-    sleeping_.store(false, std::memory_order_relaxed);
     wake_cv_.notify_one();
     flushed_cv_.wait(lock, [&] { return flush_done_ >= target; });
   }
@@ -110,14 +113,11 @@ void AccessLog::flush() {
 }
 
 void AccessLog::wake() {
-  // Pairs with the fence in run(): either this sees the formatting thread asleep, or it sees
-  // the record just pushed before it sleeps.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping_.load(std::memory_order_relaxed) &&
-      sleeping_.exchange(false, std::memory_order_relaxed)) {
-    { std::lock_guard lock(mu_); }  // The thread is inside wait(), or will see sleeping_ false.
-    wake_cv_.notify_one();
+  {
+    std::lock_guard lock(mu_);
+    woken_ = true;
   }
+  wake_cv_.notify_one();
 }
 
 void AccessLog::hurry() {
@@ -126,10 +126,14 @@ void AccessLog::hurry() {
   wake_cv_.notify_one();
 }
 
-bool AccessLog::rings_empty() {
+bool AccessLog::sleep_if_empty() {
   std::lock_guard lock(writers_mu_);
-  return std::all_of(writers_.begin(), writers_.end(),
-                     [](const auto& writer) { return writer->ring_.read_available() == 0; });
+  bool empty = true;
+  for (const auto& writer : writers_) {
+    writer->asleep_.exchange(true, std::memory_order_acq_rel);  // Pairs with LogWriter::write.
+    empty = empty && writer->ring_.read_available() == 0;
+  }
+  return empty;
 }
 
 bool AccessLog::drain(std::int64_t watermark) {
@@ -222,16 +226,13 @@ void AccessLog::run() {
       wake_cv_.wait_for(lock, kBatchInterval, asked);
       continue;
     }
+    woken_ = false;
     lock.unlock();
-    sleeping_.store(true, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // Pairs with wake().
-    if (!rings_empty()) {
-      sleeping_.store(false, std::memory_order_relaxed);
+    if (!sleep_if_empty()) {
       continue;
     }
     lock.lock();
-    wake_cv_.wait(lock, [&] { return !sleeping_.load(std::memory_order_relaxed) || asked(); });
-    sleeping_.store(false, std::memory_order_relaxed);
+    wake_cv_.wait(lock, [&] { return woken_ || asked(); });
   }
 }
 

@@ -74,6 +74,9 @@ class LogWriter {
   std::string scratch_;                     // Owner: the writing thread.
   std::atomic<std::uint64_t> dropped_{0};   // Written by the writing thread only.
   std::atomic<bool> hurried_{false};        // Set by the writer, cleared by the formatting thread.
+  // Set by the formatting thread before it sleeps, taken back by the writer as it wakes it;
+  // true at first, for a writer made while the formatting thread sleeps.
+  std::atomic<bool> asleep_{true};
 };
 
 // A worker state that carries its thread's LogWriter: the server's states derive from it, and
@@ -121,8 +124,10 @@ class AccessLog {
   //   every held record older than `watermark`. Returns: whether any record was drained or is
   //   still held.
   bool drain(std::int64_t watermark);
-  bool rings_empty();
-  // A writer, after pushing: wakes the formatting thread if it sleeps.
+  // Formatting thread: marks every writer's asleep_ and then returns whether every ring is empty
+  //   (a record pushed after the mark wakes it).
+  bool sleep_if_empty();
+  // A writer that found asleep_ set after pushing: wakes the formatting thread.
   void wake();
   // A writer whose ring is half full: the formatting thread drains now, not at its next batch.
   void hurry();
@@ -138,7 +143,7 @@ class AccessLog {
   std::mutex mu_;
   std::condition_variable wake_cv_;
   std::condition_variable flushed_cv_;
-  std::atomic<bool> sleeping_{false};  // The formatting thread waits for a writer to wake it.
+  bool woken_ = false;                 // Guarded by mu_: a writer woke the formatting thread.
   std::atomic<bool> hurry_{false};     // A ring is half full.
   bool stopping_ = false;              // Guarded by mu_.
   std::uint64_t flush_requested_ = 0;  // Guarded by mu_.
