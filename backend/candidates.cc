@@ -25,7 +25,7 @@ std::vector<std::string> piece_grams(std::string_view piece) {
 class Planner {
  public:
   Planner(const CompiledFilter& filter, const IndexSet& indexes, CursorCache& cursors,
-          std::uint64_t txn_id, std::vector<std::string_view>* unindexed)
+          std::uint64_t txn_id, std::vector<UnindexedItem>* unindexed)
       : filter_(filter),
         indexes_(indexes),
         cursors_(cursors),
@@ -88,12 +88,12 @@ class Planner {
     return Status();
   }
 
-  // Marks `out` as unnarrowed because `node`'s attribute has no usable index.
-  Status unindexed(const CompiledNode& node, Candidates* out) {
+  // Marks `out` as unnarrowed because `node`'s attribute has no usable index of `kind`.
+  Status unindexed(const CompiledNode& node, IndexKind kind, Candidates* out) {
     out->all = true;
     if (unindexed_ != nullptr && node.attribute != nullptr &&
         node.computed == ComputedAttribute::kNone) {
-      unindexed_->push_back(node.attribute->name);
+      unindexed_->push_back({node.attribute->name, kind});
     }
     return Status();
   }
@@ -129,7 +129,7 @@ class Planner {
     }
     const int slot = indexes_.find_usable(*node.attribute, kind, node.rule, txn_id_);
     if (slot < 0) {
-      return unindexed(node, out);
+      return unindexed(node, kind, out);
     }
     Result<Cursor*> c = cursor(slot);
     if (!c.ok()) {
@@ -223,14 +223,14 @@ class Planner {
   const IndexSet& indexes_;
   CursorCache& cursors_;
   std::uint64_t txn_id_;
-  std::vector<std::string_view>* unindexed_;
+  std::vector<UnindexedItem>* unindexed_;
 };
 
 }  // namespace
 
 Status compute_candidates(const CompiledFilter& filter, const IndexSet& indexes,
                           CursorCache& cursors, std::uint64_t txn_id, Candidates* out,
-                          std::vector<std::string_view>* unindexed) {
+                          std::vector<UnindexedItem>* unindexed) {
   out->all = true;
   out->ids.clear();
   if (filter.nodes().empty()) {

@@ -23,11 +23,18 @@ struct Candidates {
   IdList ids;       // When !all: sorted, unique.
 };
 
+// A filter item that found no usable index: the attribute's canonical name and the kind of
+// index it needed (a presence item needs `pres` even where the attribute has `eq`).
+struct UnindexedItem {
+  std::string_view attribute;
+  IndexKind kind = IndexKind::kEquality;
+};
+
 // Computes the candidates of `filter` in read transaction `txn_id` (only indexes built in its
-// snapshot are used). `unindexed`, if given, receives the canonical names of
-// attributes whose items had no usable index. Errors: kStorage.
+// snapshot are used). `unindexed`, if given, receives each item that had no usable index.
+// Errors: kStorage.
 Status compute_candidates(const CompiledFilter& filter, const IndexSet& indexes,
                           CursorCache& cursors, std::uint64_t txn_id, Candidates* out,
-                          std::vector<std::string_view>* unindexed);
+                          std::vector<UnindexedItem>* unindexed);
 
 }  // namespace numadir::backend

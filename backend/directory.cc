@@ -2,7 +2,9 @@
 // by search and get.
 #include "backend/directory.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <system_error>
 
 #include "backend/detail/directory_core.h"
@@ -182,6 +184,11 @@ Directory::~Directory() = default;
 const schema::Schema& Directory::schema() const { return impl_->schema; }
 const DirectoryOptions& Directory::options() const { return impl_->options; }
 const SchemaDnNormalizer& Directory::dn_normalizer() const { return impl_->normalizer; }
+
+void Directory::set_notices(std::function<void(std::string_view)> sink) {
+  MutexLock lock(impl_->log_mu);
+  impl_->notices = std::move(sink);
+}
 
 std::unique_ptr<ReadTxn> Directory::begin_read() const {
   std::unique_ptr<ReadTxn> txn(new ReadTxn());
@@ -412,16 +419,33 @@ Status materialize_entry(const DirectoryCore& core, CursorCache& cursors, EntryI
   return Status();
 }
 
-void note_unindexed(const DirectoryCore& core, std::string_view attribute) {
+void note_unindexed(const DirectoryCore& core, const UnindexedItem& item) {
+  // As database.indexes spells the kind.
+  const std::string_view kind =
+      item.kind == IndexKind::kOrdering ? "ordering" : index_kind_name(item.kind);
+  std::string key(item.attribute);
+  key += ' ';
+  key += kind;
   MutexLock lock(core.log_mu);
-  for (const std::string& logged : core.logged_unindexed) {
-    if (logged == attribute) {
-      return;
-    }
+  if (std::find(core.logged_unindexed.begin(), core.logged_unindexed.end(), key) !=
+      core.logged_unindexed.end()) {
+    return;
   }
-  core.logged_unindexed.emplace_back(attribute);
-  std::fprintf(stderr, "numadir: search on unindexed attribute %.*s scans its scope\n",
-               static_cast<int>(attribute.size()), attribute.data());
+  core.logged_unindexed.push_back(key);
+  std::string text = "unindexed search: ";
+  text.append(item.attribute).append(" has no ").append(kind);
+  text.append(" index, so a search with this filter item scans its scope (add \"");
+  text.append(kind).append("\" to ").append(item.attribute).append(" in database.indexes)");
+  if (core.notices) {
+    core.notices(text);
+    return;
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  std::fprintf(stderr, "%s numadir: %s\n", stamp, text.c_str());
 }
 
 }  // namespace detail

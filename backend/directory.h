@@ -164,6 +164,10 @@ class Directory {
   // Returns: the normalizer the directory keys DNs with (valid for the directory's life). A DN
   //   it normalized (schema::Dn::normalized) may be looked up with lookup_normalized.
   const SchemaDnNormalizer& dn_normalizer() const;
+  // Sends the directory's notices while it serves (a search that scans its scope for want of an
+  //   index, once per attribute and index kind) to `sink`, from whichever thread reads; an
+  //   empty sink (the default) prints them to standard error with a UTC timestamp. Thread-safe.
+  void set_notices(std::function<void(std::string_view)> sink);
 
   // Returns: a read transaction for the calling thread (begin once, reuse for every operation:
   // each get/search renews it and resets it after).

@@ -110,12 +110,12 @@ class Searcher {
     }
     Candidates candidates;
     candidates.ids.swap(state_.candidates);  // Reuse the capacity of earlier searches.
-    std::vector<std::string_view> unindexed;
+    std::vector<UnindexedItem> unindexed;
     Status status = compute_candidates(state_.filter, core_.indexes, state_.cursors, snapshot,
                                        &candidates, &unindexed);
     if (candidates.all) {  // Only a scan is worth a note; a narrowed AND is fine.
-      for (std::string_view name : unindexed) {
-        note_unindexed(core_, name);
+      for (const UnindexedItem& item : unindexed) {
+        note_unindexed(core_, item);
       }
     }
     if (status.ok()) {

@@ -18,6 +18,7 @@
 
 #include "backend/attribute_catalog.h"
 #include "backend/attribute_index.h"
+#include "backend/candidates.h"
 #include "backend/directory.h"
 #include "backend/dn_hints.h"
 #include "backend/dn_index.h"
@@ -80,8 +81,10 @@ struct DirectoryCore {
   // that wait out of LMDB's lock. The Writer holds it from a batch's begin to its commit; an
   // Importer, a BulkImporter and rebuild_indexes for their whole run.
   mutable Mutex write_mu;
-  // Unindexed filter items already logged, one bit per attribute (see note_unindexed).
+  // Where notices go (Directory::set_notices), and the unindexed filter items already noted,
+  // as "<attribute> <kind>" (see note_unindexed).
   mutable Mutex log_mu;
+  std::function<void(std::string_view)> notices NUMADIR_GUARDED_BY(log_mu);
   mutable std::vector<std::string> logged_unindexed NUMADIR_GUARDED_BY(log_mu);
   // Test-only read faults (Directory::inject_faults_for_test); nullptr unless a test set some,
   // so that a read pays one predictable branch. Stored with release by the setter and loaded
@@ -183,8 +186,9 @@ class StoredComputed : public ComputedSource {
 Status materialize_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
                          const EntryView& view, schema::Entry* out);
 
-// Logs (once per attribute, to stderr) that a search item on `attribute` had no usable index.
-void note_unindexed(const DirectoryCore& core, std::string_view attribute);
+// Says (once per attribute and kind, through core.notices) that a search item on `item`'s
+// attribute found no usable index of its kind and so scanned its scope.
+void note_unindexed(const DirectoryCore& core, const UnindexedItem& item);
 
 // The operations behind Directory's public methods.
 Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec& spec,

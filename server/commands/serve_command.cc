@@ -146,6 +146,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     }
     access_log = std::move(*opened_log);
     handler_options.refusal_log = access_log.get();
+    (*directory)->set_notices([log = access_log.get()](std::string_view text) {
+      log->message(text);
+    });
   }
   OperationHandler operations(**directory, handler_options);
   std::unique_ptr<LoggingHandler> logging;

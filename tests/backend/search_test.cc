@@ -478,5 +478,29 @@ TEST_CASE("Search: 600 read transactions open at once as 600 reading threads kee
   }
 }
 
+TEST_CASE("Search: a scan for want of an index is noted once per attribute and kind") {
+  SearchFixture f;  // mail has eq and sub indexes, sn and gidNumber none, uid eq pres sub.
+  std::vector<std::string> notices;
+  f.directory().set_notices([&](std::string_view text) { notices.emplace_back(text); });
+  CHECK(f.count("(mail=*)") == 5);
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0] ==
+        "unindexed search: mail has no pres index, so a search with this filter item scans its "
+        "scope (add \"pres\" to mail in database.indexes)");
+  CHECK(f.count("(mail=*)") == 5);  // Noted already.
+  CHECK(f.count("(sn=Smith1)") == 1);
+  REQUIRE(notices.size() == 2);
+  CHECK(notices[1].find("sn has no eq index") != std::string::npos);
+  // Indexed items, and an unindexed one that an indexed AND narrows, say nothing.
+  CHECK(f.count("(uid=*)") == 11);
+  CHECK(f.count("(mail=user2@example.com)") == 1);
+  CHECK(f.count("(&(uid=user4)(description=x))") == 0);
+  CHECK(f.count("(uidNumber>=1008)") == 2);
+  CHECK(notices.size() == 2);
+  CHECK(f.count("(gidNumber>=100)") == 10);
+  REQUIRE(notices.size() == 3);
+  CHECK(notices[2].find("gidNumber has no ordering index") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace numadir::backend

@@ -758,6 +758,27 @@ def check_pipelined_at_close():
     check_log(read_log([path]), connections, running.port)
 
 
+def check_unindexed_notice():
+    """A presence search on cn (which has eq and sub indexes, no pres) is noted in the log, once,
+    timestamped, naming the index it lacks; an indexed one is not; nothing goes to stderr."""
+    path = os.path.join(WORK, "unindexed.log")
+    with server(path) as running:
+        for filter_text in ("(cn=*)", "(cn=*)", "(uid=*)", "(cn=User 1*)"):
+            conn = ldap.initialize(running.url)
+            conn.simple_bind_s(ROOT_DN, ROOT_PW)
+            found = conn.search_s(PEOPLE, ldap.SCOPE_SUBTREE, filter_text, ["1.1"])
+            check(len(found) > 0, f"{filter_text} finds entries")
+            conn.unbind_s()
+        check("unindexed" not in running.stderr_text(), "no notice on the server's stderr",
+              running.stderr_text()[-500:])
+    notices = [line for line in read_log([path]) if line.what == "MESSAGE" and
+               line.fields["text"].startswith("unindexed search: ")]
+    check_equal([line.fields["text"] for line in notices],
+                ['unindexed search: cn has no pres index, so a search with this filter item '
+                 'scans its scope (add "pres" to cn in database.indexes)'],
+                "the log's unindexed-search notices")
+
+
 def main() -> int:
     global ARGS, WORK
     ARGS = parse_args(__doc__.split("\n")[0])
@@ -772,6 +793,7 @@ def main() -> int:
             ("TLS: an unbind and close_notify in one read", check_unbind_with_close_notify),
             ("requests pipelined behind a bind and dropped at the unbind",
              check_pipelined_at_close),
+            ("a search that scans for want of an index", check_unindexed_notice),
         ], keep_going=ARGS.keep_going)
     finally:
         if ARGS.keep:
