@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs every test of numadir:
 #   0. clang-format --dry-run -Werror over every tracked .cc and .h (the repo's .clang-format);
-#   1. the `release` preset's programs (numadir, authrate, floor-server: -O2, as shipped) and the
-#      integration tests against them; then every test, unit and integration, of the `asan`
-#      (ASan + UBSan) preset (a release run of the unit tests would check nothing more);
-#   2. under the `tsan` preset: listener_tests, threadpool_tests and server_tests (but one long
-#      single-threaded case, see below);
-#   3. each libFuzzer target of the `fuzz` preset (clang, which also checks the thread-safety
-#      annotations with -Wthread-safety), the parsers' and connection_fuzz, for
-#      NUMADIR_FUZZ_SECONDS (default 3) over its committed seed corpus (each directory
-#      tests/fuzz/corpus/<name>/ names a target <name>_fuzz).
+#   1. the `release` preset's programs (numadir, authrate, floor-server: g++ -O2, as shipped) and
+#      the integration tests against them; then every test, unit and integration, of the `asan`
+#      preset (clang, ASan + UBSan, -Wthread-safety; a release run of the unit tests would check
+#      nothing more);
+#   2. under the `tsan` preset (g++): listener_tests, threadpool_tests and server_tests (but one
+#      long single-threaded case, see below);
+#   3. each libFuzzer target, built by the `asan` preset beside the tests (the parsers' and
+#      connection_fuzz), for NUMADIR_FUZZ_SECONDS (default 3) over its committed seed corpus
+#      (each directory tests/fuzz/corpus/<name>/ names a target <name>_fuzz).
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,7 @@ cmake --build --preset release -j "$jobs" --target numadir authrate floor-server
 stage "test: release (the integration tests)"
 ctest --preset release -j "$test_jobs" -R "^integration: "
 
-stage "build: asan"
+stage "build: asan (every test and the fuzz targets)"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 stage "test: asan"
@@ -67,14 +67,11 @@ cmake --build --preset tsan -j "$jobs" --target listener_tests threadpool_tests 
 ctest --preset tsan -j "$test_jobs" -R "^(listener_tests|threadpool_tests|server_tests):" \
   -E "$tsan_skip"
 
-stage "build: fuzz targets"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs" --target fuzz_targets
 
 fuzz_failed=0
 for corpus in tests/fuzz/corpus/*/; do
   name="$(basename "$corpus")"
-  target="build/fuzz/tests/fuzz/${name}_fuzz"
+  target="build/asan/tests/fuzz/${name}_fuzz"
   work="$(mktemp -d)"
   stage "fuzz: $name for ${fuzz_seconds}s (seed corpus: $corpus)"
   # New inputs go to a temporary directory; the committed corpus is only read.

@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (CheckFailed, NumadirServer, parse_args,  # noqa: E402
                              read_ldap_message, rss_kib, run_checks, search_request,
-                             wait_for)
+                             sanitized, wait_for)
 
 IDLE_CONNECTIONS = 1000
 IDLE_SECONDS = 5
@@ -90,12 +90,6 @@ def check_idle(args):
             raise CheckFailed(f"idle connections cost {used * 1000:.0f} ms of CPU in "
                               f"{IDLE_SECONDS} s (limit {IDLE_CPU_LIMIT_S * 1000:.0f} ms)")
     print("ok: 1,000 idle connections cost no CPU")
-
-
-def sanitized(binary):
-    """True for a build with the sanitizers (the asan preset)."""
-    with open(binary, "rb") as stream:
-        return b"__asan_init" in stream.read()
 
 
 def check_emfile(args):

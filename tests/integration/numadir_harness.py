@@ -73,6 +73,15 @@ def check_equal(observed, expected, what: str):
     check(observed == expected, what, f"observed {observed!r}, expected {expected!r}")
 
 
+def sanitized(binary: str) -> bool:
+    """Whether the program `binary` was built with a sanitizer (the asan or tsan preset): clang
+    links the runtime in, gcc links libasan / libtsan; both leave the runtime's entry point
+    named in the file."""
+    with open(binary, "rb") as stream:
+        data = stream.read()
+    return any(name in data for name in (b"__asan_init", b"__tsan_init", b"libasan", b"libtsan"))
+
+
 def wait_for(condition, timeout: float = 30, interval: float = 0.05):
     """Calls `condition()` until it returns something true or `timeout` seconds have passed (a
     bounded wait for what nothing signals: a file written by another process, a counter).

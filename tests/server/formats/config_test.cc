@@ -131,6 +131,14 @@ TEST_CASE("Config: non-ASCII text is allowed in comments only") {
             .rfind("test.toml:2: non-ASCII character", 0) == 0);
 }
 
+TEST_CASE("Config: a table header without a key is a parse error in every build") {
+  // toml++'s debug-build assertion aborted on this (found by config_fuzz).
+  CHECK(error_of("[=database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n")
+            .find("test.toml:1:2: Error while parsing key: expected bare key") !=
+        std::string::npos);
+  CHECK(error_of("[[=x]]\n").find("test.toml:1:") != std::string::npos);
+}
+
 TEST_CASE("Config: a '#' inside a string does not start a comment") {
   // "#" in basic, literal and multi-line strings: the non-ASCII byte after it is still found.
   for (const char* text :

@@ -129,7 +129,9 @@ TEST_CASE("AccessControl: DN scopes of targets and subjects") {
         {"ou=xou=people,dc=example,dc=com", false},
         {"ou=other,dc=example,dc=com", false}}},
   };
-  for (const auto& [scope, cases] : expected) {
+  for (const auto& scope_cases : expected) {
+    const auto& scope = scope_cases.first;   // Not a structured binding: CAPTURE takes it in a
+    const auto& cases = scope_cases.second;  // lambda, which clang 14 does not allow.
     CAPTURE(scope);
     AccessRuleSpec rule{"access[0]", std::string(kPeople), *parse_dn_scope(scope), "",
                         {},          {who("*", "read")}};
@@ -143,7 +145,9 @@ TEST_CASE("AccessControl: DN scopes of targets and subjects") {
     const auto subjects = compile({subject});
     REQUIRE(targets.ok());
     REQUIRE(subjects.ok());
-    for (const auto& [ndn, matches] : cases) {
+    for (const auto& ndn_matches : cases) {
+      const auto& ndn = ndn_matches.first;
+      const bool matches = ndn_matches.second;
       CAPTURE(ndn);
       CHECK(((*targets)->privileges(Requester{Identity{}}, AccessEntry{ndn},
                                     AccessAttribute::entry()) != 0) == matches);
