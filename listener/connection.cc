@@ -387,9 +387,15 @@ bool Connection::write_pending() {
   // that kept its capacity, so steady traffic allocates nothing here.
   std::string& chunk = writing_buffer_;
   for (;;) {
+    bool drained = false;
     {
       MutexLock lock(mu_);
       if (out_.empty()) {
+        drained = true;
+        // Drained: an idle connection keeps small buffers only (the next writer may be another
+        // thread, so this happens before writing_ is given up).
+        release_if_large(chunk);
+        release_if_large(out_);
         writing_ = false;
         if (writable_waiters_ == 0 && !output_paused_mark_) {
           return true;
@@ -398,8 +404,9 @@ bool Connection::write_pending() {
         chunk.swap(out_);
       }
     }
-    if (chunk.empty()) {
-      // Drained with producers waiting or reading paused: the owner resumes them.
+    if (drained) {
+      // Drained with producers waiting or reading paused: the owner resumes them (chunk is no
+      // longer this thread's to look at).
       owner_.notify(info_.id);
       return true;
     }

@@ -14,7 +14,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -65,6 +64,17 @@ using WritableResume = std::function<void(threadpool::WorkerState&)>;
 
 class Connection {
  public:
+  // What an idle connection keeps of each of its buffers (input, output, the writer's): an
+  // auth's requests and responses fit, so steady auth traffic allocates nothing, and a
+  // connection that once carried a large request or result does not hold its size as it idles.
+  static constexpr std::size_t kIdleKeptBytes = 1024;
+  // Frees `buffer` (empty) if it holds more than kIdleKeptBytes.
+  static void release_if_large(std::string& buffer) {
+    if (buffer.capacity() > kIdleKeptBytes) {
+      std::string().swap(buffer);
+    }
+  }
+
   // Owner thread: the calling thread becomes the owner.
   Connection(int fd, ConnectionInfo info, ConnectionNotifier& owner);
   // Owner, before any output: the output bound (ListenerLimits::max_output_bytes). Default:
@@ -197,14 +207,16 @@ class Connection {
   std::string tls_error() const;
 
   // --- Owner thread only (listener/connection_rules.h and listener/listener.h use them). ---
-  std::string input_;                          // Owner: listener. Bytes read, not yet framed.
-  std::deque<std::unique_ptr<Request>> held_;  // Owner: listener. Waiting for their turn.
-  std::uint64_t requests_read_ = 0;            // Owner: listener. RequestOrigin::number's next.
-  std::unique_ptr<Session> session_;           // Owner: listener (workers borrow it).
-  bool bind_running_ = false;                  // Owner: listener.
-  std::int32_t bind_message_id_ = 0;           // Owner: listener. The last bind started.
-  bool closing_ = false;                       // Owner: listener.
-  bool want_output_ = false;                   // Owner: listener. EPOLLOUT registered.
+  std::string input_;  // Owner: listener. Bytes read, not yet framed.
+  // Owner: listener. Waiting for their turn, oldest first (at most max_outstanding_per_connection:
+  // a vector, which unlike a deque allocates nothing until a request waits).
+  std::vector<std::unique_ptr<Request>> held_;
+  std::uint64_t requests_read_ = 0;   // Owner: listener. RequestOrigin::number's next.
+  std::unique_ptr<Session> session_;  // Owner: listener (workers borrow it).
+  bool bind_running_ = false;         // Owner: listener.
+  std::int32_t bind_message_id_ = 0;  // Owner: listener. The last bind started.
+  bool closing_ = false;              // Owner: listener.
+  bool want_output_ = false;          // Owner: listener. EPOLLOUT registered.
   // Owner: listener. Backpressure: requests are held.
   bool reading_paused_ = false;
   // Owner: listener. Output backpressure: past the output bound, the connection is not read and

@@ -75,7 +75,7 @@ ConnectionRules::StartResult ConnectionRules::start_held(Connection& connection)
     if (result != StartResult::kStarted) {
       return result;
     }
-    connection.held_.pop_front();
+    connection.held_.erase(connection.held_.begin());  // At most the outstanding limit.
   }
   return StartResult::kStarted;
 }
@@ -156,6 +156,9 @@ bool ConnectionRules::route_input(Connection& connection) {
     connection.held_.push_back(std::move(request));
   }
   connection.input_.erase(0, consumed);
+  if (connection.input_.empty()) {
+    Connection::release_if_large(connection.input_);
+  }
   return open;
 }
 

@@ -7,11 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/thread_annotations.h"
 #include "listener/request_handler.h"
@@ -45,16 +46,19 @@ class ServerSession final : public listener::Session {
   // TLS: set when the handshake finished (ldaps:// or StartTLS); then never changes.
   void set_tls(const listener::TlsPeer& peer) NUMADIR_EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    tls_ = peer;
+    tls_ = std::make_unique<listener::TlsPeer>(peer);
   }
   // Returns: the connection's TLS peer, or nullopt while it has no TLS.
   std::optional<listener::TlsPeer> tls() const NUMADIR_EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    return tls_;
+    if (tls_ == nullptr) {
+      return std::nullopt;
+    }
+    return *tls_;
   }
   bool has_tls() const NUMADIR_EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    return tls_.has_value();
+    return tls_ != nullptr;
   }
 
   const listener::ConnectionInfo& info() const { return info_; }
@@ -103,7 +107,7 @@ class ServerSession final : public listener::Session {
     const std::uint64_t cookie = ++last_cookie_;
     paged_.emplace_back(cookie, std::move(position));
     if (paged_.size() > kMaxPagedSearches) {
-      paged_.pop_front();
+      paged_.erase(paged_.begin());
     }
     return cookie;
   }
@@ -126,8 +130,10 @@ class ServerSession final : public listener::Session {
   mutable Mutex mu_;
   Identity identity_ NUMADIR_GUARDED_BY(mu_);
   std::uint64_t last_cookie_ NUMADIR_GUARDED_BY(mu_) = 0;
-  std::optional<listener::TlsPeer> tls_ NUMADIR_GUARDED_BY(mu_);
-  std::deque<std::pair<std::uint64_t, PagedPosition>> paged_ NUMADIR_GUARDED_BY(mu_);
+  // Allocated at the handshake: a connection without TLS does not carry its size.
+  std::unique_ptr<listener::TlsPeer> tls_ NUMADIR_GUARDED_BY(mu_);
+  // Oldest first, at most kMaxPagedSearches (a vector: nothing allocated until a paged search).
+  std::vector<std::pair<std::uint64_t, PagedPosition>> paged_ NUMADIR_GUARDED_BY(mu_);
 };
 
 }  // namespace numadir::server

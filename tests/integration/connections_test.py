@@ -6,7 +6,8 @@
 
 - 1,000 idle connections are opened; over the next 5 s the server's utime + stime (from
   /proc/PID/stat) must stay under 50 ms: no polling of idle sockets, no spinning. The memory
-  they hold (VmRSS before / after) is printed per connection.
+  they hold (VmRSS before / after) is printed per connection, silent and then after an auth
+  (a bind and a search) on each.
 - The server is started with RLIMIT_NOFILE 64; 150 connections are opened (most are closed by
   the server at once for want of fds); they are closed, and a new connection must then be
   accepted and answer a search.
@@ -19,10 +20,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numadir_harness import (CheckFailed, NumadirServer, parse_args,  # noqa: E402
-                             read_ldap_message, rss_kib, run_checks, search_request,
-                             sanitized, wait_for)
+from numadir_harness import (CheckFailed, NumadirServer, ber, ber_children,  # noqa: E402
+                             ber_int, parse_args, read_ldap_message, rss_kib, run_checks,
+                             sanitized, search_request, user_dn, user_pw, wait_for)
 
+USERS = 10
 IDLE_CONNECTIONS = 1000
 IDLE_SECONDS = 5
 IDLE_CPU_LIMIT_S = 0.050
@@ -57,6 +59,20 @@ def search_works(port):
         sock.close()
 
 
+def auth(sock, n):
+    """A bind as user n and a search of its entry on `sock`; fails unless both succeed."""
+    bind = ber(0x60, ber_int(0x02, 3) + ber(0x04, user_dn(n).encode()) +
+               ber(0x80, user_pw(n).encode()))
+    sock.sendall(ber(0x30, ber_int(0x02, 1) + bind) +
+                 search_request(2, user_dn(n), scope=0, attributes=("cn", "mail")))
+    buffer = bytearray()
+    for expected in (0x61, 0x64, 0x65):  # BindResponse, the entry, SearchResultDone.
+        message = read_ldap_message(sock, buffer, timeout=10)
+        if message is None or message[1] != expected or \
+                (expected != 0x64 and ber_children(message[2])[0][1] != b"\x00"):
+            raise CheckFailed(f"user {n}'s auth got {message!r}, not tag {expected:#x} success")
+
+
 def raise_fd_limit(needed):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < needed:
@@ -65,7 +81,7 @@ def raise_fd_limit(needed):
 
 def check_idle(args):
     raise_fd_limit(IDLE_CONNECTIONS + 200)
-    with NumadirServer(args.numadir, args.gen, users=10) as server:
+    with NumadirServer(args.numadir, args.gen, users=USERS) as server:
         pid = server.process.pid
         rss_before = rss_kib(pid)
         sockets_before = open_sockets(pid)
@@ -81,11 +97,23 @@ def check_idle(args):
         start = cpu_seconds(pid)
         time.sleep(IDLE_SECONDS)  # The measurement window: the server's CPU over it.
         used = cpu_seconds(pid) - start
-        for sock in sockets:
-            sock.close()
         per_connection = (rss_after - rss_before) * 1024 / IDLE_CONNECTIONS
         print(f"  {IDLE_CONNECTIONS} idle connections: {used * 1000:.0f} ms of server CPU in "
               f"{IDLE_SECONDS} s; about {per_connection:.0f} bytes of RSS each")
+        # Then each does an auth (a user's bind and a search of its entry) and idles again, as
+        # a PAM or SSSD connection does between logins: what it keeps once its bytes are gone.
+        # One auth first on a connection of its own, so that the pages of code the first one
+        # touches (libcrypto's hashing: about 2 MB) are not counted as the connections' memory.
+        warm = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        auth(warm, 0)
+        rss_warm = rss_kib(pid)
+        for n, sock in enumerate(sockets):
+            auth(sock, n % USERS)
+        rss_authed = rss_kib(pid)
+        for sock in sockets + [warm]:
+            sock.close()
+        authed = per_connection + (rss_authed - rss_warm) * 1024 / IDLE_CONNECTIONS
+        print(f"  after an auth on each: about {authed:.0f} bytes of RSS each")
         if used >= IDLE_CPU_LIMIT_S:
             raise CheckFailed(f"idle connections cost {used * 1000:.0f} ms of CPU in "
                               f"{IDLE_SECONDS} s (limit {IDLE_CPU_LIMIT_S * 1000:.0f} ms)")
