@@ -116,9 +116,15 @@ class EntryRef {
   // values of its subtypes included), in place: views valid only during the callback. Empty
   // for an unknown type or an absent attribute. (Added by the backend for bind: reading
   // userPassword this way decodes nothing else. The default is for test fakes.)
-  virtual std::vector<std::string_view> values(std::string_view description) const {
+  // values_into() writes them to `out` (replacing its contents, keeping its capacity).
+  std::vector<std::string_view> values(std::string_view description) const {
+    std::vector<std::string_view> out;
+    values_into(description, out);
+    return out;
+  }
+  virtual void values_into(std::string_view description, std::vector<std::string_view>& out) const {
     (void)description;
-    return {};
+    out.clear();
   }
 };
 

@@ -2,14 +2,21 @@
 // and its pw-sha2 module write them (base64 of digest(password + salt) followed by the salt,
 // any salt length), the unsalted {SHA*} / {MD5}, {PBKDF2-*} as the pw-pbkdf2 module writes it,
 // and the cleartext comparison.
+//
+// The bind path's digests use OpenSSL's one-shot low-level functions (MD5_Init, SHA1_Init, ...):
+// OpenSSL 3.0's EVP_DigestInit_ex2 frees and allocates the provider's context on every call
+// (3.0.19 does), which would be a heap allocation per bind. They are deprecated in 3.0, not
+// removed; this file alone uses them.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
+#include <openssl/md5.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,28 +90,52 @@ Status digest_unavailable(PasswordScheme scheme) {
                         ": OpenSSL has no implementation of its digest");
 }
 
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
+// digest(a + b) by one low-level digest context `Context`, into `buffer`. Returns the size.
+template <typename Context, int (*Init)(Context*), int (*Update)(Context*, const void*, size_t),
+          int (*Final)(unsigned char*, Context*)>
+unsigned int low_level_two(std::string_view a, std::string_view b, unsigned char* buffer,
+                           unsigned int size) {
+  Context context;
+  const bool ok = Init(&context) == 1 && Update(&context, a.data(), a.size()) == 1 &&
+                  Update(&context, b.data(), b.size()) == 1 && Final(buffer, &context) == 1;
+  OPENSSL_cleanse(&context, sizeof(context));
+  return ok ? size : 0;
+}
+
+// digest(a + b) with no allocation, for md_of's digests. Returns the size written to `buffer`;
+// 0 when `md` is none of them or the digest failed.
+unsigned int digest_two_fast(const EVP_MD* md, std::string_view a, std::string_view b,
+                             unsigned char* buffer) {
+  switch (EVP_MD_get_type(md)) {
+    case NID_sha1:
+      return low_level_two<SHA_CTX, SHA1_Init, SHA1_Update, SHA1_Final>(a, b, buffer,
+                                                                        SHA_DIGEST_LENGTH);
+    case NID_sha256:
+      return low_level_two<SHA256_CTX, SHA256_Init, SHA256_Update, SHA256_Final>(
+          a, b, buffer, SHA256_DIGEST_LENGTH);
+    case NID_sha384:
+      return low_level_two<SHA512_CTX, SHA384_Init, SHA384_Update, SHA384_Final>(
+          a, b, buffer, SHA384_DIGEST_LENGTH);
+    case NID_sha512:
+      return low_level_two<SHA512_CTX, SHA512_Init, SHA512_Update, SHA512_Final>(
+          a, b, buffer, SHA512_DIGEST_LENGTH);
+    case NID_md5:
+      return low_level_two<MD5_CTX, MD5_Init, MD5_Update, MD5_Final>(a, b, buffer,
+                                                                     MD5_DIGEST_LENGTH);
+    default:
+      return 0;
+  }
+}
 
 // Writes digest(a + b) to `out` (replacing it). Returns false if OpenSSL fails.
 bool digest_two(const EVP_MD* md, std::string_view a, std::string_view b, std::string* out) {
-  // One context per thread, re-initialized for each digest: a bind costs no allocation here.
-  // Not operation state (nothing of one digest survives into the next: EVP_DigestInit_ex2
-  // resets it), only a cached OpenSSL handle, so it stays a thread_local rather than widening
-  // every password function's signature by a context.
-  thread_local const std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
   std::array<unsigned char, EVP_MAX_MD_SIZE> buffer;
-  unsigned int size = 0;
-  if (ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), md, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), a.data(), a.size()) != 1 ||
-      EVP_DigestUpdate(ctx.get(), b.data(), b.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), buffer.data(), &size) != 1) {
-    return false;
+  if (const unsigned int size = digest_two_fast(md, a, b, buffer.data()); size != 0) {
+    out->assign(reinterpret_cast<const char*>(buffer.data()), size);
+    OPENSSL_cleanse(buffer.data(), buffer.size());
+    return true;
   }
-  out->assign(reinterpret_cast<const char*>(buffer.data()), size);
-  OPENSSL_cleanse(buffer.data(), buffer.size());
-  return true;
+  return false;
 }
 
 Status openssl_failed(PasswordScheme scheme) {
@@ -289,7 +320,16 @@ Result<bool> verify_digest(std::string_view password, PasswordScheme scheme,
     return verify_pbkdf2(password, scheme, md, payload, policy);
   }
   const std::string name(password_scheme_name(scheme));
-  std::string decoded;
+  // The decoded value and the digest of the password, in buffers this thread keeps (a bind
+  // allocates nothing here); wiped, capacity kept, before the result is returned.
+  thread_local std::string decoded;
+  thread_local std::string actual;
+  struct Wipe {
+    ~Wipe() {
+      wipe(&decoded);
+      wipe(&actual);
+    }
+  } wiped;
   if (!base64_decode(payload, Base64Alphabet::kStandard, &decoded)) {
     return malformed("password: " + name + ": the value is not base64");
   }
@@ -307,7 +347,6 @@ Result<bool> verify_digest(std::string_view password, PasswordScheme scheme,
     return malformed("password: " + name + ": " + std::to_string(decoded.size()) +
                      " bytes is not a " + std::to_string(digest_size) + "-byte digest");
   }
-  std::string actual;
   if (!digest_two(md, password, salt, &actual)) {
     return openssl_failed(scheme);
   }

@@ -29,8 +29,9 @@ class StoredEntryRef : public EntryRef {
     }
     return entry;
   }
-  std::vector<std::string_view> values(std::string_view description) const override {
-    std::vector<std::string_view> out;
+  void values_into(std::string_view description,
+                   std::vector<std::string_view>& out) const override {
+    out.clear();
     const AttributeInfo* info = nullptr;
     std::string canonical_options;  // The common case (no options) resolves without a copy.
     if (description.find(';') == std::string_view::npos) {
@@ -41,7 +42,7 @@ class StoredEntryRef : public EntryRef {
       canonical_options.assign(description_options(*canonical));
     }
     if (info == nullptr) {
-      return out;
+      return;
     }
     const std::string_view options = canonical_options;
     AttributeReader reader = view_.attributes();
@@ -55,7 +56,6 @@ class StoredEntryRef : public EntryRef {
         }
       }
     }
-    return out;
   }
 
  private:

@@ -2,37 +2,84 @@
 #include "listener/request.h"
 
 #include "base/check.h"
+#include "base/recycler.h"
 #include "listener/detached_operation.h"
 #include "listener/wire/message_encoder.h"
 
 namespace numadir::listener {
+namespace {
+
+// Buffers grown past these are not recycled: a large request or result does not pin its size.
+constexpr std::size_t kKeptPduBytes = 4 * 1024;
+constexpr std::size_t kKeptOutBytes = 64 * 1024;
+// Recycled objects kept beyond the threads' caches: about the requests in flight at a peak.
+constexpr std::size_t kKeptRequests = 4096;
+
+struct alignas(Request) RequestStorage {
+  std::byte bytes[sizeof(Request)];
+};
+
+Recycler<RequestBuffers>& buffer_recycler() {
+  static Recycler<RequestBuffers> recycler(kKeptRequests);
+  return recycler;
+}
+
+Recycler<RequestStorage>& storage_recycler() {
+  static Recycler<RequestStorage> recycler(kKeptRequests);
+  return recycler;
+}
+
+}  // namespace
+
+void* Request::operator new(std::size_t size) {
+  NUMADIR_CHECK(size == sizeof(RequestStorage), "Request is final: one size");
+  return storage_recycler().take().release()->bytes;
+}
+
+void Request::operator delete(void* pointer, std::size_t /*size*/) {
+  storage_recycler().give(std::unique_ptr<RequestStorage>(static_cast<RequestStorage*>(pointer)));
+}
 
 Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
                  std::uint64_t number)
-    : connection_(connection), handler_(handler), number_(number), pdu_(pdu) {}
+    : connection_(connection),
+      handler_(handler),
+      number_(number),
+      buffers_(buffer_recycler().take()) {
+  buffers_->pdu.assign(pdu);
+}
 
 Request::~Request() {
   if (started_) {
     connection_.release_from_worker();
   }
+  // Buffers a large request or result grew (the decoded members may have grown with the PDU)
+  // are freed rather than kept: recycled ones keep the sizes steady traffic needs.
+  if (buffers_->pdu.capacity() > kKeptPduBytes || buffers_->out.capacity() > kKeptOutBytes) {
+    return;
+  }
+  buffers_->pdu.clear();
+  buffers_->out.clear();
+  buffer_recycler().give(std::move(buffers_));
 }
 
 void Request::run(threadpool::WorkerState& state) {
   // The listener registered the operation (begin_operation) before handing it over, so an
   // Abandon read meanwhile finds it. One abandoned before it starts never runs.
-  if (!connection_.is_abandoned(message_.message_id)) {
-    handler_.handle(message_, *connection_.session_, *this, state);
+  const wire::LdapMessage& message = buffers_->message;
+  if (!connection_.is_abandoned(message.message_id)) {
+    handler_.handle(message, *connection_.session_, *this, state);
   } else {
-    handler_.not_run(message_, *connection_.session_, origin());
+    handler_.not_run(message, *connection_.session_, origin());
   }
   // Detached, the request still ends here (its handle() is over) and the open operation it left
-  // counts on until it ends; out_ went to the socket when it detached.
-  connection_.finish_operation(message_.message_id, out_.view());
-  out_.clear();
+  // counts on until it ends; the responses went to the socket when it detached.
+  connection_.finish_operation(message.message_id, buffers_->out.view());
+  buffers_->out.clear();
 }
 
 bool Request::may_run_inline() const {
-  switch (message_.op) {
+  switch (buffers_->message.op) {
     case wire::ProtocolOp::kSearchRequest:
     case wire::ProtocolOp::kCompareRequest:
     case wire::ProtocolOp::kBindRequest:
@@ -44,24 +91,26 @@ bool Request::may_run_inline() const {
 
 void Request::send(const wire::LdapMessage& response) {
   NUMADIR_DCHECK(!detached_, "ResponseSink::send after detach");
-  wire::encode_message(response, out_);
-  if (out_.size() >= kFlushBytes) {
-    connection_.send_bytes(out_.view());
-    out_.clear();
+  wire::BerWriter& out = buffers_->out;
+  wire::encode_message(response, out);
+  if (out.size() >= kFlushBytes) {
+    connection_.send_bytes(out.view());
+    out.clear();
   }
 }
 
-bool Request::abandoned() const { return connection_.is_abandoned(message_.message_id); }
+bool Request::abandoned() const { return connection_.is_abandoned(buffers_->message.message_id); }
 
 std::unique_ptr<OpenOperation> Request::detach() {
   NUMADIR_DCHECK(!detached_, "ResponseSink::detach called twice");
   detached_ = true;
   // What was sent so far goes first: the open operation's messages queue behind it.
-  if (out_.size() > 0) {
-    connection_.send_bytes(out_.view());
-    out_.clear();
+  wire::BerWriter& out = buffers_->out;
+  if (out.size() > 0) {
+    connection_.send_bytes(out.view());
+    out.clear();
   }
-  return std::make_unique<DetachedOperation>(connection_, message_.message_id);
+  return std::make_unique<DetachedOperation>(connection_, buffers_->message.message_id);
 }
 
 }  // namespace numadir::listener

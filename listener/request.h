@@ -9,6 +9,7 @@
 // operation the handler keeps open (detach()) holds a reference of its own.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,14 +24,28 @@
 
 namespace numadir::listener {
 
+// What a request owns and grows: its PDU's bytes, the decoded message (views into them) and the
+// encoded responses. Recycled (base/recycler.h) with the capacity they grew to, so steady
+// traffic decodes and encodes without allocating.
+struct RequestBuffers {
+  std::string pdu;
+  wire::LdapMessage message;
+  wire::BerWriter out;
+};
+
 class Request final : public threadpool::Task, private ResponseSink {
  public:
+  // A request's own storage comes from a recycler too (the object is made for each PDU).
+  static void* operator new(std::size_t size);
+  static void operator delete(void* pointer, std::size_t size);
+
   // `number`: the request's on its connection (RequestOrigin::number).
   Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
           std::uint64_t number);
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
-  // Drops the connection reference of a started request (telling the owner if it watches).
+  // Drops the connection reference of a started request (telling the owner if it watches);
+  // gives the buffers back.
   ~Request() override;
 
   // Owner: the request is being handed to a worker: it takes a reference on the connection,
@@ -46,11 +61,11 @@ class Request final : public threadpool::Task, private ResponseSink {
 
   // Errors: kMalformed from the decoder.
   Status decode(const wire::DecodeLimits& limits) {
-    return wire::decode_message(pdu_, message_, limits);
+    return wire::decode_message(buffers_->pdu, buffers_->message, limits);
   }
-  const wire::LdapMessage& message() const { return message_; }
+  const wire::LdapMessage& message() const { return buffers_->message; }
   // Its number on the connection and its bytes (also what its handler's sink says).
-  RequestOrigin origin() const override { return {number_, pdu_}; }
+  RequestOrigin origin() const override { return {number_, buffers_->pdu}; }
 
   // Worker (or helping listener): runs the handler with the thread's `state` and writes its
   // responses.
@@ -74,9 +89,7 @@ class Request final : public threadpool::Task, private ResponseSink {
   bool started_ = false;
   bool detached_ = false;  // The handler keeps the operation open (detach()).
   const std::uint64_t number_;
-  std::string pdu_;
-  wire::LdapMessage message_;
-  wire::BerWriter out_;
+  std::unique_ptr<RequestBuffers> buffers_;
 };
 
 }  // namespace numadir::listener

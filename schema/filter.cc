@@ -491,9 +491,14 @@ Result<Filter> Filter::parse(std::string_view text, const FilterParseLimits& lim
 }
 
 std::string Filter::to_string() const {
-  NUMADIR_DCHECK(!nodes_.empty(), "Filter::to_string on an empty filter");
   std::string out;
   out.reserve(nodes_.size() * 16);
+  append_to(out);
+  return out;
+}
+
+void Filter::append_to(std::string& out) const {
+  NUMADIR_DCHECK(!nodes_.empty(), "Filter::to_string on an empty filter");
   const std::uint32_t count = size();
   std::vector<std::uint32_t> open_ends;  // `end` of each and/or/not whose ')' is pending.
   std::uint32_t i = 0;
@@ -566,7 +571,6 @@ std::string Filter::to_string() const {
     out += ')';
     open_ends.pop_back();
   }
-  return out;
 }
 
 void Filter::clear() {

@@ -81,6 +81,9 @@ class Filter {
   // that is not printable ASCII or part of valid UTF-8 become \XX.
   // Requires: !empty().
   std::string to_string() const;
+  // Appends the same to `out` (no allocation once `out` has grown, for a filter without
+  // and/or/not).
+  void append_to(std::string& out) const;
 
   // Drops all nodes and stored bytes but keeps capacity, so a decoder can reuse the Filter
   // without allocating in steady state.

@@ -1,6 +1,8 @@
 // server/monitoring/log_records.cc: see log_records.h.
 #include "server/monitoring/log_records.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -23,6 +25,21 @@ struct EncodedHead {
   std::int64_t msgid;
   std::int64_t numbers[Record::kNumbers];
 };
+
+// Appends `value` in decimal.
+template <typename Integer>
+void append_number(std::string& out, Integer value) {
+  char text[24];
+  const std::to_chars_result result = std::to_chars(text, text + sizeof(text), value);
+  out.append(text, static_cast<std::size_t>(result.ptr - text));
+}
+
+// Appends `ns` as seconds with 6 decimals (slapd's etime).
+void append_seconds(std::string& out, std::int64_t ns) {
+  char text[32];
+  const int size = std::snprintf(text, sizeof(text), "%.6f", static_cast<double>(ns) / 1e9);
+  out.append(text, static_cast<std::size_t>(std::clamp(size, 0, 31)));
+}
 
 void append_quoted(std::string& out, std::string_view value) {
   out += '"';
@@ -104,7 +121,11 @@ void append_json_string(std::string& out, std::string_view value) {
 // (`"type":"TYPE","key":"value","key":N`).
 class Fields {
  public:
-  Fields(std::string& out, LogFormat format) : out_(out), json_(format == LogFormat::kJson) {}
+  // `scratch`: where a value made of parts is put together (a filter's string form, the
+  // attribute list), kept by the caller so formatting allocates nothing once it has grown.
+  Fields(std::string& out, std::string& scratch, LogFormat format)
+      : out_(out), scratch_(scratch), json_(format == LogFormat::kJson) {}
+  std::string& scratch() { return scratch_; }
   void type(std::string_view name) {
     if (json_) {
       out_ += "\"type\":";
@@ -127,11 +148,14 @@ class Fields {
       out_ += value;
     }
   }
-  void number(std::string_view key, long long value) { raw(key, std::to_string(value)); }
-  // `value` as it is, in both forms (a number already spelled).
-  void raw(std::string_view key, std::string_view value) {
+  void number(std::string_view key, long long value) {
     key_(key);
-    out_ += value;
+    append_number(out_, value);
+  }
+  // Nanoseconds as seconds with 6 decimals, unquoted in both forms.
+  void seconds(std::string_view key, std::int64_t ns) {
+    key_(key);
+    append_seconds(out_, ns);
   }
 
  private:
@@ -147,6 +171,7 @@ class Fields {
     }
   }
   std::string& out_;
+  std::string& scratch_;
   const bool json_;
 };
 
@@ -176,13 +201,16 @@ void describe_fields(const LdapMessage& request, Fields& fields) {
       fields.text("base", search.base_object);
       fields.number("scope", static_cast<int>(search.scope));
       fields.number("deref", static_cast<int>(search.deref_aliases));
-      fields.text("filter", search.filter.to_string());
-      std::string attrs;
+      std::string& scratch = fields.scratch();
+      scratch.clear();
+      search.filter.append_to(scratch);
+      fields.text("filter", scratch);
+      scratch.clear();
       for (std::string_view attribute : search.attributes) {
-        attrs += attrs.empty() ? "" : " ";
-        attrs += attribute;
+        scratch += scratch.empty() ? "" : " ";
+        scratch += attribute;
       }
-      fields.text("attrs", attrs.empty() ? "ALL" : attrs);
+      fields.text("attrs", scratch.empty() ? "ALL" : std::string_view(scratch));
       return;
     }
     case ProtocolOp::kAddRequest:
@@ -295,7 +323,8 @@ Record decode_record(std::string_view bytes) {
 
 std::string describe_request(const LdapMessage& request) {
   std::string out;
-  Fields fields(out, LogFormat::kText);
+  std::string scratch;
+  Fields fields(out, scratch, LogFormat::kText);
   describe_fields(request, fields);
   return out;
 }
@@ -327,38 +356,36 @@ void LineFormatter::append_line(const Record& record, std::string& out) {
   out += '\n';
 }
 
-namespace {
-
-std::string seconds_text(std::int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.6f", static_cast<double>(ns) / 1e9);
-  return text;
-}
-
-}  // namespace
-
 void LineFormatter::append_text(const Record& record, std::string& out) {
   append_time(record.time_ns, out);
   out += ' ';
   if (record.conn != 0) {
-    out += "conn=" + std::to_string(record.conn) + " ";
+    out += "conn=";
+    append_number(out, record.conn);
+    out += ' ';
   }
   if (record.msgid >= 0) {
-    out += "op=" + std::to_string(record.op) + " msgid=" + std::to_string(record.msgid) + " ";
+    out += "op=";
+    append_number(out, record.op);
+    out += " msgid=";
+    append_number(out, record.msgid);
+    out += ' ';
   }
   const auto* n = record.numbers;
   switch (record.kind) {
     case RecordKind::kAccept:
       out += "ACCEPT from IP=";
       out += record.strings[0];
-      out += " (port " + std::to_string(n[0]) + ")";
+      out += " (port ";
+      append_number(out, n[0]);
+      out += ')';
       return;
     case RecordKind::kClosed:
       out += "closed";
       return;
     case RecordKind::kRequest:
       if (listener::wire::decode_message(record.strings[0], decoded_, {}).ok()) {
-        Fields fields(out, LogFormat::kText);
+        Fields fields(out, scratch_, LogFormat::kText);
         describe_fields(decoded_, fields);
       } else {
         out += "UNDECODABLE";  // Bytes the listener had decoded: cannot happen.
@@ -370,15 +397,22 @@ void LineFormatter::append_text(const Record& record, std::string& out) {
       return;
     case RecordKind::kResult:
       out += n[2] >= 0 ? "SEARCH RESULT" : "RESULT";
-      out += " tag=" + std::to_string(n[0]) + " err=" + std::to_string(n[1]);
+      out += " tag=";
+      append_number(out, n[0]);
+      out += " err=";
+      append_number(out, n[1]);
       if (n[2] >= 0) {
-        out += " nentries=" + std::to_string(n[2]);
+        out += " nentries=";
+        append_number(out, n[2]);
       }
-      out += " etime=" + seconds_text(n[3]) + " text=";
+      out += " etime=";
+      append_seconds(out, n[3]);
+      out += " text=";
       append_quoted(out, record.strings[0]);
       return;
     case RecordKind::kAbandoned:
-      out += "ABANDONED etime=" + seconds_text(n[3]);
+      out += "ABANDONED etime=";
+      append_seconds(out, n[3]);
       return;
     case RecordKind::kTls:
       out += "TLS established tls_proto=";
@@ -403,13 +437,17 @@ void LineFormatter::append_json(const Record& record, std::string& out) {
   append_time(record.time_ns, out);
   out += '"';
   if (record.conn != 0) {
-    out += ",\"conn\":" + std::to_string(record.conn);
+    out += ",\"conn\":";
+    append_number(out, record.conn);
   }
   if (record.msgid >= 0) {
-    out += ",\"op\":" + std::to_string(record.op) + ",\"msgid\":" + std::to_string(record.msgid);
+    out += ",\"op\":";
+    append_number(out, record.op);
+    out += ",\"msgid\":";
+    append_number(out, record.msgid);
   }
   out += ',';
-  Fields fields(out, LogFormat::kJson);
+  Fields fields(out, scratch_, LogFormat::kJson);
   const auto* n = record.numbers;
   switch (record.kind) {
     case RecordKind::kAccept:
@@ -438,12 +476,12 @@ void LineFormatter::append_json(const Record& record, std::string& out) {
       if (n[2] >= 0) {
         fields.number("nentries", n[2]);
       }
-      fields.raw("etime", seconds_text(n[3]));
+      fields.seconds("etime", n[3]);
       fields.text("text", record.strings[0]);
       break;
     case RecordKind::kAbandoned:
       fields.type("ABANDONED");
-      fields.raw("etime", seconds_text(n[3]));
+      fields.seconds("etime", n[3]);
       break;
     case RecordKind::kTls:
       fields.type("TLS");

@@ -88,6 +88,7 @@ class LineFormatter {
   std::time_t cached_second_ = -1;  // The second cached_prefix_ spells.
   char cached_prefix_[64] = {};     // "YYYY-MM-DDTHH:MM:SS".
   listener::wire::LdapMessage decoded_;
+  std::string scratch_;  // Fields' (a filter's string form, an attribute list).
 };
 
 // Returns: the access log's description of `request` (without timestamp or conn/op prefix),

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <utility>
 
+#include "base/heap_counter.h"
+
 namespace numadir::server {
 namespace {
 
@@ -58,6 +60,9 @@ void add_server_entries(const MonitorData& data, std::vector<schema::Entry>& ent
     server.text("numadirSteering", data.frontend->steering);
   }
   server.number("numadirUptimeSeconds", data.uptime_s);
+  if (data.heap_allocations.has_value()) {
+    server.number("numadirHeapAllocations", *data.heap_allocations);
+  }
   entries.push_back(server.take());
 
   std::uint64_t open = 0;
@@ -250,6 +255,9 @@ MonitorData Monitor::collect(const OperationTotals& operations) const {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
           .count());
   data.operations = operations;
+  if (heap_counting()) {
+    data.heap_allocations = heap_allocations();
+  }
   {
     MutexLock lock(mu_);
     if (source_) {

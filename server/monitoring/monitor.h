@@ -42,6 +42,8 @@ inline constexpr std::string_view kMonitorDn = "cn=Monitor";
 struct MonitorData {
   std::string version;  // numadirVersion, e.g. "numadir 0.1.0".
   std::uint64_t uptime_s = 0;
+  // numadirHeapAllocations: in a build that counts them (base/heap_counter.h) only.
+  std::optional<std::uint64_t> heap_allocations;
   // Absent until the listeners run (and after they stop): the thread entries are then left out.
   std::optional<listener::FrontendSnapshot> frontend;
   // CPU time (user + system) of frontend->listeners[i] / ->workers[i] in milliseconds; nullopt

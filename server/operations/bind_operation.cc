@@ -192,7 +192,8 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
                    AccessLevel::kAuth) != AccessDecision::kAllowed) {
       return;  // Denied, or failed: then answered below.
     }
-    for (const auto& value : entry.values("userPassword")) {
+    entry.values_into("userPassword", state.bind_values);
+    for (const std::string_view value : state.bind_values) {
       const Check check = check_value(bind.simple_password, value, cheap_only, refused);
       if (check == Check::kMatch) {
         matched = true;

@@ -49,12 +49,13 @@ class ServerWorkerState final : public LoggingWorkerState {
   OperationCounters::Slot& counters() { return counters_; }
 
   // Scratch; each member keeps its capacity across operations. Owner: the worker thread.
-  DnScratch dn;                        // OperationContext's DN helpers.
-  Identity identity;                   // A search's copy of its session's identity.
-  std::string bind_ndn;                // A simple bind's name, normalized.
-  std::string search_base;             // A search's backend::SearchSpec::base.
-  std::string entry_ndn;               // Each search result's normalized DN.
-  backend::EntryFilterScratch filter;  // A search's per-entry filter of denied items.
+  DnScratch dn;                               // OperationContext's DN helpers.
+  Identity identity;                          // A search's copy of its session's identity.
+  std::string bind_ndn;                       // A simple bind's name, normalized.
+  std::vector<std::string_view> bind_values;  // Its entry's userPassword values (views).
+  std::string search_base;                    // A search's backend::SearchSpec::base.
+  std::string entry_ndn;                      // Each search result's normalized DN.
+  backend::EntryFilterScratch filter;         // A search's per-entry filter of denied items.
   std::vector<const schema::AttributeType*> item_types;  // A search filter's item types.
 
  private:

@@ -1,0 +1,89 @@
+// base/recycler.h: keeps objects that are expensive to make (ones that own grown buffers) for
+// reuse, so a steady stream of short-lived ones allocates nothing.
+//
+// Objects are taken on one thread and often given back on another (a request decoded by a
+// listener, destroyed by the worker that answered it), so each thread keeps a small cache and
+// the caches trade batches through one shared depot under a mutex: a thread that only takes
+// refills from it, one that only gives spills into it, one lock per kBatch objects. What the
+// depot cannot keep (more than `max_kept`) is destroyed.
+//
+// Thread contract: take() and give() from any thread. A thread's cache is destroyed with the
+// thread (its objects with it).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "base/thread_annotations.h"
+
+namespace numadir {
+
+template <typename T>
+class Recycler {
+ public:
+  // Objects moved between a thread's cache and the depot at once.
+  static constexpr std::size_t kBatch = 16;
+
+  explicit Recycler(std::size_t max_kept) : max_kept_(max_kept) { depot_.reserve(max_kept); }
+  Recycler(const Recycler&) = delete;
+  Recycler& operator=(const Recycler&) = delete;
+
+  // Returns: a kept object (as it was given back), or a new T.
+  std::unique_ptr<T> take() {
+    std::vector<std::unique_ptr<T>>& cache = local();
+    if (cache.empty()) {
+      MutexLock lock(mu_);
+      const std::size_t n = depot_.size() < kBatch ? depot_.size() : kBatch;
+      for (std::size_t i = 0; i < n; ++i) {
+        cache.push_back(std::move(depot_.back()));
+        depot_.pop_back();
+      }
+    }
+    if (cache.empty()) {
+      return std::make_unique<T>();
+    }
+    std::unique_ptr<T> object = std::move(cache.back());
+    cache.pop_back();
+    return object;
+  }
+
+  // Keeps `object` for a later take(), or destroys it when the depot is full.
+  void give(std::unique_ptr<T> object) {
+    std::vector<std::unique_ptr<T>>& cache = local();
+    if (cache.size() == kCacheSize) {
+      std::vector<std::unique_ptr<T>> unkept;  // Destroyed unlocked.
+      {
+        MutexLock lock(mu_);
+        for (std::size_t i = 0; i < kBatch; ++i) {
+          if (depot_.size() < max_kept_) {
+            depot_.push_back(std::move(cache.back()));
+          } else {
+            unkept.push_back(std::move(cache.back()));
+          }
+          cache.pop_back();
+        }
+      }
+    }
+    cache.push_back(std::move(object));
+  }
+
+ private:
+  static constexpr std::size_t kCacheSize = 2 * kBatch;
+
+  // The calling thread's cache (of every Recycler<T>: each T has one recycler in practice).
+  static std::vector<std::unique_ptr<T>>& local() {
+    thread_local std::vector<std::unique_ptr<T>> cache = [] {
+      std::vector<std::unique_ptr<T>> made;
+      made.reserve(kCacheSize);
+      return made;
+    }();
+    return cache;
+  }
+
+  const std::size_t max_kept_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<T>> depot_ NUMADIR_GUARDED_BY(mu_);
+};
+
+}  // namespace numadir
