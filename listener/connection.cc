@@ -203,20 +203,20 @@ void Connection::open_operation(OpenSlot& slot) {
 }
 
 void Connection::send_open(OpenSlot& slot, std::string_view bytes) {
-  bool writer = false;
+  Queued queued = Queued::kQueued;
   bool crossed = false;
   {
     MutexLock lock(mu_);
     if (slot.state.load(std::memory_order_relaxed) != OpenSlot::State::kOpen) {
       return;  // Ended: nothing more goes out for it.
     }
-    writer = queue_output(bytes, crossed);
+    queued = queue_output(bytes, crossed);
   }
-  after_queue(writer, crossed);
+  after_queue(queued, crossed, bytes);
 }
 
 void Connection::finish_open(OpenSlot& slot, std::string_view last_bytes) {
-  bool writer = false;
+  Queued queued = Queued::kQueued;
   bool crossed = false;
   std::uint64_t before = 0;
   {
@@ -225,12 +225,12 @@ void Connection::finish_open(OpenSlot& slot, std::string_view last_bytes) {
       return;
     }
     slot.state.store(OpenSlot::State::kFinished, std::memory_order_release);
-    writer = queue_output(last_bytes, crossed);
+    queued = queue_output(last_bytes, crossed);
     // After the bytes, under the lock: as finish_operation.
     before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
   }
   operation_ended(before);
-  after_queue(writer, crossed);
+  after_queue(queued, crossed, last_bytes);
 }
 
 void Connection::set_on_end(OpenSlot& slot, std::function<void()> on_end) {
@@ -301,42 +301,94 @@ void Connection::cancel_operation(std::int32_t message_id) {
 }
 
 void Connection::finish_operation(std::int32_t message_id, std::string_view last_bytes) {
-  bool writer = false;
+  Queued queued = Queued::kQueued;
   bool crossed = false;
   std::uint64_t before = 0;
   {
     MutexLock lock(mu_);
     forget_operation(message_id);
-    writer = queue_output(last_bytes, crossed);
+    queued = queue_output(last_bytes, crossed);
     // Ends under the lock, after the bytes are queued: a request the owner starts because of
     // this queues its response behind them.
     before = ops_.fetch_sub(kRefUnit, std::memory_order_seq_cst);
   }
   operation_ended(before);
-  after_queue(writer, crossed);
+  after_queue(queued, crossed, last_bytes);
 }
 
-bool Connection::queue_output(std::string_view bytes, bool& crossed) {
+Connection::Queued Connection::queue_output(std::string_view bytes, bool& crossed) {
   if (bytes.empty() || output_failed_.load(std::memory_order_relaxed)) {
-    return false;
+    return Queued::kQueued;
   }
   const bool was_writable = writable();
+  if (!writing_ && out_.empty() && tls_ == nullptr) {
+    // Nothing waits and no one writes: the caller writes its bytes from its own buffer, and
+    // only what the socket does not take is copied (write_direct).
+    writing_ = true;
+    queued_bytes_.fetch_add(bytes.size(), std::memory_order_relaxed);
+    crossed = was_writable && !writable();
+    return Queued::kDirect;
+  }
   append_output(bytes);
   crossed = was_writable && !writable();
   if (writing_) {
-    return false;  // The current writer (or the owner's EPOLLOUT) takes these bytes too.
+    return Queued::kQueued;  // The current writer (or the owner's EPOLLOUT) takes these too.
   }
   writing_ = true;
-  return true;
+  return Queued::kWriter;
 }
 
-void Connection::after_queue(bool writer, bool crossed) {
+void Connection::after_queue(Queued queued, bool crossed, std::string_view bytes) {
   if (crossed) {
     owner_.notify(info_.id);  // The owner stops reading it (Listener::on_notified).
   }
-  if (writer) {
+  if (queued == Queued::kWriter) {
     write_as_writer();
+  } else if (queued == Queued::kDirect) {
+    write_direct(bytes);
   }
+}
+
+void Connection::write_direct(std::string_view bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      took(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    {
+      MutexLock lock(mu_);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        // Before what others queued meanwhile; the owner writes the rest on EPOLLOUT.
+        out_.insert(0, bytes.substr(done));
+        blocked_ = true;  // writing_ stays true.
+      } else {
+        fail_output();
+      }
+    }
+    owner_.notify(info_.id);
+    return;
+  }
+  write_as_writer();  // What others queued while this wrote; gives up writing_ when drained.
+}
+
+void Connection::took(std::size_t bytes) {
+  queued_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  // One writer at a time (writing_ hands the role over under mu_): no locked add needed.
+  bytes_written_.store(bytes_written_.load(std::memory_order_relaxed) + bytes,
+                       std::memory_order_relaxed);
+}
+
+void Connection::fail_output() {
+  output_failed_.store(true, std::memory_order_release);
+  out_.clear();
+  queued_bytes_.store(0, std::memory_order_relaxed);
+  writing_ = false;
 }
 
 void Connection::write_as_writer() {
@@ -361,13 +413,13 @@ void Connection::forget_operation(std::int32_t message_id) {
 }
 
 void Connection::send_bytes(std::string_view bytes) {
-  bool writer = false;
+  Queued queued = Queued::kQueued;
   bool crossed = false;
   {
     MutexLock lock(mu_);
-    writer = queue_output(bytes, crossed);
+    queued = queue_output(bytes, crossed);
   }
-  after_queue(writer, crossed);
+  after_queue(queued, crossed, bytes);
 }
 
 bool Connection::flush_from_owner() {
@@ -415,11 +467,7 @@ bool Connection::write_pending() {
       const ssize_t n = ::send(fd_, chunk.data() + done, chunk.size() - done, MSG_NOSIGNAL);
       if (n > 0) {
         done += static_cast<std::size_t>(n);
-        queued_bytes_.fetch_sub(static_cast<std::size_t>(n), std::memory_order_relaxed);
-        // One writer at a time (writing_ hands the role over under mu_): no locked add needed.
-        bytes_written_.store(
-            bytes_written_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(n),
-            std::memory_order_relaxed);
+        took(static_cast<std::size_t>(n));
         continue;
       }
       if (n < 0 && errno == EINTR) {
@@ -434,10 +482,7 @@ bool Connection::write_pending() {
           std::string().swap(chunk);  // A stalled client holds out_ alone, not twice its size.
         }
       } else {
-        output_failed_.store(true, std::memory_order_release);
-        out_.clear();
-        queued_bytes_.store(0, std::memory_order_relaxed);
-        writing_ = false;
+        fail_output();
       }
       chunk.clear();
       return false;

@@ -241,12 +241,24 @@ class Connection {
   void append_output(std::string_view bytes) NUMADIR_REQUIRES(mu_);
   // Removes `message_id` from the running and abandoned lists.
   void forget_operation(std::int32_t message_id) NUMADIR_REQUIRES(mu_);
+  // What queue_output made of the caller.
+  enum class Queued : std::uint8_t {
+    kQueued,  // The bytes wait in out_ (or were none): someone else writes them.
+    kWriter,  // The bytes wait in out_ and the caller is the writer (write_as_writer).
+    kDirect,  // Nothing waited: the caller is the writer of its bytes, not copied (write_direct).
+  };
   // Queues `bytes` (none: nothing) and, if no one writes yet, makes the caller the writer.
-  // Returns: whether the caller is to write (write_as_writer) once it has unlocked; sets
-  // `crossed` when these bytes took the queue past the bound (the caller tells the owner).
-  bool queue_output(std::string_view bytes, bool& crossed) NUMADIR_REQUIRES(mu_);
+  // Sets `crossed` when these bytes took the queue past the bound (the caller tells the owner).
+  Queued queue_output(std::string_view bytes, bool& crossed) NUMADIR_REQUIRES(mu_);
   // After queueing, unlocked: tells the owner of a crossing, then writes as the writer.
-  void after_queue(bool writer, bool crossed);
+  void after_queue(Queued queued, bool crossed, std::string_view bytes);
+  // Writes `bytes` from the caller's buffer, as the writer; what the socket does not take goes to
+  // the front of out_ for the owner's EPOLLOUT. Then writes what was queued meanwhile.
+  void write_direct(std::string_view bytes);
+  // The socket took `bytes` more of the queue (the writer only).
+  void took(std::size_t bytes);
+  // The socket failed: nothing more goes out.
+  void fail_output() NUMADIR_REQUIRES(mu_);
   // Writes as the writer; tells the owner when the socket blocked or failed.
   void write_as_writer();
   // Ends the open operations `message_id` names (nullopt: every one);
