@@ -187,7 +187,7 @@ bool AccessLog::drain(std::int64_t watermark) {
     dropped_reported_ = dropped;
   }
   if (!lines_.empty()) {
-    file_->append(lines_);
+    file_->append_taking(lines_);
   }
   held_.swap(kept_);
   return drained || !held_.empty();

@@ -64,6 +64,11 @@ LogFile::~LogFile() {
 }
 
 void LogFile::append(std::string_view lines) {
+  std::string copy(lines);
+  append_taking(copy);
+}
+
+void LogFile::append_taking(std::string& lines) {
   bool was_empty = false;
   {
     std::lock_guard lock(mu_);
@@ -73,12 +78,18 @@ void LogFile::append(std::string_view lines) {
         count += c == '\n' ? 1 : 0;
       }
       dropped_.fetch_add(count, std::memory_order_relaxed);
+      lines.clear();
       return;
     }
     was_empty = pending_.empty();
-    pending_.append(lines);
+    if (was_empty) {
+      pending_.swap(lines);
+    } else {
+      pending_.append(lines);
+    }
     ++appended_;
   }
+  lines.clear();
   if (was_empty) {
     wake_.notify_one();
   }

@@ -34,6 +34,9 @@ class LogFile {
 
   // Appends `lines` (each ending in '\n'). Never blocks on the disk.
   void append(std::string_view lines);
+  // The same, taking `lines` (left empty, with some buffer's capacity): when nothing is pending
+  // the buffers are swapped, not copied.
+  void append_taking(std::string& lines);
   // Reopens the file (after logrotate moved it). Errors: kIo; the old file stays in use.
   Status reopen();
   // Returns: lines dropped because the writer fell kMaxBufferedBytes behind.

@@ -34,11 +34,22 @@ void append_number(std::string& out, Integer value) {
   out.append(text, static_cast<std::size_t>(result.ptr - text));
 }
 
-// Appends `ns` as seconds with 6 decimals (slapd's etime).
+// Appends `value` (< 10^digits) in exactly `digits` decimal digits, zero-padded.
+void append_padded(std::string& out, std::uint64_t value, int digits) {
+  char text[20];
+  for (int i = digits - 1; i >= 0; --i) {
+    text[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  out.append(text, static_cast<std::size_t>(digits));
+}
+
+// Appends `ns` as seconds with 6 decimals (slapd's etime), truncated to the microsecond.
 void append_seconds(std::string& out, std::int64_t ns) {
-  char text[32];
-  const int size = std::snprintf(text, sizeof(text), "%.6f", static_cast<double>(ns) / 1e9);
-  out.append(text, static_cast<std::size_t>(std::clamp(size, 0, 31)));
+  const std::uint64_t micros = ns > 0 ? static_cast<std::uint64_t>(ns) / 1000 : 0;
+  append_number(out, micros / 1000000);
+  out += '.';
+  append_padded(out, micros % 1000000, 6);
 }
 
 void append_quoted(std::string& out, std::string_view value) {
@@ -340,11 +351,10 @@ void LineFormatter::append_time(std::int64_t time_ns, std::string& out) {
                   utc.tm_sec);
     cached_second_ = seconds;
   }
-  char micros[16];
-  std::snprintf(micros, sizeof(micros), ".%06lldZ",
-                static_cast<long long>((wall % 1000000000) / 1000));
   out += cached_prefix_;
-  out += micros;
+  out += '.';
+  append_padded(out, static_cast<std::uint64_t>((wall % 1000000000) / 1000), 6);
+  out += 'Z';
 }
 
 void LineFormatter::append_line(const Record& record, std::string& out) {
