@@ -96,6 +96,17 @@ Result<SSL_CTX*> build_context(const TlsSettings& settings) {
   static constexpr unsigned char kSessionContext[] = "numadir";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+  // The chain sent with the certificate, settled once: a certificate file without its
+  // intermediates is completed from the CA store here, as far as it goes, instead of OpenSSL
+  // building (and verifying) the chain again on every full handshake.
+  STACK_OF(X509)* chain = nullptr;
+  SSL_CTX_get0_chain_certs(ctx, &chain);
+  if (chain == nullptr || sk_X509_num(chain) == 0) {
+    SSL_CTX_build_cert_chain(ctx, SSL_BUILD_CHAIN_FLAG_NO_ROOT | SSL_BUILD_CHAIN_FLAG_IGNORE_ERROR |
+                                      SSL_BUILD_CHAIN_FLAG_CLEAR_ERROR);
+    ERR_clear_error();
+  }
+  SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
   return ctx;
 }
 

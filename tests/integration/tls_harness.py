@@ -70,6 +70,20 @@ class Pki:
                                                       "rsa:2048")
         self.server2_crt, self.server2_key = self.issue(
             "server2", "/O=numadir reloaded/CN=localhost", server_ext, "rsa:2048")
+        # An intermediate CA and a server certificate it issued, in a file without the
+        # intermediate: the server completes the chain from its ca_file (the intermediate and
+        # the root), for clients that trust the root alone.
+        self.intermediate_crt, self.intermediate_key = self.issue(
+            "intermediate", "/O=numadir test/CN=Intermediate CA",
+            "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n")
+        self.leaf_crt, self.leaf_key = self.issue(
+            "leaf", "/O=numadir leaf/CN=localhost", server_ext,
+            ca=(self.intermediate_crt, self.intermediate_key))
+        self.chain_ca = self.path("chain-ca.crt")
+        with open(self.chain_ca, "w") as stream:
+            for name in (self.intermediate_crt, self.ca_crt):
+                with open(name) as part:
+                    stream.write(part.read())
         self.user5_crt, self.user5_key = self.issue("user5", "/CN=user5", client_ext)
         # A subject that is a directory DN as a whole, for external_map = "{subject}".
         self.user7_crt, self.user7_key = self.issue(

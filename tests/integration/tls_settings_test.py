@@ -3,7 +3,8 @@
 tls_harness.py's; TLS with real clients on a server with both listeners is tls_test.py's):
 simple_bind_requires_tls, min_version 1.3 and a hashed ca_dir with external_map = "{subject}";
 verify_client = "demand" with missing, expired and untrusted certificates and a TLS 1.2 cipher
-list; an ldaps://-only server with [tls] defaults; external_map "uid={uid},..." with a TLS 1.3
+list; an ldaps://-only server with [tls] defaults; a certificate file without its intermediate,
+the chain completed from ca_file; external_map "uid={uid},..." with a TLS 1.3
 suite list; and a server without [tls], where StartTLS is unavailable.
 
   tls_settings_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
@@ -27,6 +28,21 @@ from tls_harness import (  # noqa: E402
     STARTTLS_OID, SUCCESS, UNAVAILABLE, client_context, exchange, ldaps_socket, output,
     python_ldap, result_code, sasl_bind_request, search_uid_raw, start_tls, tls_config,
     tls_refused, tool, whoami_raw)
+
+
+# -- a certificate file without its intermediate, completed from ca_file ----------------------
+def check_chain_completed():
+    # Both clients trust the root CA alone: they verify only if the intermediate is sent.
+    with ldaps_socket() as sock:
+        check(sock.version() is not None,
+              "a client trusting the root alone verifies a server whose certificate file lacks "
+              "the intermediate (the chain is completed from tls.ca_file)")
+        subject = dict(part[0] for part in sock.getpeercert()["subject"])
+        check_equal(subject.get("organizationName"), "numadir leaf",
+                    "the certificate sent is the one issued by the intermediate")
+    rc, out, err = tool("ldapwhoami", "-x", "-D", user_dn(6), "-w", user_pw(6), url=T.S.ldaps_url)
+    check(rc == 0 and out.strip().lower() == f"dn:{user_dn(6)}",
+          "ldapwhoami over ldaps:// verifying against the root alone", output(rc, out, err))
 
 
 # -- second server: simple_bind_requires_tls, min_version 1.3, ca_dir, {subject} -----------------
@@ -241,6 +257,10 @@ def main() -> int:
             ], 10, dict(listen=("ldaps://127.0.0.1:0",), extra_toml=tls_config(
                 pki.server_crt, pki.server_key, ca_file=pki.ca_crt, verify_client="allow",
                 external_map=f"uid={{uid}},{PEOPLE}", ciphersuites=TLS13_SUITE))),
+            ("chain completed from ca_file", [
+                ("certificate without its intermediate", check_chain_completed),
+            ], 10, dict(listen=("ldaps://127.0.0.1:0",), extra_toml=tls_config(
+                pki.leaf_crt, pki.leaf_key, ca_file=pki.chain_ca))),
             ("without tls", [
                 ("StartTLS unavailable", check_without_tls),
             ], 10, {}),
