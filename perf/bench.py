@@ -452,7 +452,8 @@ def tls_tables(points, servers):
         cost.append(f"| {name} | {delta('ldaps', 'ldap')} | "
                     f"{delta('ldaps reconnect', 'ldap reconnect')} | "
                     f"{delta('ldaps reconnect resume', 'ldap reconnect')} |")
-    pairs = [(a, b) for a, b in (("percpu", "slapd"), ("single", "slapd"), ("percpu", "single"))
+    pairs = [(a, b) for a, b in (("percpu", "slapd"), ("single", "slapd"), ("percpu", "single"),
+                                 ("percpu", "percpu-base"))
              if a in servers and b in servers]
     ratio = ["| point | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
                                       for a, b in pairs) + " |",
@@ -546,12 +547,12 @@ def main():
                     extra=f'[log]\nlevel = "stats"\nfile = "{work}/{name}/access.log"\n')
             elif name in ("percpu-base", "single-base"):
                 # The same dispatcher from another build (--baseline-build): a change's before
-                # and after, measured in one run. Cleartext points only.
+                # and after, measured in one run (over TLS too with --tls).
                 if not args.baseline_build:
                     raise SystemExit(f"bench: {name} needs --baseline-build")
                 servers[name] = start_numadir(os.path.abspath(args.baseline_build), work, name,
                                               name.removesuffix("-base"), ldif,
-                                              args.scheme == "cleartext")
+                                              args.scheme == "cleartext", tls=tls)
             elif name == "percpu-2node":
                 # percpu on an emulated two-node topology (threads.topology): two pools and a
                 # listener each, connections steered by the CPU that received them.
