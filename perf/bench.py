@@ -202,10 +202,11 @@ TWO_NODES = "numa:2 core:1 pu:1"
 
 
 def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None,
-                  database_extra="", threads_extra="", extra=""):
+                  database_extra="", threads_extra="", extra="", wrapper=(), server_extra=""):
     """`tls`: make_certificate()'s files: numadir also listens on ldaps://. `database_extra` /
     `threads_extra`: more lines of the [database] / [threads] table (e.g. 'durability = "sync"',
-    'topology = "numa:2 core:1 pu:1"'); `extra`: more tables (e.g. a [log])."""
+    'topology = "numa:2 core:1 pu:1"'); `server_extra`: of the [server] table; `extra`: more
+    tables (e.g. a [log]); `wrapper`: a command the server runs under (e.g. valgrind)."""
     folder = os.path.join(work, name)
     os.makedirs(folder)
     root_pw = root_password(build)
@@ -215,7 +216,7 @@ def start_numadir(build, work, name, dispatcher, ldif, cleartext=False, tls=None
 listen = ["ldap://127.0.0.1:0"{', "ldaps://127.0.0.1:0"' if tls else ""}]
 rootdn = "{ROOT_DN}"
 rootpw = "{root_pw}"
-
+{server_extra}
 [threads]
 dispatcher = "{dispatcher}"
 {threads_extra}
@@ -233,7 +234,7 @@ key = "{tls['key']}"
     config = os.path.join(folder, "numadir.toml")
     subprocess.run([f"{build}/server/numadir", "import", "-c", config, "--no-progress", ldif],
                    check=True, stdout=subprocess.DEVNULL)
-    process = subprocess.Popen([f"{build}/server/numadir", "serve", "-c", config],
+    process = subprocess.Popen([*wrapper, f"{build}/server/numadir", "serve", "-c", config],
                                stdout=subprocess.PIPE, text=True)
     port = int(wait_for_line(process, r"listening on ldap://127\.0\.0\.1:(\d+)").group(1))
     ldaps_port = None

@@ -54,16 +54,23 @@ void append_seconds(std::string& out, std::int64_t ns) {
 
 void append_quoted(std::string& out, std::string_view value) {
   out += '"';
-  for (const char c : value) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-    }
-    if (c == '\n' || c == '\r') {
-      out += ' ';  // One log line per event, whatever the client sent.
+  // Runs without a byte to escape are appended whole (a DN or filter usually is one run).
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c != '"' && c != '\\' && c != '\n' && c != '\r') {
       continue;
     }
-    out += c;
+    out.append(value.data() + run, i - run);
+    run = i + 1;
+    if (c == '\n' || c == '\r') {
+      out += ' ';  // One log line per event, whatever the client sent.
+    } else {
+      out += '\\';
+      out += c;
+    }
   }
+  out.append(value.data() + run, value.size() - run);
   out += '"';
 }
 
@@ -106,6 +113,20 @@ std::size_t utf8_sequence(std::string_view text) {
 void append_json_string(std::string& out, std::string_view value) {
   out += '"';
   while (!value.empty()) {
+    // Printable ASCII with nothing to escape, appended as a run.
+    std::size_t plain = 0;
+    while (plain < value.size()) {
+      const unsigned char b = static_cast<unsigned char>(value[plain]);
+      if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\') {
+        break;
+      }
+      ++plain;
+    }
+    out.append(value.data(), plain);
+    value.remove_prefix(plain);
+    if (value.empty()) {
+      break;
+    }
     const unsigned char c = static_cast<unsigned char>(value.front());
     const std::size_t length = utf8_sequence(value);
     if (length == 0) {

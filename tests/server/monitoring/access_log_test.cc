@@ -232,6 +232,14 @@ TEST_CASE("LineFormatter: text lines as slapd writes them") {
   CHECK(out ==
         "2023-11-14T22:13:20.000001Z conn=4 op=2 msgid=9 SEARCH RESULT tag=101 err=32 nentries=0 "
         "etime=0.000046 text=\"no such \\\"entry\\\"\"\n");
+  // Quotes and backslashes escaped, line breaks made spaces (one line per event), the rest as
+  // it is; an etime of whole seconds.
+  Record odd = result_record();
+  odd.strings[0] = "a\\b\r\nc\"d";
+  odd.numbers[3] = 2'000'000'999;
+  out.clear();
+  formatter.append_line(odd, out);
+  CHECK(out.ends_with("etime=2.000000 text=\"a\\\\b  c\\\"d\"\n"));
   Record accept;
   accept.kind = RecordKind::kAccept;
   accept.time_ns = 2000000;
