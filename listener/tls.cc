@@ -219,11 +219,31 @@ TlsChannel::InputResult TlsChannel::input(std::string_view cipher, std::string& 
     result = InputResult::kFailed;
     break;
   }
-  if (!handshake_done_ && SSL_is_init_finished(ssl_)) {
-    handshake_done_ = true;
-  }
+  const bool finished_now = !handshake_done_ && SSL_is_init_finished(ssl_);
+  handshake_done_ = handshake_done_ || finished_now;
   drain(out);  // Handshake messages, tickets, alerts (also after a failure: the alert).
+  if (finished_now && result == InputResult::kOk) {
+    renew_bios();
+  }
   return result;
+}
+
+void TlsChannel::renew_bios() {
+  // A memory BIO keeps the largest size it held (the handshake's flights, a certificate
+  // chain): an idle connection would hold them for its life. Both are empty here unless the
+  // client already sent more (then the old ones stay, for this rare connection).
+  if (BIO_ctrl_pending(SSL_get_rbio(ssl_)) != 0 || BIO_ctrl_pending(SSL_get_wbio(ssl_)) != 0) {
+    return;
+  }
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  if (in == nullptr || out == nullptr) {
+    BIO_free(in);
+    BIO_free(out);
+    return;  // The old ones go on serving.
+  }
+  BIO_set_mem_eof_return(in, -1);
+  SSL_set_bio(ssl_, in, out);  // Frees the old ones.
 }
 
 Status TlsChannel::output(std::string_view plain, std::string& out) {

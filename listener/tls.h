@@ -115,6 +115,8 @@ class TlsChannel {
 
  private:
   void drain(std::string& out);
+  // Once the handshake is done: fresh memory BIOs, so the handshake's buffers are freed.
+  void renew_bios();
 
   SSL* ssl_;
   bool handshake_done_ = false;

@@ -115,7 +115,7 @@ def main():
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
     limit = scaling_bench.raise_fd_limit()
-    if limit < 2 * args.idle + 100:
+    if limit < args.idle + 100:  # Per process: this one and each server.
         raise SystemExit(f"idle_memory_bench: RLIMIT_NOFILE {limit} is too low for {args.idle}")
     work = tempfile.mkdtemp(prefix="numadir-idle-")
     rows = []
