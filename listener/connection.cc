@@ -351,30 +351,40 @@ void Connection::after_queue(Queued queued, bool crossed, std::string_view bytes
 
 void Connection::write_direct(std::string_view bytes) {
   std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-      took(static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
+  if (!send_from(bytes, done)) {
     {
       MutexLock lock(mu_);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        // Before what others queued meanwhile; the owner writes the rest on EPOLLOUT.
-        out_.insert(0, bytes.substr(done));
-        blocked_ = true;  // writing_ stays true.
-      } else {
-        fail_output();
-      }
+      keep_unsent(bytes.substr(done));  // Before what others queued meanwhile.
     }
     owner_.notify(info_.id);
     return;
   }
   write_as_writer();  // What others queued while this wrote; gives up writing_ when drained.
+}
+
+bool Connection::send_from(std::string_view bytes, std::size_t& done) {
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      took(static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      send_errno_ = n < 0 ? errno : EPIPE;
+      return false;
+    }
+  }
+  return true;
+}
+
+void Connection::keep_unsent(std::string_view rest) {
+  if (send_errno_ == EAGAIN || send_errno_ == EWOULDBLOCK) {
+    out_.insert(0, rest);
+    blocked_ = true;  // writing_ stays true: the owner writes on EPOLLOUT.
+  } else {
+    fail_output();
+  }
 }
 
 void Connection::took(std::size_t bytes) {
@@ -463,26 +473,12 @@ bool Connection::write_pending() {
       return true;
     }
     std::size_t done = 0;
-    while (done < chunk.size()) {
-      const ssize_t n = ::send(fd_, chunk.data() + done, chunk.size() - done, MSG_NOSIGNAL);
-      if (n > 0) {
-        done += static_cast<std::size_t>(n);
-        took(static_cast<std::size_t>(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
+    if (!send_from(chunk, done)) {
       MutexLock lock(mu_);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        // Keep the order: what is left of this chunk goes before bytes appended meanwhile.
-        out_.insert(0, chunk, done, std::string::npos);
-        blocked_ = true;  // writing_ stays true: the owner writes on EPOLLOUT.
-        if (chunk.capacity() > kKeptChunkBytes) {
-          std::string().swap(chunk);  // A stalled client holds out_ alone, not twice its size.
-        }
-      } else {
-        fail_output();
+      // Keep the order: what is left of this chunk goes before bytes appended meanwhile.
+      keep_unsent(std::string_view(chunk).substr(done));
+      if (chunk.capacity() > kKeptChunkBytes) {
+        std::string().swap(chunk);  // A stalled client holds out_ alone, not twice its size.
       }
       chunk.clear();
       return false;

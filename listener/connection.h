@@ -257,6 +257,12 @@ class Connection {
   void write_direct(std::string_view bytes);
   // The socket took `bytes` more of the queue (the writer only).
   void took(std::size_t bytes);
+  // As the writer: sends `bytes` from `done` on. Returns: true when all are sent; false when
+  // the socket took no more (send_errno_ says why). Counts what it took.
+  bool send_from(std::string_view bytes, std::size_t& done);
+  // As the writer, after send_from failed: keeps `rest` at the front of out_ for the owner's
+  // EPOLLOUT when the socket was full, or fails the output.
+  void keep_unsent(std::string_view rest) NUMADIR_REQUIRES(mu_);
   // The socket failed: nothing more goes out.
   void fail_output() NUMADIR_REQUIRES(mu_);
   // Writes as the writer; tells the owner when the socket blocked or failed.
@@ -298,6 +304,7 @@ class Connection {
   std::string out_ NUMADIR_GUARDED_BY(mu_);  // Bytes waiting to be written, in order.
   // Owner: the thread that set writing_ (one at a time); the bytes it is writing now.
   std::string writing_buffer_;
+  int send_errno_ = 0;                            // Owner: the writer. Why its last send stopped.
   bool writing_ NUMADIR_GUARDED_BY(mu_) = false;  // A thread is writing (or EPOLLOUT waits).
   bool blocked_ NUMADIR_GUARDED_BY(mu_) = false;  // The socket was full: the owner writes.
   std::vector<std::int32_t> running_ids_ NUMADIR_GUARDED_BY(mu_);
