@@ -482,6 +482,13 @@ void Listener::open_connection(int fd, std::string peer, bool tls) {
 
 void Listener::on_readable(Connection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
+  // A connection with nothing buffered reads into the listener's buffer, given back below once
+  // its requests are taken from it: between requests a connection holds no input buffer, and
+  // steady traffic allocates none. One left with a partial request keeps the buffer.
+  const bool lent = connection.input_.empty();
+  if (lent) {
+    connection.input_.swap(lent_input_);
+  }
   // Reads until EAGAIN, but no further than one PDU past what was buffered: the rest waits in
   // the socket (the kernel's buffer is the backpressure).
   for (;;) {
@@ -521,6 +528,9 @@ void Listener::on_readable(Connection& connection) {
     return;
   }
   pump(connection);
+  if (lent && connection.input_.empty() && !connection.closing_) {
+    connection.input_.swap(lent_input_);
+  }
 }
 
 void Listener::close_after_input(Connection& connection) {

@@ -211,7 +211,10 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   ConnectionRules rules_;  // Owner: listener thread.
   // Owner: listener thread.
   std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
-  std::unique_ptr<char[]> read_buffer_;                 // Owner: listener thread.
+  std::unique_ptr<char[]> read_buffer_;  // Owner: listener thread.
+  // Owner: listener thread. The input buffer lent to a connection that has no partial request
+  // while it reads (on_readable), so an idle connection holds none.
+  std::string lent_input_;
   std::vector<std::unique_ptr<Connection>> graveyard_;  // Owner: listener thread. Closed ones,
                                                         // destroyed after the events.
   // Owner: listener thread. Connections whose request the full pool refused, retried when the
