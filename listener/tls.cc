@@ -146,19 +146,26 @@ SSL* TlsContext::new_ssl() const {
 }
 
 TlsChannel::TlsChannel(SSL* ssl) : ssl_(ssl) {
+  if (!attach_memory_bios()) {
+    failed_ = true;
+    error_ = "out of memory";
+    return;
+  }
+  SSL_set_accept_state(ssl_);
+}
+
+bool TlsChannel::attach_memory_bios() {
   BIO* in = BIO_new(BIO_s_mem());
   BIO* out = BIO_new(BIO_s_mem());
   if (in == nullptr || out == nullptr) {
     BIO_free(in);
     BIO_free(out);
-    failed_ = true;
-    error_ = "out of memory";
-    return;
+    return false;
   }
   // An empty read BIO means "wait for more", not end of file.
   BIO_set_mem_eof_return(in, -1);
-  SSL_set_bio(ssl_, in, out);
-  SSL_set_accept_state(ssl_);
+  SSL_set_bio(ssl_, in, out);  // Frees the ones it had.
+  return true;
 }
 
 TlsChannel::~TlsChannel() { SSL_free(ssl_); }
@@ -232,18 +239,9 @@ void TlsChannel::renew_bios() {
   // A memory BIO keeps the largest size it held (the handshake's flights, a certificate
   // chain): an idle connection would hold them for its life. Both are empty here unless the
   // client already sent more (then the old ones stay, for this rare connection).
-  if (BIO_ctrl_pending(SSL_get_rbio(ssl_)) != 0 || BIO_ctrl_pending(SSL_get_wbio(ssl_)) != 0) {
-    return;
+  if (BIO_ctrl_pending(SSL_get_rbio(ssl_)) == 0 && BIO_ctrl_pending(SSL_get_wbio(ssl_)) == 0) {
+    attach_memory_bios();  // Out of memory: the old ones go on serving.
   }
-  BIO* in = BIO_new(BIO_s_mem());
-  BIO* out = BIO_new(BIO_s_mem());
-  if (in == nullptr || out == nullptr) {
-    BIO_free(in);
-    BIO_free(out);
-    return;  // The old ones go on serving.
-  }
-  BIO_set_mem_eof_return(in, -1);
-  SSL_set_bio(ssl_, in, out);  // Frees the old ones.
 }
 
 Status TlsChannel::output(std::string_view plain, std::string& out) {

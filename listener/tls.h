@@ -115,6 +115,9 @@ class TlsChannel {
 
  private:
   void drain(std::string& out);
+  // Gives ssl_ a new pair of memory BIOs (freeing any it had). Returns: false when out of
+  // memory (the old ones, if any, stay).
+  bool attach_memory_bios();
   // Once the handshake is done: fresh memory BIOs, so the handshake's buffers are freed.
   void renew_bios();
 

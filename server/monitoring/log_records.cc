@@ -1,7 +1,6 @@
 // server/monitoring/log_records.cc: see log_records.h.
 #include "server/monitoring/log_records.h"
 
-#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>

@@ -42,7 +42,7 @@ TEST_CASE("Recycler: objects taken on one thread and given on another are reused
   const int made_before = Counted::made.load();
   // A listener and a worker: this thread takes, the giver gives each back from its own thread,
   // so this thread's cache runs dry and refills from the depot the giver's cache spills into.
-  constexpr int kObjects = 10000;
+  constexpr int kObjects = 2000;
   std::mutex mu;
   std::deque<std::unique_ptr<Counted>> queue;
   std::atomic<bool> done{false};
