@@ -39,8 +39,9 @@ struct ChangeRecord {
   ChangeKind kind = ChangeKind::kAdd;
   // The entry's DN: as added (add), as stored before the change (delete, modify, rename).
   std::string dn;
-  std::string new_dn;  // Rename only: the DN it has now.
-  std::string csn;     // The CSN the change was given (entryCSN of the entry, if not deleted).
+  std::string new_dn;     // Rename only: the DN it has now.
+  std::string csn;        // The CSN the change was given (entryCSN of the entry, if not deleted).
+  bool internal = false;  // UpdateContext::internal of the update.
 };
 
 using ChangeCallback = std::function<void(const ChangeRecord&)>;

@@ -80,6 +80,9 @@ struct DirectoryOptions {
 struct UpdateContext {
   std::string actor_dn;  // The bound DN; empty for anonymous / internal.
   std::optional<std::chrono::system_clock::time_point> now;  // Defaults to the clock.
+  // The server's own bookkeeping (the password policy's failure state), not a client's update:
+  // its ChangeRecord says so (ChangeRecord::internal), for subscribers that skip their own writes.
+  bool internal = false;
 };
 
 enum class ModificationKind : std::uint8_t { kAdd, kDelete, kReplace, kIncrement };
@@ -88,6 +91,9 @@ struct Modification {
   ModificationKind kind = ModificationKind::kReplace;
   std::string description;          // Attribute description (type and options).
   std::vector<std::string> values;  // Empty: delete all / replace with none.
+  // Made by the server itself (the password policy's pwdChangedTime, pwdHistory, ...): a
+  // NO-USER-MODIFICATION type may be written. Never set from a client's request.
+  bool internal = false;
 };
 
 enum class Scope : std::uint8_t { kBase, kOneLevel, kSubtree, kChildren };

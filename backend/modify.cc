@@ -80,7 +80,9 @@ Status apply_one(const AttributeCatalog& catalog, const Modification& modificati
   if (!description.ok()) {
     return description.status();
   }
-  NUMADIR_RETURN_IF_ERROR(check_user_modifiable(catalog, *description));
+  if (!modification.internal) {
+    NUMADIR_RETURN_IF_ERROR(check_user_modifiable(catalog, *description));
+  }
   const AttributeInfo& info = *catalog.resolve(description_type(*description));
   const ValueComparer comparer(catalog, info);
   auto attribute = find_attribute(attributes, *description);

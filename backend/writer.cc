@@ -269,6 +269,7 @@ Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn, ChangeRecord* 
   // Stamped here, on the writer thread in job order: CSNs grow with the commit order.
   const Stamp stamp = detail::make_stamp(core, job.context);
   *change = ChangeRecord{};
+  change->internal = job.context.internal;
   return std::visit(
       [&](auto& op) -> Status {
         using T = std::decay_t<decltype(op)>;

@@ -502,6 +502,7 @@ std::vector<std::filesystem::path> shipped_schema_files() {
   return {
       dir / "core.schema",          dir / "operational.schema", dir / "cosine.schema",
       dir / "inetorgperson.schema", dir / "nis.schema",
+      dir / "ppolicy.schema",  // Password policy (server/operations/password_policy.h)
       dir / "monitor.schema",  // cn=Monitor (server/monitoring/monitor.h)
   };
 }

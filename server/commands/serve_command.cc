@@ -118,6 +118,10 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.root_dn = settings.root_dn;
   handler_options.root_password = settings.root_password;
   handler_options.allow_cleartext_passwords = config.allow_cleartext_passwords;
+  handler_options.password_policy = config.password_policy;
+  handler_options.default_policy_dn = config.default_policy_dn;
+  handler_options.policy_use_lockout = config.policy_use_lockout;
+  handler_options.failure_flush_ms = config.failure_flush_ms;
   handler_options.default_password_scheme = config.default_password_scheme;
   handler_options.allow_unauthenticated_bind = settings.allow_unauthenticated_bind;
   handler_options.size_limit_anonymous = settings.size_limit;

@@ -43,6 +43,10 @@
 //   max_argon2_parallelism = 4
 //   max_sha_crypt_rounds = 10000
 //   max_bcrypt_cost = 6
+//   policy = false                       # enforce the password policy (pwdPolicy entries)
+//   default_policy = "cn=default,ou=policies,dc=example,dc=com"  # implies policy = true
+//   use_lockout = false                  # tell a locked account's binds accountLocked
+//   failure_flush_ms = 100               # failed binds are written at most this late
 //
 //   [log]
 //   level = "off"                        # access log: "off", "stats" or "debug"
@@ -150,6 +154,11 @@ struct Config {
   bool allow_cleartext_passwords = false;
   // [passwords] max_*: what a stored userPassword value may cost to check.
   backend::PasswordCostLimits password_limits;
+  // [passwords] policy, default_policy, use_lockout, failure_flush_ms (HandlerOptions).
+  bool password_policy = false;
+  std::string default_policy_dn;
+  bool policy_use_lockout = false;
+  std::uint32_t failure_flush_ms = 100;
   ServerSettings server;
   LogLevel log_level = LogLevel::kOff;
   std::filesystem::path log_file = "-";

@@ -1,6 +1,7 @@
 // server/formats/config_passwords.cc: the [passwords] section of numadir.toml: the scheme
-// numadir hashes cleartext passwords with, whether stored cleartext is accepted, and the
-// ceilings on what a stored value may cost to check (backend::PasswordCostLimits).
+// numadir hashes cleartext passwords with, whether stored cleartext is accepted, the ceilings on
+// what a stored value may cost to check (backend::PasswordCostLimits) and the password policy
+// (server/operations/password_policy.h).
 //
 // Thread contract: as detail/config_toml.h; the thread parsing a config.
 #include <cstdint>
@@ -70,8 +71,28 @@ void parse_passwords(const toml::table& table, Config& config, Problems& problem
   check_keys(table, "passwords",
              {"default_scheme", "allow_cleartext", "max_pbkdf2_iterations", "max_argon2_memory_kib",
               "max_argon2_iterations", "max_argon2_parallelism", "max_sha_crypt_rounds",
-              "max_bcrypt_cost"},
+              "max_bcrypt_cost", "policy", "default_policy", "use_lockout", "failure_flush_ms"},
              problems);
+  get_bool(table, "passwords", "policy", config.password_policy, problems);
+  if (get_string(table, "passwords", "default_policy", config.default_policy_dn, problems)) {
+    if (config.default_policy_dn.empty()) {
+      problems.add("passwords.default_policy", "must name a pwdPolicy entry (a DN)");
+    } else if (const toml::node* policy = table.get("policy");
+               policy != nullptr && policy->is_boolean() && !policy->as_boolean()->get()) {
+      problems.add("passwords.default_policy", "given with passwords.policy = false");
+    } else {
+      config.password_policy = true;
+    }
+  }
+  get_bool(table, "passwords", "use_lockout", config.policy_use_lockout, problems);
+  if (const toml::node* flush = table.get("failure_flush_ms"); flush != nullptr) {
+    const auto* value = flush->as_integer();
+    if (value == nullptr || value->get() < 1 || value->get() > 10'000) {
+      problems.add("passwords.failure_flush_ms", "must be an integer from 1 to 10000 (ms)");
+    } else {
+      config.failure_flush_ms = static_cast<std::uint32_t>(value->get());
+    }
+  }
   std::string scheme;
   if (get_string(table, "passwords", "default_scheme", scheme, problems)) {
     auto parsed_scheme = backend::parse_password_scheme(scheme);

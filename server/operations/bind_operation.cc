@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "backend/password_scheme.h"
+#include "backend/update_job.h"
+#include "backend/writer.h"
 #include "server/monitoring/access_log.h"
 #include "server/operations/external_map.h"
 #include "server/operations/operation_access.h"
@@ -41,6 +43,10 @@ class BindOperation::Verification final : public threadpool::Task {
     request_.bind_request.method = BindMethod::kSimple;
     request_.bind_request.name = name_;
     request_.bind_request.simple_password = password_;
+    if (requests_policy_control(request)) {
+      // The only control a bind reads; its type is a static string, so the view stays valid.
+      request_.controls.push_back(listener::wire::Control{kPasswordPolicyOid, false, std::nullopt});
+    }
   }
   Verification(const Verification&) = delete;
   Verification& operator=(const Verification&) = delete;
@@ -183,6 +189,12 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
   const OperationAccess access(context_, state, anonymous);
   bool matched = false;
   bool costly = false;
+  // The password policy of the entry, if one governs it, and whether it is locked already (then
+  // the password is not checked at all, as in slapd).
+  std::optional<PasswordPolicy> policy;
+  bool locked = false;
+  bool lock_durable = true;
+  const UnixMicros now = policy_ != nullptr ? now_micros() : 0;
   const auto on_entry = [&](const backend::EntryRef& entry) {
     std::optional<schema::Entry> content;
     if (access.rules().needs_entry()) {
@@ -193,6 +205,27 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
       return;  // Denied, or failed: then answered below.
     }
     entry.values_into("userPassword", state.bind_values);
+    if (policy_ != nullptr && !state.bind_values.empty()) {
+      // ITS#7089: an entry without a password is not the policy's (nothing to count).
+      entry.values_into("pwdPolicySubentry", state.bind_values);
+      state.bind_subentry.assign(state.bind_values.empty() ? std::string_view()
+                                                           : state.bind_values.front());
+      // The policy entry is read in the side transaction: this one's views are in use.
+      policy =
+          policy_->policy_for(state.bind_subentry, state.side_txn(), state.policy_memo, state.dn);
+      if (policy.has_value()) {
+        state.bind_entry_dn.assign(entry.dn());
+        state.bind_state.read(entry, state.bind_values);
+        state.bind_state.history.clear();  // Views into this entry: not kept past the lookup.
+        PasswordState effective = state.bind_state;
+        policy_->failures().overlay(ndn, effective, lock_durable);
+        locked = account_locked(effective, *policy, now, nullptr);
+        if (locked) {
+          return;
+        }
+      }
+      entry.values_into("userPassword", state.bind_values);
+    }
     for (const std::string_view value : state.bind_values) {
       const Check check = check_value(bind.simple_password, value, cheap_only, refused);
       if (check == Check::kMatch) {
@@ -215,6 +248,14 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
     sender.send_status(access.failure());  // Logs it.
     return;
   }
+  if (policy.has_value() && (matched || !costly)) {
+    if (refused.has_value() && !matched) {
+      log_refusal(request, session, ndn, *refused);
+    }
+    finish_with_policy(request, session, state, sender, ndn, *policy, locked, lock_durable,
+                       matched);
+    return;
+  }
   if (matched) {
     session.set_identity(bind.name, ndn, /*root=*/false);
     OperationCounters::count_auth(state.counters());
@@ -229,6 +270,169 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
     log_refusal(request, session, ndn, *refused);
   }
   sender.send_result(invalid);
+}
+
+void BindOperation::finish_with_policy(const LdapMessage& request, ServerSession& session,
+                                       ServerWorkerState& state, ResultSender& sender,
+                                       std::string_view ndn, const PasswordPolicy& policy,
+                                       bool locked, bool lock_durable, bool matched) const {
+  const bool control = requests_policy_control(request);
+  const UnixMicros now = now_micros();
+  FailureTable& failures = policy_->failures();
+  if (locked) {
+    answer_locked(request, ndn, lock_durable, sender);
+    return;
+  }
+  if (!matched) {
+    if (failures.record_failure(ndn, state.bind_entry_dn, state.bind_state, policy, now) ==
+        FailureTable::Failure::kLocked) {
+      answer_locked(request, ndn, /*lock_durable=*/false, sender);
+      return;
+    }
+    if (control) {
+      attach_policy_control(sender, PolicyResponse{});
+    }
+    sender.send_result(OwnedResult::error(ResultCode::kInvalidCredentials, ""));
+    return;
+  }
+  if (failures.record_success(ndn, state.bind_entry_dn, state.bind_state, policy, now)) {
+    answer_locked(request, ndn, /*lock_durable=*/false, sender);
+    return;
+  }
+  const BindVerdict verdict = judge_successful_bind(state.bind_state, policy, now);
+  if (verdict.refuse) {
+    if (control) {
+      attach_policy_control(sender, verdict.response);
+    }
+    sender.send_result(OwnedResult::error(ResultCode::kInvalidCredentials, ""));
+    return;
+  }
+  if (verdict.use_grace) {
+    grace_login(request, session, state, sender, ndn, policy, now);
+    return;
+  }
+  session.set_identity(request.bind_request.name, ndn, /*root=*/false);
+  if (verdict.must_change) {
+    session.restrict_to_password_change();
+  }
+  OperationCounters::count_auth(state.counters());
+  if (control) {
+    attach_policy_control(sender, verdict.response);
+  }
+  sender.send_result(OwnedResult::success());
+}
+
+namespace {
+
+// A bind answered from the writer thread (a locked account once its lock is durable, a grace
+// login once its use is written): the open operation and what of the request the answer needs.
+class PolicyReply {
+ public:
+  PolicyReply(std::unique_ptr<listener::OpenOperation> open, const LdapMessage& request)
+      : open_(std::move(open)),
+        control_(requests_policy_control(request)),
+        name_(request.bind_request.name) {
+    request_.message_id = request.message_id;
+    request_.op = request.op;
+  }
+  bool abandoned() const { return open_->abandoned(); }
+  const std::string& name() const { return name_; }
+  void send(ResultCode code, const PolicyResponse& response) {
+    OpenOperationSink sink(*open_);
+    ResultSender sender(request_, sink);
+    if (control_) {
+      attach_policy_control(sender, response);
+    }
+    sender.send_result(code == ResultCode::kSuccess ? OwnedResult::success()
+                                                    : OwnedResult::error(code, ""));
+  }
+
+ private:
+  const std::unique_ptr<listener::OpenOperation> open_;
+  const bool control_;
+  const std::string name_;
+  LdapMessage request_;
+};
+
+}  // namespace
+
+void BindOperation::answer_locked(const LdapMessage& request, std::string_view ndn,
+                                  bool lock_durable, ResultSender& sender) const {
+  PolicyResponse response;
+  if (policy_->use_lockout()) {
+    response.error = PolicyError::kAccountLocked;
+  }
+  if (lock_durable) {
+    if (requests_policy_control(request)) {
+      attach_policy_control(sender, response);
+    }
+    sender.send_result(OwnedResult::error(ResultCode::kInvalidCredentials, ""));
+    return;
+  }
+  // Not yet committed: the answer waits for the write that carries the lock, so that no client
+  // is told of a lockout a crash could forget.
+  std::unique_ptr<listener::OpenOperation> open = sender.detach();
+  if (open == nullptr) {
+    sender.send_result(OwnedResult::error(ResultCode::kBusy, "account state being written"));
+    return;
+  }
+  auto reply = std::make_shared<PolicyReply>(std::move(open), request);
+  policy_->failures().when_lock_durable(ndn, [reply, response](bool durable) {
+    reply->send(ResultCode::kInvalidCredentials, durable ? response : PolicyResponse{});
+  });
+}
+
+void BindOperation::grace_login(const LdapMessage& request, ServerSession& session,
+                                ServerWorkerState& state, ResultSender& sender,
+                                std::string_view ndn, const PasswordPolicy& policy,
+                                UnixMicros now) const {
+  std::unique_ptr<listener::OpenOperation> open = sender.detach();
+  if (open == nullptr) {
+    sender.send_result(OwnedResult::error(ResultCode::kBusy, "grace login not recorded"));
+    return;
+  }
+  auto reply = std::make_shared<PolicyReply>(std::move(open), request);
+  auto job = std::make_unique<backend::UpdateJob>();
+  job->context.internal = true;  // Not an update that should drop the lockout state.
+  job->change = backend::ModifyChange{
+      state.bind_entry_dn,
+      {backend::Modification{backend::ModificationKind::kAdd,
+                             "pwdGraceUseTime",
+                             {format_generalized_time(now, /*with_fraction=*/true)},
+                             /*internal=*/true}}};
+  // The grace logins left are counted again in the write transaction: two at once cannot both
+  // take the last one.
+  auto remaining = std::make_shared<std::int64_t>(0);
+  job->check = [dn = state.bind_entry_dn, policy, now, remaining](const backend::WriteView& view) {
+    BindVerdict verdict;
+    NUMADIR_RETURN_IF_ERROR(view.lookup(dn, [&](const backend::EntryRef& entry) {
+      verdict = judge_successful_bind(PasswordState::from_entry(entry), policy, now);
+    }));
+    if (!verdict.use_grace) {
+      return Status(StatusCode::kUnwillingToPerform, "no grace login left");
+    }
+    *remaining = verdict.response.grace_authns_remaining.value_or(0);
+    return Status();
+  };
+  job->done = [reply, remaining, &session, ndn = std::string(ndn)](Status status) {
+    if (reply->abandoned()) {
+      return;
+    }
+    if (!status.ok()) {
+      PolicyResponse expired;
+      expired.error = PolicyError::kPasswordExpired;
+      reply->send(ResultCode::kInvalidCredentials, expired);
+      return;
+    }
+    session.set_identity(reply->name(), ndn, /*root=*/false);
+    PolicyResponse grace;
+    grace.grace_authns_remaining = *remaining;
+    reply->send(ResultCode::kSuccess, grace);
+  };
+  backend::Writer& writer = context_.directory().writer();
+  if (!writer.try_submit(job)) {
+    reply->send(ResultCode::kBusy, PolicyResponse{});  // `job`, destroyed, releases the reply.
+  }
 }
 
 void BindOperation::hand_to_worker(const LdapMessage& request, ServerSession& session,

@@ -36,6 +36,8 @@
 #include "backend/password_scheme.h"
 #include "listener/wire/ldap_message.h"
 #include "server/operations/operation_context.h"
+#include "server/operations/password_policy.h"
+#include "server/operations/policy_engine.h"
 #include "server/operations/result_sender.h"
 #include "server/operations/server_session.h"
 #include "server/operations/worker_state.h"
@@ -44,8 +46,9 @@ namespace numadir::server {
 
 class BindOperation {
  public:
-  // Requires: `context` outlives this object.
-  explicit BindOperation(const OperationContext& context) : context_(context) {}
+  // Requires: `context` and `policy` (nullptr: no password policy) outlive this object.
+  BindOperation(const OperationContext& context, const PolicyEngine* policy)
+      : context_(context), policy_(policy) {}
 
   // Binds `session` as `request` asks (it is anonymous whatever the outcome until a bind
   // succeeds) and sends the BindResponse, now or, for a costly stored value met on a helping
@@ -79,11 +82,29 @@ class BindOperation {
   // Writes the one line saying that the bind named `ndn` refused a value over a ceiling.
   void log_refusal(const listener::wire::LdapMessage& request, const ServerSession& session,
                    std::string_view ndn, const backend::CostExcess& refused) const;
+  // The end of a simple bind of an entry a password policy governs (`policy`, the entry's state
+  // in state.bind_state): counts a failure or clears the failures, refuses a locked account
+  // (`locked`: found locked before the password was checked), an expired password, and uses a
+  // grace login (written before the answer), as slapd's ppolicy overlay does.
+  void finish_with_policy(const listener::wire::LdapMessage& request, ServerSession& session,
+                          ServerWorkerState& state, ResultSender& sender, std::string_view ndn,
+                          const PasswordPolicy& policy, bool locked, bool lock_durable,
+                          bool matched) const;
+  // Answers a bind of a locked account: invalidCredentials (with accountLocked when
+  // use_lockout), once the lock is durable (FailureTable::when_lock_durable).
+  void answer_locked(const listener::wire::LdapMessage& request, std::string_view ndn,
+                     bool lock_durable, ResultSender& sender) const;
+  // A grace login: pwdGraceUseTime is written (checked again in the write transaction) before
+  // the bind succeeds.
+  void grace_login(const listener::wire::LdapMessage& request, ServerSession& session,
+                   ServerWorkerState& state, ResultSender& sender, std::string_view ndn,
+                   const PasswordPolicy& policy, UnixMicros now) const;
   // SASL EXTERNAL: the identity from the connection's verified client certificate.
   void external(const listener::wire::LdapMessage& request, ServerSession& session,
                 ResultSender& sender) const;
 
   const OperationContext& context_;
+  const PolicyEngine* const policy_;
 };
 
 }  // namespace numadir::server

@@ -64,7 +64,8 @@ OperationContext::OperationContext(backend::Directory& directory, HandlerOptions
                                     [this](std::string_view dn) { return normalize_dn(dn); })),
       root_dse_(make_root_dse(
           RootDseOptions{directory.options().suffix, options_.vendor_version, options_.tls,
-                         options_.monitor != nullptr ? std::string(kMonitorDn) : std::string()})),
+                         options_.monitor != nullptr ? std::string(kMonitorDn) : std::string(),
+                         options_.password_policy})),
       subschema_(make_subschema_entry(directory.schema(), std::chrono::system_clock::now())),
       subschema_ndn_(schema::Dn::parse(kSubschemaEntryDn)->normalized(&dn_normalizer_)),
       suffix_ndn_(suffix_ndn_of(directory.options().suffix, dn_normalizer_)),

@@ -61,6 +61,14 @@ struct HandlerOptions {
   // The compiled [[access]] rules (OperationContext::compile_access_rules, against the
   // directory's schema), outliving the handler; nullptr: the default policy.
   const AccessControl* access = nullptr;
+  // The password policy (server/operations/password_policy.h): enforced when set ([passwords]
+  // policy, implied by default_policy); the policy of entries without pwdPolicySubentry (empty:
+  // none); whether a bind refused for a locked account tells the client so in the control
+  // (slapd's ppolicy_use_lockout); how often failed binds are written (FailureTable).
+  bool password_policy = false;
+  std::string default_policy_dn;
+  bool policy_use_lockout = false;
+  std::uint32_t failure_flush_ms = 100;
 };
 
 // The DN parser's buffers and the memos of OperationContext::normalize_dn_into and

@@ -31,7 +31,7 @@ namespace {
 // Returns: an error result when a control of `request` cannot be honoured: an unknown critical
 //   control, or a known one used where it does not apply while marked critical (RFC 4511
 //   §4.1.11); nullopt when the operation may proceed. Non-critical unknown controls are ignored.
-std::optional<OwnedResult> check_controls(const LdapMessage& request) {
+std::optional<OwnedResult> check_controls(const LdapMessage& request, bool policy_enabled) {
   for (const listener::wire::Control& control : request.controls) {
     if (control.type == kManageDsaItOid) {
       if (control.value.has_value()) {
@@ -43,6 +43,13 @@ std::optional<OwnedResult> check_controls(const LdapMessage& request) {
     if (control.type == kPagedResultsOid && request.op == ProtocolOp::kSearchRequest) {
       continue;  // Decoded by the search (search_paging.h).
     }
+    if (control.type == kPasswordPolicyOid && policy_enabled) {
+      if (control.value.has_value()) {
+        return OwnedResult::error(ResultCode::kProtocolError,
+                                  "passwordPolicyRequest control value not absent");
+      }
+      continue;  // Read by the operations the policy concerns; ignored by the others (slapd).
+    }
     if (control.criticality) {
       return OwnedResult::error(ResultCode::kUnavailableCriticalExtension,
                                 "critical extension is unavailable");
@@ -51,11 +58,30 @@ std::optional<OwnedResult> check_controls(const LdapMessage& request) {
   return std::nullopt;
 }
 
+// Returns: true for a Modify of nothing but userPassword (and operational attributes), what a
+//   connection restricted to changing its password may still send (slapd's mod_pw_only).
+bool changes_only_password(const OperationContext& context, const LdapMessage& request) {
+  if (request.op != ProtocolOp::kModifyRequest) {
+    return false;
+  }
+  bool password = false;
+  for (const auto& attribute : request.modify_request.modifications.attributes()) {
+    const schema::AttributeType* type = context.attribute_type(attribute.type);
+    if (type != nullptr && type == context.user_password_type()) {
+      password = true;
+    } else if (type == nullptr || !type->operational()) {
+      return false;
+    }
+  }
+  return password;
+}
+
 }  // namespace
 
 struct OperationHandler::Units {
-  Units(const OperationContext& context, const OperationCounters& counters)
-      : bind(context),
+  Units(const OperationContext& context, const PolicyEngine* policy,
+        const OperationCounters& counters)
+      : bind(context, policy),
         monitor(context, counters),
         search(context, monitor),
         compare(context),
@@ -78,7 +104,9 @@ struct OperationHandler::Units {
 
 OperationHandler::OperationHandler(backend::Directory& directory, HandlerOptions options)
     : context_(directory, std::move(options)),
-      units_(std::make_unique<const Units>(context_, counters_)) {}
+      policy_(context_.options().password_policy ? std::make_unique<PolicyEngine>(context_)
+                                                 : nullptr),
+      units_(std::make_unique<const Units>(context_, policy_.get(), counters_)) {}
 
 OperationHandler::~OperationHandler() = default;
 
@@ -105,12 +133,26 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   OperationCounters::count(worker.counters(), request.op);
   auto& server_session = static_cast<ServerSession&>(session);
   ResultSender sender(request, sink);
-  if (std::optional<OwnedResult> refused = check_controls(request); refused.has_value()) {
+  if (std::optional<OwnedResult> refused = check_controls(request, policy_ != nullptr);
+      refused.has_value()) {
     if (request.op == ProtocolOp::kExtendedRequest) {
       sender.send_extended(*refused, std::nullopt);
     } else {
       sender.send_result(*refused);
     }
+    return;
+  }
+  if (request.op != ProtocolOp::kBindRequest && request.op != ProtocolOp::kExtendedRequest &&
+      server_session.password_change_only() && !changes_only_password(context_, request)) {
+    // pwdMustChange after a reset: slapd's ppolicy_restrict.
+    if (requests_policy_control(request)) {
+      PolicyResponse response;
+      response.error = PolicyError::kChangeAfterReset;
+      attach_policy_control(sender, response);
+    }
+    sender.send_result(OwnedResult::error(
+        ResultCode::kInsufficientAccessRights,
+        "Operations are restricted to bind/unbind/abandon/StartTLS/modify password"));
     return;
   }
   switch (request.op) {

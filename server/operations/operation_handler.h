@@ -32,6 +32,7 @@
 #include "server/monitoring/operation_counters.h"
 #include "server/operations/access_control.h"
 #include "server/operations/operation_context.h"
+#include "server/operations/policy_engine.h"
 
 namespace numadir::server {
 
@@ -66,6 +67,9 @@ class OperationHandler final : public listener::RequestHandler {
   struct Units;  // One per operation (operation_handler.cc).
 
   const OperationContext context_;
+  // The password policy when enabled, else nullptr. After context_ (it reads it), before units_
+  // (they use it): destroyed after them, flushing its lockout state while the writer runs.
+  const std::unique_ptr<PolicyEngine> policy_;
   OperationCounters counters_;  // A slot per worker state; counting never contends.
   const std::unique_ptr<const Units> units_;
 };

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/operations/password_policy.h"
+
 namespace numadir::server {
 namespace {
 
@@ -24,7 +26,11 @@ schema::Entry make_root_dse(const RootDseOptions& options) {
     add(entry, "namingContexts", {options.suffix});
   }
   add(entry, "subschemaSubentry", {std::string(kSubschemaEntryDn)});
-  add(entry, "supportedControl", {std::string(kManageDsaItOid), std::string(kPagedResultsOid)});
+  std::vector<std::string> controls = {std::string(kManageDsaItOid), std::string(kPagedResultsOid)};
+  if (options.password_policy) {
+    controls.emplace_back(kPasswordPolicyOid);
+  }
+  add(entry, "supportedControl", std::move(controls));
   std::vector<std::string> extensions = {std::string(kWhoAmIOid), std::string(kPasswordModifyOid)};
   if (options.start_tls) {
     extensions.emplace_back(kStartTlsOid);

@@ -23,11 +23,12 @@ inline constexpr std::string_view kStartTlsOid = listener::wire::kStartTlsOid;  
 inline constexpr std::string_view kSubschemaEntryDn = "cn=Subschema";
 
 struct RootDseOptions {
-  std::string suffix;           // namingContexts; empty: none.
-  std::string vendor_version;   // vendorVersion; empty: left out.
-  bool start_tls = false;       // TLS configured: StartTLS in supportedExtension, and
-                                // supportedSASLMechanisms EXTERNAL.
-  std::string monitor_context;  // monitorContext (slapd's: "cn=Monitor"); empty: left out.
+  std::string suffix;            // namingContexts; empty: none.
+  std::string vendor_version;    // vendorVersion; empty: left out.
+  bool start_tls = false;        // TLS configured: StartTLS in supportedExtension, and
+                                 // supportedSASLMechanisms EXTERNAL.
+  std::string monitor_context;   // monitorContext (slapd's: "cn=Monitor"); empty: left out.
+  bool password_policy = false;  // The Password Policy control in supportedControl.
 };
 
 // Returns: the root DSE, DN "", with objectClass top / OpenLDAProotDSE (slapd's; a user

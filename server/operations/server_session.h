@@ -81,6 +81,7 @@ class ServerSession final : public listener::Session {
   void set_identity(Identity identity) NUMADIR_EXCLUDES(mu_) {
     MutexLock lock(mu_);
     identity_ = std::move(identity);
+    password_change_only_ = false;
     paged_.clear();
   }
   // As set_identity(Identity{dn, ndn, root}), reusing the capacity of the strings held.
@@ -89,6 +90,7 @@ class ServerSession final : public listener::Session {
     identity_.dn.assign(dn);
     identity_.ndn.assign(ndn);
     identity_.root = root;
+    password_change_only_ = false;
     paged_.clear();
   }
   // As set_identity(Identity{}) (anonymous), keeping the strings' capacity for the next bind.
@@ -97,7 +99,25 @@ class ServerSession final : public listener::Session {
     identity_.dn.clear();
     identity_.ndn.clear();
     identity_.root = false;
+    password_change_only_ = false;
     paged_.clear();
+  }
+
+  // The password policy's pwdMustChange: after a bind whose password an administrator reset,
+  // the connection may only change that password (and bind, unbind, abandon, StartTLS) until
+  // it does or binds again (slapd's ppolicy_restrict).
+  void restrict_to_password_change() NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    password_change_only_ = true;
+  }
+  // Lifts the restriction: the bound identity changed its password.
+  void lift_password_restriction() NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    password_change_only_ = false;
+  }
+  bool password_change_only() const NUMADIR_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return password_change_only_;
   }
 
   // Remembers a paged search that stopped after `position.returned` entries.
@@ -130,6 +150,7 @@ class ServerSession final : public listener::Session {
   mutable Mutex mu_;
   Identity identity_ NUMADIR_GUARDED_BY(mu_);
   std::uint64_t last_cookie_ NUMADIR_GUARDED_BY(mu_) = 0;
+  bool password_change_only_ NUMADIR_GUARDED_BY(mu_) = false;
   // Allocated at the handshake: a connection without TLS does not carry its size.
   std::unique_ptr<listener::TlsPeer> tls_ NUMADIR_GUARDED_BY(mu_);
   // Oldest first, at most kMaxPagedSearches (a vector: nothing allocated until a paged search).

@@ -18,6 +18,8 @@
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/operation_counters.h"
 #include "server/operations/operation_context.h"
+#include "server/operations/password_policy.h"
+#include "server/operations/policy_engine.h"
 #include "server/operations/server_session.h"
 #include "threadpool/task.h"
 
@@ -53,6 +55,10 @@ class ServerWorkerState final : public LoggingWorkerState {
   Identity identity;                          // A search's copy of its session's identity.
   std::string bind_ndn;                       // A simple bind's name, normalized.
   std::vector<std::string_view> bind_values;  // Its entry's userPassword values (views).
+  PasswordState bind_state;                   // Its entry's password policy state.
+  std::string bind_subentry;                  // Its entry's pwdPolicySubentry.
+  std::string bind_entry_dn;                  // Its entry's DN as stored.
+  PolicyMemo policy_memo;                     // The last password policy read.
   std::string search_base;                    // A search's backend::SearchSpec::base.
   std::string entry_ndn;                      // Each search result's normalized DN.
   backend::EntryFilterScratch filter;         // A search's per-entry filter of denied items.

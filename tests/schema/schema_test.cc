@@ -106,7 +106,7 @@ constexpr std::string_view kBase =
 
 TEST_CASE("Schema: the shipped files load") {
   const std::vector<std::filesystem::path> files = shipped_schema_files();
-  REQUIRE(files.size() == 6);
+  REQUIRE(files.size() == 7);
   CHECK(files.front().filename() == "core.schema");
   for (const std::filesystem::path& file : files) {
     CHECK_MESSAGE(std::filesystem::exists(file), file.string());
