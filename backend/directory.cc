@@ -232,7 +232,7 @@ std::unique_ptr<UpdateJob> make_job(const UpdateContext& context) {
 
 Status Directory::add(const schema::Entry& entry, const UpdateContext& context) {
   std::unique_ptr<UpdateJob> job = make_job(context);
-  job->change = AddChange{entry};
+  job->change = AddChange{entry, {}};
   return impl_->writer->run(std::move(job));
 }
 

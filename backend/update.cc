@@ -96,7 +96,15 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
       canonicalize_attributes(core.catalog, entry.attributes, &canonical.attributes));
   if (!options.import) {
     for (const schema::EntryAttribute& attribute : canonical.attributes) {
-      NUMADIR_RETURN_IF_ERROR(check_user_modifiable(core.catalog, attribute.description));
+      const bool internal =
+          std::any_of(options.internal_attributes.begin(), options.internal_attributes.end(),
+                      [&](const std::string& name) {
+                        Result<std::string> description = core.catalog.canonical_description(name);
+                        return description.ok() && *description == attribute.description;
+                      });
+      if (!internal) {
+        NUMADIR_RETURN_IF_ERROR(check_user_modifiable(core.catalog, attribute.description));
+      }
     }
   }
   const schema::ObjectClass* structural = nullptr;
@@ -139,7 +147,8 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
   return core.indexes.apply(txn, id, scratch.none, scratch.keys, options.append_id);
 }
 
-Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
+Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
+                 std::span<const std::string> internal_attributes, const Stamp& stamp,
                  ChangeRecord* change) {
   Result<EntryId> next_id = load_next_id(core, txn);
   if (!next_id.ok()) {
@@ -147,7 +156,9 @@ Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, 
   }
   EntryId next = *next_id;
   AddScratch scratch;
-  NUMADIR_RETURN_IF_ERROR(add_in_txn(core, txn, entry, stamp, AddOptions{}, scratch, &next));
+  AddOptions options;
+  options.internal_attributes = internal_attributes;
+  NUMADIR_RETURN_IF_ERROR(add_in_txn(core, txn, entry, stamp, options, scratch, &next));
   NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn, next));
   change->kind = ChangeKind::kAdd;
   change->entry_id = next - 1;  // add_in_txn took the id it was given and moved past it.

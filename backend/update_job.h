@@ -41,6 +41,9 @@ class WriteView {
 
 struct AddChange {
   schema::Entry entry;
+  // Attributes of `entry` the server itself provides (the password policy's pwdChangedTime):
+  // written although NO-USER-MODIFICATION. Never taken from a client's request.
+  std::vector<std::string> internal_attributes;
 };
 struct RemoveChange {
   std::string dn;

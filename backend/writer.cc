@@ -274,7 +274,7 @@ Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn, ChangeRecord* 
       [&](auto& op) -> Status {
         using T = std::decay_t<decltype(op)>;
         if constexpr (std::is_same_v<T, AddChange>) {
-          return detail::apply_add(core, txn, op.entry, stamp, change);
+          return detail::apply_add(core, txn, op.entry, op.internal_attributes, stamp, change);
         } else if constexpr (std::is_same_v<T, RemoveChange>) {
           return detail::apply_remove(core, txn, op.dn, stamp, change);
         } else if constexpr (std::is_same_v<T, ModifyChange>) {

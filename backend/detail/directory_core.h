@@ -12,6 +12,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -209,7 +210,8 @@ void deliver_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
 // success `change` has everything of the change record but its sequence number.
 // Errors: as Directory::add / remove / modify / rename; after an error the transaction holds
 // partial writes and must be aborted.
-Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
+Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
+                 std::span<const std::string> internal_attributes, const Stamp& stamp,
                  ChangeRecord* change);
 Status apply_remove(DirectoryCore& core, MDB_txn* txn, std::string_view dn, const Stamp& stamp,
                     ChangeRecord* change);
@@ -236,6 +238,9 @@ Result<std::uint64_t> run_entry_count(const DirectoryCore& core);
 struct AddOptions {
   bool import = false;     // Keep provided operational values; no NO-USER-MODIFICATION check.
   bool append_id = false;  // MDB_APPEND into id2entry (when ids only grow).
+  // Attribute descriptions the server itself provides (AddChange::internal_attributes): written
+  // although NO-USER-MODIFICATION.
+  std::span<const std::string> internal_attributes;
 };
 // Scratch buffers reused across entries.
 struct AddScratch {

@@ -97,6 +97,10 @@ void AddOperation::run(const listener::wire::LdapMessage& request, const Identit
         access.status_of(access.may_write_children(parent_ndn), no_parent_access));
     return may_write(context, access, ndn, requested);
   };
+  std::vector<std::string> internal;
+  if (policy_ != nullptr && !apply_policy(request, who, entry, internal, state, sender)) {
+    return;
+  }
   const HandlerOptions& options = context_.options();
   if (context_.user_password_type() != nullptr) {
     for (schema::EntryAttribute& attribute : entry.attributes) {
@@ -116,8 +120,61 @@ void AddOperation::run(const listener::wire::LdapMessage& request, const Identit
       }
     }
   }
-  job->change = backend::AddChange{std::move(entry)};
+  job->change = backend::AddChange{std::move(entry), std::move(internal)};
   run_update(context_, std::move(job), sender);
+}
+
+bool AddOperation::apply_policy(const listener::wire::LdapMessage& request, const Identity& who,
+                                schema::Entry& entry, std::vector<std::string>& internal,
+                                ServerWorkerState& state, ResultSender& sender) const {
+  const schema::EntryAttribute* password = nullptr;
+  std::string_view subentry;
+  bool has_changed_time = false;
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    const schema::AttributeType* type = context_.attribute_type(attribute.description);
+    if (type == nullptr || attribute.values.empty()) {
+      continue;
+    }
+    if (type == context_.user_password_type()) {
+      password = &attribute;
+    } else if (type->primary_name() == "pwdPolicySubentry") {
+      subentry = attribute.values.front();
+    } else if (type->primary_name() == "pwdChangedTime") {
+      has_changed_time = true;
+    }
+  }
+  if (password == nullptr) {
+    return true;
+  }
+  const std::optional<PasswordPolicy> policy =
+      policy_->policy_for(subentry, state.txn(), state.policy_memo, state.dn);
+  if (!policy.has_value()) {
+    return true;
+  }
+  if (password->values.size() > 1) {
+    sender.send_result(OwnedResult::error(ResultCode::kConstraintViolation,
+                                          "Password policy only allows one password value"));
+    return false;
+  }
+  if (policy->check_quality > 0 && !who.root) {
+    if (const PolicyError error = check_password_quality(password->values.front(), *policy);
+        error != PolicyError::kNone) {
+      if (requests_policy_control(request)) {
+        PolicyResponse response;
+        response.error = error;
+        attach_policy_control(sender, response);
+      }
+      sender.send_result(OwnedResult::error(ResultCode::kConstraintViolation,
+                                            "Password fails quality checking policy"));
+      return false;
+    }
+  }
+  if ((policy->max_age_s != 0 || policy->min_age_s != 0) && !has_changed_time) {
+    entry.attributes.push_back(schema::EntryAttribute{
+        "pwdChangedTime", {format_generalized_time(now_micros(), /*with_fraction=*/false)}});
+    internal.emplace_back("pwdChangedTime");
+  }
+  return true;
 }
 
 std::optional<ParsedName> AddOperation::check_request(const listener::wire::AddRequest& add,

@@ -14,6 +14,7 @@
 #include "schema/entry.h"
 #include "server/operations/operation_access.h"
 #include "server/operations/operation_context.h"
+#include "server/operations/policy_engine.h"
 #include "server/operations/result_sender.h"
 #include "server/operations/server_session.h"
 #include "server/operations/update_common.h"
@@ -24,7 +25,9 @@ namespace numadir::server {
 class AddOperation {
  public:
   // Requires: `context` outlives this object.
-  explicit AddOperation(const OperationContext& context) : context_(context) {}
+  // Requires: `policy` (nullptr: no password policy) outlives this object too.
+  AddOperation(const OperationContext& context, const PolicyEngine* policy)
+      : context_(context), policy_(policy) {}
 
   // Runs `request` (an AddRequest) as `who` and sends the AddResponse.
   void run(const listener::wire::LdapMessage& request, const Identity& who,
@@ -41,7 +44,15 @@ class AddOperation {
   static Status may_write(const OperationContext& context, const OperationAccess& access,
                           std::string_view ndn, const schema::Entry& entry);
 
+  // The password policy of the new entry (slapd's ppolicy_add): one userPassword value, its
+  // quality (but from the rootdn), and pwdChangedTime when passwords age. Returns: false after
+  // sending the refusal; else adds pwdChangedTime to `entry` (named in `internal`) if due.
+  bool apply_policy(const listener::wire::LdapMessage& request, const Identity& who,
+                    schema::Entry& entry, std::vector<std::string>& internal,
+                    ServerWorkerState& state, ResultSender& sender) const;
+
   const OperationContext& context_;
+  const PolicyEngine* const policy_;
 };
 
 }  // namespace numadir::server

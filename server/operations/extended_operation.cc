@@ -27,7 +27,7 @@ void ExtendedOperation::run(const LdapMessage& request, ServerSession& session,
     return;
   }
   if (name == kPasswordModifyOid) {
-    password_modify_.run(request, session.identity(), state, sender);
+    password_modify_.run(request, session, state, sender);
     return;
   }
   if (name == kStartTlsOid) {

@@ -19,7 +19,9 @@ namespace numadir::server {
 class ExtendedOperation {
  public:
   // Requires: `context` outlives this object.
-  explicit ExtendedOperation(const OperationContext& context) : password_modify_(context) {}
+  // Requires: `context` and `policy` (nullptr: no password policy) outlive this object.
+  ExtendedOperation(const OperationContext& context, const PolicyEngine* policy)
+      : password_modify_(context, policy) {}
 
   // Runs `request` (an ExtendedRequest) as `session`'s identity and sends the ExtendedResponse.
   void run(const listener::wire::LdapMessage& request, ServerSession& session,

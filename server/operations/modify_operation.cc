@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "server/operations/password_change.h"
 #include "server/operations/password_cost.h"
 
 namespace numadir::server {
@@ -30,26 +31,61 @@ backend::ModificationKind modification_kind(listener::wire::ModifyOperation oper
 }  // namespace
 
 void ModifyOperation::run(const listener::wire::LdapMessage& request, const Identity& who,
-                          ServerWorkerState& state, ResultSender& sender) const {
+                          ServerSession& session, ServerWorkerState& state,
+                          ResultSender& sender) const {
   const listener::wire::ModifyRequest& modify = request.modify_request;
   const std::optional<ParsedName> name = check_request(modify, sender);
   if (!name.has_value()) {
     return;
   }
-  (void)state;
+  // The password policy decides on the values as sent, before they are hashed.
+  PasswordChangeDecision decision;
+  if (PasswordChangeInput input;
+      policy_ != nullptr && password_change_input(context_, modify, input)) {
+    decision = PasswordChangePolicy(context_, *policy_)
+                   .decide(who, modify.object, name->ndn, input, state);
+    if (decision.refusal.has_value()) {
+      if (requests_policy_control(request)) {
+        PolicyResponse response;
+        response.error = decision.error;
+        attach_policy_control(sender, response);
+      }
+      sender.send_result(*decision.refusal);
+      return;
+    }
+  }
   auto job = std::make_unique<backend::UpdateJob>();
   backend::ModifyChange change{std::string(modify.object), {}};
   std::vector<const schema::AttributeType*> types;
   if (!modifications(modify, change.modifications, types, sender)) {
     return;
   }
+  if (decision.stored_old.has_value()) {
+    // The old password was given in the clear: the delete names the stored value it matched.
+    for (std::size_t i = 0; i < change.modifications.size(); ++i) {
+      if (types[i] == context_.user_password_type() &&
+          change.modifications[i].kind == backend::ModificationKind::kDelete &&
+          !change.modifications[i].values.empty()) {
+        change.modifications[i].values = {*decision.stored_old};
+        break;
+      }
+    }
+  }
+  for (backend::Modification& extra : decision.extra) {
+    change.modifications.push_back(std::move(extra));
+  }
   job->context = backend::UpdateContext{who.dn, std::nullopt};
-  job->check = [&context = context_, who, dn = change.dn, ndn = name->ndn,
-                types = std::move(types)](const backend::WriteView& view) {
-    return may_modify(context, ViewEntryReader(view), who, dn, ndn, types);
+  job->check = [&context = context_, who, dn = change.dn, ndn = name->ndn, types = std::move(types),
+                expected = std::move(decision.state)](const backend::WriteView& view) {
+    NUMADIR_RETURN_IF_ERROR(may_modify(context, ViewEntryReader(view), who, dn, ndn, types));
+    return expected.empty() ? Status() : PasswordChangePolicy::same_state(view, dn, expected);
   };
   job->change = std::move(change);
-  run_update(context_, std::move(job), sender);
+  std::function<void()> on_success;
+  if (decision.changes_password) {
+    on_success = [&session] { session.lift_password_restriction(); };
+  }
+  run_update(context_, std::move(job), sender, std::nullopt, std::move(on_success));
 }
 
 Status ModifyOperation::may_modify(const OperationContext& context, const EntryReader& reader,

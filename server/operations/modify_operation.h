@@ -17,6 +17,7 @@
 #include "listener/wire/ldap_message.h"
 #include "server/operations/operation_access.h"
 #include "server/operations/operation_context.h"
+#include "server/operations/policy_engine.h"
 #include "server/operations/result_sender.h"
 #include "server/operations/server_session.h"
 #include "server/operations/update_common.h"
@@ -26,11 +27,13 @@ namespace numadir::server {
 
 class ModifyOperation {
  public:
-  // Requires: `context` outlives this object.
-  explicit ModifyOperation(const OperationContext& context) : context_(context) {}
+  // Requires: `context` and `policy` (nullptr: no password policy) outlive this object.
+  ModifyOperation(const OperationContext& context, const PolicyEngine* policy)
+      : context_(context), policy_(policy) {}
 
-  // Runs `request` (a ModifyRequest) as `who` and sends the ModifyResponse.
-  void run(const listener::wire::LdapMessage& request, const Identity& who,
+  // Runs `request` (a ModifyRequest) as `who` on `session` and sends the ModifyResponse. A change
+  // of userPassword goes through the password policy first (password_change.h).
+  void run(const listener::wire::LdapMessage& request, const Identity& who, ServerSession& session,
            ServerWorkerState& state, ResultSender& sender) const;
 
  private:
@@ -50,6 +53,7 @@ class ModifyOperation {
                            std::span<const schema::AttributeType* const> types);
 
   const OperationContext& context_;
+  const PolicyEngine* const policy_;
 };
 
 }  // namespace numadir::server

@@ -43,12 +43,16 @@ std::optional<OwnedResult> check_controls(const LdapMessage& request, bool polic
     if (control.type == kPagedResultsOid && request.op == ProtocolOp::kSearchRequest) {
       continue;  // Decoded by the search (search_paging.h).
     }
-    if (control.type == kPasswordPolicyOid && policy_enabled) {
+    if (control.type == kPasswordPolicyOid && policy_enabled &&
+        (request.op == ProtocolOp::kBindRequest || request.op == ProtocolOp::kAddRequest ||
+         request.op == ProtocolOp::kModifyRequest ||
+         (request.op == ProtocolOp::kExtendedRequest &&
+          request.extended.name == kPasswordModifyOid))) {
       if (control.value.has_value()) {
         return OwnedResult::error(ResultCode::kProtocolError,
                                   "passwordPolicyRequest control value not absent");
       }
-      continue;  // Read by the operations the policy concerns; ignored by the others (slapd).
+      continue;  // Read by these operations; elsewhere, as slapd, an unknown control.
     }
     if (control.criticality) {
       return OwnedResult::error(ResultCode::kUnavailableCriticalExtension,
@@ -76,6 +80,40 @@ bool changes_only_password(const OperationContext& context, const LdapMessage& r
   return password;
 }
 
+// Returns: true if `request` is refused on a connection restricted to changing its password: an
+//   operation on the directory's entries (the root DSE, cn=Subschema and cn=Monitor stay
+//   readable, as in slapd, whose policy is the database's) other than a Modify of the password.
+bool restricted(const OperationContext& context, const LdapMessage& request) {
+  std::string_view dn;
+  switch (request.op) {
+    case ProtocolOp::kSearchRequest:
+      dn = request.search_request.base_object;
+      break;
+    case ProtocolOp::kCompareRequest:
+      dn = request.compare_request.entry;
+      break;
+    case ProtocolOp::kAddRequest:
+      dn = request.add_request.entry;
+      break;
+    case ProtocolOp::kDelRequest:
+      dn = request.dn;
+      break;
+    case ProtocolOp::kModifyDnRequest:
+      dn = request.modify_dn_request.entry;
+      break;
+    case ProtocolOp::kModifyRequest:
+      if (changes_only_password(context, request)) {
+        return false;
+      }
+      dn = request.modify_request.object;
+      break;
+    default:
+      return false;
+  }
+  const Result<std::string> ndn = context.normalize_dn(dn);
+  return !ndn.ok() || context.in_naming_context(*ndn);
+}
+
 }  // namespace
 
 struct OperationHandler::Units {
@@ -85,11 +123,11 @@ struct OperationHandler::Units {
         monitor(context, counters),
         search(context, monitor),
         compare(context),
-        add(context),
-        modify(context),
+        add(context, policy),
+        modify(context, policy),
         remove(context),
         rename(context),
-        extended(context) {}
+        extended(context, policy) {}
 
   const BindOperation bind;
   const MonitorSearch monitor;
@@ -143,9 +181,10 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
     return;
   }
   if (request.op != ProtocolOp::kBindRequest && request.op != ProtocolOp::kExtendedRequest &&
-      server_session.password_change_only() && !changes_only_password(context_, request)) {
-    // pwdMustChange after a reset: slapd's ppolicy_restrict.
-    if (requests_policy_control(request)) {
+      server_session.password_change_only() && restricted(context_, request)) {
+    // pwdMustChange after a reset: slapd's ppolicy_restrict (the control only where it is one).
+    if ((request.op == ProtocolOp::kAddRequest || request.op == ProtocolOp::kModifyRequest) &&
+        requests_policy_control(request)) {
       PolicyResponse response;
       response.error = PolicyError::kChangeAfterReset;
       attach_policy_control(sender, response);
@@ -177,7 +216,7 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
       units_->add.run(request, who, worker, sender);
       return;
     case ProtocolOp::kModifyRequest:
-      units_->modify.run(request, who, worker, sender);
+      units_->modify.run(request, who, server_session, worker, sender);
       return;
     case ProtocolOp::kDelRequest:
       units_->remove.run(request, who, worker, sender);

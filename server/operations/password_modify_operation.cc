@@ -4,6 +4,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -13,6 +14,7 @@
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
 #include "server/operations/operation_access.h"
+#include "server/operations/password_change.h"
 #include "server/operations/password_cost.h"
 #include "server/operations/update_common.h"
 
@@ -107,8 +109,9 @@ constexpr const char* kUnwillingToVerify = "unwilling to verify old password";
 
 }  // namespace
 
-void PasswordModifyOperation::run(const LdapMessage& request, const Identity& who,
+void PasswordModifyOperation::run(const LdapMessage& request, ServerSession& session,
                                   ServerWorkerState& state, ResultSender& sender) const {
+  const Identity who = session.identity();
   if (who.anonymous()) {
     sender.send_extended(OwnedResult::error(ResultCode::kStrongerAuthRequired,
                                             "only authenticated users may change passwords"),
@@ -148,6 +151,12 @@ void PasswordModifyOperation::run(const LdapMessage& request, const Identity& wh
     old.given = true;
     old.matched = matching_password(target_dn, *passwd.old_password, state);
   }
+  if (policy_ != nullptr && old.given && !old.matched.has_value()) {
+    // As slapd: a wrong old password is refused before the policy looks at the change.
+    sender.send_extended(OwnedResult::error(ResultCode::kUnwillingToPerform, kUnwillingToVerify),
+                         std::nullopt);
+    return;
+  }
   std::optional<std::string> generated;
   if (!passwd.new_password.has_value()) {
     generated = generate_password();
@@ -157,9 +166,29 @@ void PasswordModifyOperation::run(const LdapMessage& request, const Identity& wh
       return;
     }
   }
-  Result<std::string> hashed = backend::hash_password(
-      generated.has_value() ? std::string_view(*generated) : *passwd.new_password,
-      context_.options().default_password_scheme);
+  const std::string_view new_password =
+      generated.has_value() ? std::string_view(*generated) : *passwd.new_password;
+  PasswordChangeDecision decision;
+  if (policy_ != nullptr) {
+    PasswordChangeInput input;
+    input.password_modify = true;
+    input.old_password = passwd.old_password;
+    input.password_mods.push_back(
+        PasswordChangeInput::PasswordMod{backend::ModificationKind::kReplace, {new_password}});
+    decision =
+        PasswordChangePolicy(context_, *policy_).decide(who, target_dn, target_ndn, input, state);
+    if (decision.refusal.has_value()) {
+      if (requests_policy_control(request)) {
+        PolicyResponse response;
+        response.error = decision.error;
+        attach_policy_control(sender, response);
+      }
+      sender.send_extended(*decision.refusal, std::nullopt);
+      return;
+    }
+  }
+  Result<std::string> hashed =
+      backend::hash_password(new_password, context_.options().default_password_scheme);
   if (!hashed.ok()) {
     sender.send_extended(OwnedResult::error(ResultCode::kOther, "password hash failed"),
                          std::nullopt);
@@ -177,13 +206,18 @@ void PasswordModifyOperation::run(const LdapMessage& request, const Identity& wh
   auto job = std::make_unique<backend::UpdateJob>();
   job->context = backend::UpdateContext{who.dn, std::nullopt};
   job->check = [&context = context_, who, dn = target_dn, ndn = std::move(target_ndn),
-                old = std::move(old)](const backend::WriteView& view) {
-    return may_store(context, ViewEntryReader(view), who, dn, ndn, old);
+                old = std::move(old),
+                expected = std::move(decision.state)](const backend::WriteView& view) {
+    NUMADIR_RETURN_IF_ERROR(may_store(context, ViewEntryReader(view), who, dn, ndn, old));
+    return expected.empty() ? Status() : PasswordChangePolicy::same_state(view, dn, expected);
   };
-  job->change = backend::ModifyChange{
-      std::move(target_dn),
-      {backend::Modification{
-          backend::ModificationKind::kReplace, "userPassword", {std::move(*hashed)}}}};
+  std::vector<backend::Modification> modifications;
+  modifications.push_back(backend::Modification{
+      backend::ModificationKind::kReplace, "userPassword", {std::move(*hashed)}});
+  for (backend::Modification& extra : decision.extra) {
+    modifications.push_back(std::move(extra));
+  }
+  job->change = backend::ModifyChange{std::move(target_dn), std::move(modifications)};
   std::optional<std::string> response_value;
   if (generated.has_value()) {
     // PasswdModifyResponseValue ::= SEQUENCE { genPasswd [0] OCTET STRING OPTIONAL }
@@ -193,7 +227,11 @@ void PasswordModifyOperation::run(const LdapMessage& request, const Identity& wh
     writer.end();
     response_value = std::string(writer.view());
   }
-  run_update(context_, std::move(job), sender, std::move(response_value));
+  std::function<void()> on_success;
+  if (decision.changes_password) {
+    on_success = [&session] { session.lift_password_restriction(); };
+  }
+  run_update(context_, std::move(job), sender, std::move(response_value), std::move(on_success));
 }
 
 std::optional<std::string> PasswordModifyOperation::matching_password(

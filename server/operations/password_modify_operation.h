@@ -17,6 +17,7 @@
 #include "listener/wire/ldap_message.h"
 #include "server/operations/operation_access.h"
 #include "server/operations/operation_context.h"
+#include "server/operations/policy_engine.h"
 #include "server/operations/result_sender.h"
 #include "server/operations/server_session.h"
 #include "server/operations/worker_state.h"
@@ -25,12 +26,14 @@ namespace numadir::server {
 
 class PasswordModifyOperation {
  public:
-  // Requires: `context` outlives this object.
-  explicit PasswordModifyOperation(const OperationContext& context) : context_(context) {}
+  // Requires: `context` and `policy` (nullptr: no password policy) outlive this object.
+  PasswordModifyOperation(const OperationContext& context, const PolicyEngine* policy)
+      : context_(context), policy_(policy) {}
 
-  // Runs `request` (an ExtendedRequest named kPasswordModifyOid) as `who` and sends the
-  // ExtendedResponse.
-  void run(const listener::wire::LdapMessage& request, const Identity& who,
+  // Runs `request` (an ExtendedRequest named kPasswordModifyOid) as `session`'s identity and
+  // sends the ExtendedResponse. Under a password policy the change is checked and carries the
+  // policy state first (password_change.h); a wrong old password is refused before (53).
+  void run(const listener::wire::LdapMessage& request, ServerSession& session,
            ServerWorkerState& state, ResultSender& sender) const;
 
  private:
@@ -52,6 +55,7 @@ class PasswordModifyOperation {
                           const OldPassword& old);
 
   const OperationContext& context_;
+  const PolicyEngine* const policy_;
 };
 
 }  // namespace numadir::server

@@ -128,12 +128,18 @@ namespace {
 class OpenReply {
  public:
   OpenReply(std::unique_ptr<listener::OpenOperation> open,
-            const listener::wire::LdapMessage& request, std::optional<std::string> response_value)
-      : open_(std::move(open)), response_value_(std::move(response_value)) {
+            const listener::wire::LdapMessage& request, std::optional<std::string> response_value,
+            std::function<void()> on_success)
+      : open_(std::move(open)),
+        response_value_(std::move(response_value)),
+        on_success_(std::move(on_success)) {
     request_.message_id = request.message_id;
     request_.op = request.op;
   }
   void finish(const Status& status) {
+    if (status.ok() && on_success_) {
+      on_success_();
+    }
     OpenOperationSink sink(*open_);
     ResultSender sender(request_, sink);
     sender.send_update_result(status, response_value_);
@@ -142,21 +148,27 @@ class OpenReply {
  private:
   const std::unique_ptr<listener::OpenOperation> open_;
   const std::optional<std::string> response_value_;
+  const std::function<void()> on_success_;
   listener::wire::LdapMessage request_;
 };
 
 }  // namespace
 
 void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
-                ResultSender& sender, std::optional<std::string> response_value) {
+                ResultSender& sender, std::optional<std::string> response_value,
+                std::function<void()> on_success) {
   backend::Writer& writer = context.directory().writer();
   std::unique_ptr<listener::OpenOperation> open = sender.detach();
   if (open == nullptr) {
-    sender.send_update_result(writer.run(std::move(job)), response_value);
+    const Status status = writer.run(std::move(job));
+    if (status.ok() && on_success) {
+      on_success();
+    }
+    sender.send_update_result(status, response_value);
     return;
   }
-  auto reply =
-      std::make_shared<OpenReply>(std::move(open), sender.request(), std::move(response_value));
+  auto reply = std::make_shared<OpenReply>(std::move(open), sender.request(),
+                                           std::move(response_value), std::move(on_success));
   job->done = [reply](Status status) { reply->finish(status); };
   if (writer.try_submit(job)) {
     return;

@@ -18,6 +18,7 @@
 // open operation, and with it for every queued job's completion.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,7 +103,10 @@ Status refused(const OperationAccess& access, std::string_view dn, Status denied
 // `response_value`: the responseValue of the ExtendedResponse sent on success (an extended
 // operation's, e.g. Password Modify's genPasswd).
 // Requires: `job` has no completion; no response control pending on `sender`.
+// `on_success`: called once the update is committed, before the response is sent (on the writer
+// thread or this one; it must be cheap and must not block).
 void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
-                ResultSender& sender, std::optional<std::string> response_value = std::nullopt);
+                ResultSender& sender, std::optional<std::string> response_value = std::nullopt,
+                std::function<void()> on_success = nullptr);
 
 }  // namespace numadir::server

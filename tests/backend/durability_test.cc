@@ -57,7 +57,8 @@ const std::string kPeople = "ou=people," + std::string(kSuffix);
       for (int n = 0; n < 1'000'000; ++n) {
         const std::string uid = "async" + std::to_string(t) + "-" + std::to_string(n);
         auto job = std::make_unique<UpdateJob>();
-        job->change = AddChange{person_entry("uid=" + uid + "," + kPeople, uid, "Async", "Add")};
+        job->change =
+            AddChange{person_entry("uid=" + uid + "," + kPeople, uid, "Async", "Add"), {}};
         job->done = [out_fd, dn = "uid=" + uid + "," + kPeople](Status status) {
           if (!status.ok()) {
             _exit(3);

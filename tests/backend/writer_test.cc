@@ -35,7 +35,7 @@ schema::Entry user(const std::string& uid) {
 
 std::unique_ptr<UpdateJob> add_job(schema::Entry entry) {
   auto job = std::make_unique<UpdateJob>();
-  job->change = AddChange{std::move(entry)};
+  job->change = AddChange{std::move(entry), {}};
   return job;
 }
 

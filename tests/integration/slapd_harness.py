@@ -73,7 +73,11 @@ class SlapdServer:
 
     def __init__(self, ldif_path: str, access: str = "", root_pw: str = "secret",
                  indexes=("objectClass eq", "uid eq"), extra_conf: str = "",
-                 keep: bool = False, tls: "SlapdTls | None" = None):
+                 keep: bool = False, tls: "SlapdTls | None" = None,
+                 database_conf: str = ""):
+        """`extra_conf`: global lines (before the database, e.g. moduleload); `database_conf`:
+        lines at the end of the database section, after the access lines (e.g. an overlay and
+        its directives)."""
         self.ldif_path = ldif_path
         self.access = access
         self.root_pw = root_pw
@@ -81,6 +85,7 @@ class SlapdServer:
         self.extra_conf = extra_conf
         self.keep = keep
         self.tls = tls
+        self.database_conf = database_conf
         self.ldaps_port = None
         self.ldaps_url = None
         self.suffix = SUFFIX
@@ -136,6 +141,7 @@ rootpw {self.root_pw}
 directory {self.db_dir}
 {indexes}
 {self.access}
+{self.database_conf}
 """)
         added = subprocess.run([SLAPADD, "-q", "-f", self.config, "-l", self.ldif_path],
                                capture_output=True, text=True, timeout=120)
