@@ -77,7 +77,7 @@ FailureTable::FailureTable(backend::Directory& directory, std::chrono::milliseco
       return;  // Its own write, a new entry, or nothing to drop.
     }
     if (std::optional<std::string> ndn = normalize_(change.dn)) {
-      forget(*ndn);
+      reconcile(*ndn, change.dn);
     }
   });
   flusher_ = std::thread([this] { flusher_main(); });
@@ -159,7 +159,9 @@ FailureTable::Failure FailureTable::record_failure(std::string_view ndn, std::st
     }
     const std::int64_t counted = counted_failures(record.current.failures, policy, now);
     std::vector<UnixMicros>& failures = record.current.failures;
-    failures.push_back(now);
+    // Distinct values (pwdFailureTime is a set): two failures in one microsecond are a
+    // microsecond apart.
+    failures.push_back(!failures.empty() && failures.back() >= now ? failures.back() + 1 : now);
     const auto keep = static_cast<std::size_t>(policy.max_recorded_failure);
     if (failures.size() > keep) {
       failures.erase(failures.begin(), failures.end() - static_cast<std::ptrdiff_t>(keep));
@@ -320,14 +322,22 @@ void FailureTable::flushed(const std::string& ndn, std::uint64_t epoch, std::uin
         } else if (!record.waiters.empty()) {
           submit_flush(shard, ndn, record);  // The lock came after this write: write it too.
         }
-      } else {
+      } else if (status.code() == StatusCode::kUnwillingToPerform ||
+                 status.code() == StatusCode::kNoSuchObject) {
         flush_failures_.fetch_add(1, std::memory_order_relaxed);
-        // The entry changed under the table, went away, or could not be written: its stored
-        // state wins (a storage failure loses the failures since the last write, no lockout:
-        // a lock is only reported once written).
+        // The entry changed under the table (the check refused) or went away: its stored state
+        // wins.
         gone.swap(record.waiters);
         shard.records.erase(it);
         records_.fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        // Not written (storage): kept, and tried again at the flusher's next round; said on
+        // standard error at the 1st, 2nd, 4th, 8th, ... failure.
+        const std::uint64_t failures = flush_failures_.fetch_add(1, std::memory_order_relaxed) + 1;
+        if ((failures & (failures - 1)) == 0) {
+          std::fprintf(stderr, "numadir: password policy state of %s not written: %s\n",
+                       record.dn.c_str(), status.to_string().c_str());
+        }
       }
     }
   }
@@ -344,13 +354,27 @@ void FailureTable::flushed(const std::string& ndn, std::uint64_t epoch, std::uin
   idle_cv_.notify_all();
 }
 
-void FailureTable::forget(std::string_view ndn) {
-  std::vector<std::function<void(bool)>> gone;
-  Shard& shard = shard_for(ndn);
+void FailureTable::reconcile(const std::string& ndn, std::string_view dn) {
   {
+    Shard& shard = shard_for(ndn);
+    MutexLock lock(shard.mu);
+    if (!shard.records.contains(ndn)) {
+      return;  // The common case: an entry without lockout state in memory.
+    }
+  }
+  // Only this entry's lockout state decides: an update of its other attributes leaves the record.
+  std::optional<Snapshot> stored;
+  const std::unique_ptr<backend::ReadTxn> txn = directory_.begin_read();
+  const Status found = directory_.lookup(*txn, dn, [&](const backend::EntryRef& entry) {
+    stored = Snapshot::of(PasswordState::from_entry(entry));
+  });
+  (void)found;  // Gone, renamed or unreadable: the record goes.
+  std::vector<std::function<void(bool)>> gone;
+  {
+    Shard& shard = shard_for(ndn);
     MutexLock lock(shard.mu);
     const auto it = shard.records.find(ndn);
-    if (it == shard.records.end()) {
+    if (it == shard.records.end() || (stored.has_value() && *stored == it->second.stored)) {
       return;
     }
     gone.swap(it->second.waiters);

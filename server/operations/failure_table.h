@@ -14,9 +14,10 @@
 //     failures (failure_flush_ms, default 100 ms), never a lockout a client was told of.
 //   - A successful bind of a user with no failures writes nothing and takes one shard lock.
 //   - The table is authoritative for a user while it holds a record; otherwise the entry is
-//     (pwdFailureTime, pwdAccountLockedTime as stored). An update of the entry by anyone else
-//     (an administrator's unlock, a password change, a delete or rename) drops the record:
-//     the stored state wins again. A flush checks, in the write transaction, that the stored
+//     (pwdFailureTime, pwdAccountLockedTime as stored). An update by anyone else that changes
+//     the entry's lockout state (an administrator's unlock, a password change) or removes it
+//     (a delete, a rename) drops the record: the stored state wins again. Other updates of the
+//     entry leave the record. A flush checks, in the write transaction, that the stored
 //     state is still what the table last wrote or read, and writes nothing otherwise.
 //   - Records whose state is in storage and untouched for a second are evicted.
 //
@@ -109,8 +110,10 @@ class FailureTable {
   // The flush's completion (writer thread).
   void flushed(const std::string& ndn, std::uint64_t epoch, std::uint64_t version,
                const Snapshot& written, const Status& status);
-  // Drops the record of `ndn` (an update by someone else committed), failing its waiters.
-  void forget(std::string_view ndn);
+  // An update by someone else of the entry `dn` (normalized `ndn`) committed: drops its record
+  // (failing its waiters) if the entry's stored lockout state is no longer what the table last
+  // read or wrote (an unlock, a password change, a delete or rename), keeps it otherwise.
+  void reconcile(const std::string& ndn, std::string_view dn);
   void wake_flusher(bool urgent);
   void flusher_main();
 
