@@ -105,6 +105,12 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
       outcome.errors.push_back(file + ": server.rootdn: " + root.status().message());
     }
   }
+  if (!config.default_policy_dn.empty()) {
+    if (Result<schema::Dn> policy = parse_checked_dn(*compiled->schema, config.default_policy_dn);
+        !policy.ok()) {
+      outcome.errors.push_back(file + ": passwords.default_policy: " + policy.status().message());
+    }
+  }
   Result<std::unique_ptr<AccessControl>> access =
       OperationContext::compile_access_rules(*compiled->catalog, config.access);
   if (access.ok()) {
