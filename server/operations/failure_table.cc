@@ -30,41 +30,6 @@ UnixMicros whole_seconds(UnixMicros micros) { return micros - micros % 1'000'000
 
 }  // namespace
 
-// The lockout part of a user's state.
-struct FailureTable::Snapshot {
-  std::vector<UnixMicros> failures;
-  std::optional<UnixMicros> locked;
-  bool permanent = false;
-
-  static Snapshot of(const PasswordState& state) {
-    return Snapshot{state.failures, state.locked, state.permanent_lock};
-  }
-  bool same_lock(const Snapshot& other) const {
-    return locked == other.locked && permanent == other.permanent;
-  }
-  friend bool operator==(const Snapshot&, const Snapshot&) = default;
-};
-
-struct FailureTable::Record {
-  std::string dn;             // As the entry stores it: the flush's target.
-  std::uint64_t epoch = 0;    // Tells a re-created record from the one a write was for.
-  Snapshot current;           // The state binds see.
-  Snapshot stored;            // What storage holds, as the table last read or wrote it.
-  std::uint64_t version = 0;  // Bumped at every change of `current`.
-  std::uint64_t written_version = 0;
-  bool in_flight = false;  // A write of this record is queued or running.
-  std::chrono::steady_clock::time_point touched;
-  std::vector<std::function<void(bool)>> waiters;  // when_lock_durable callers.
-
-  bool lock_durable() const { return current.same_lock(stored); }
-};
-
-struct FailureTable::Shard {
-  alignas(kCacheLineSize) mutable Mutex mu;
-  std::unordered_map<std::string, Record, StringHash, std::equal_to<>> records
-      NUMADIR_GUARDED_BY(mu);
-};
-
 FailureTable::FailureTable(backend::Directory& directory, std::chrono::milliseconds flush_interval,
                            std::function<std::optional<std::string>(std::string_view)> normalize)
     : directory_(directory),
@@ -95,7 +60,7 @@ FailureTable::~FailureTable() {
 }
 
 FailureTable::Shard& FailureTable::shard_for(std::string_view ndn) const {
-  return shards_[StringHash{}(ndn) % kShards];
+  return shards_[std::hash<std::string_view>{}(ndn) % kShards];
 }
 
 FailureTable::Record& FailureTable::record_of(Shard& shard, std::string_view ndn,
@@ -347,10 +312,10 @@ void FailureTable::flushed(const std::string& ndn, std::uint64_t epoch, std::uin
   for (auto& done : gone) {
     done(false);
   }
-  {
-    std::lock_guard lock(flusher_mu_);
-    --in_flight_;
-  }
+  // Notified with the lock held: flush_now (and with it the destructor) cannot return and
+  // destroy the condition variable before the notify is done.
+  std::lock_guard lock(flusher_mu_);
+  --in_flight_;
   idle_cv_.notify_all();
 }
 

@@ -27,6 +27,8 @@
 // Directory; its destructor flushes what is left and waits for its writes' completions.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "backend/directory.h"
+#include "base/cache_line.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "server/operations/password_policy.h"
@@ -96,9 +99,46 @@ class FailureTable {
   void flush_now();
 
  private:
-  struct Record;
-  struct Shard;
-  struct Snapshot;
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const {
+      return std::hash<std::string_view>{}(text);
+    }
+  };
+  // The lockout part of a user's state.
+  struct Snapshot {
+    std::vector<UnixMicros> failures;
+    std::optional<UnixMicros> locked;
+    bool permanent = false;
+
+    static Snapshot of(const PasswordState& state) {
+      return Snapshot{state.failures, state.locked, state.permanent_lock};
+    }
+    bool same_lock(const Snapshot& other) const {
+      return locked == other.locked && permanent == other.permanent;
+    }
+    friend bool operator==(const Snapshot&, const Snapshot&) = default;
+  };
+
+  struct Record {
+    std::string dn;             // As the entry stores it: the flush's target.
+    std::uint64_t epoch = 0;    // Tells a re-created record from the one a write was for.
+    Snapshot current;           // The state binds see.
+    Snapshot stored;            // What storage holds, as the table last read or wrote it.
+    std::uint64_t version = 0;  // Bumped at every change of `current`.
+    std::uint64_t written_version = 0;
+    bool in_flight = false;  // A write of this record is queued or running.
+    std::chrono::steady_clock::time_point touched;
+    std::vector<std::function<void(bool)>> waiters;  // when_lock_durable callers.
+
+    bool lock_durable() const { return current.same_lock(stored); }
+  };
+
+  struct Shard {
+    alignas(kCacheLineSize) mutable Mutex mu;
+    std::unordered_map<std::string, Record, StringHash, std::equal_to<>> records
+        NUMADIR_GUARDED_BY(mu);
+  };
 
   Shard& shard_for(std::string_view ndn) const;
   // Returns: the record of `ndn`, created from `stored` when missing. Requires: shard.mu held.
