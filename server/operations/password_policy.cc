@@ -303,7 +303,8 @@ BindVerdict judge_successful_bind(const PasswordState& state, const PasswordPoli
   }
   if (expired) {
     std::int64_t remaining = 0;
-    if (policy.grace_expiry_s != 0 && now_s - changed_s > policy.max_age_s + policy.grace_expiry_s) {
+    if (policy.grace_expiry_s != 0 &&
+        now_s - changed_s > policy.max_age_s + policy.grace_expiry_s) {
       remaining = 0;  // The grace period itself is over.
     } else {
       remaining = policy.grace_authn_limit - static_cast<std::int64_t>(state.grace_uses);
