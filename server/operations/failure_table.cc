@@ -86,11 +86,8 @@ bool FailureTable::overlay(std::string_view ndn, PasswordState& state, bool& loc
   if (it == shard.records.end()) {
     return false;
   }
-  const Record& record = it->second;
-  state.failures = record.current.failures;
-  state.locked = record.current.locked;
-  state.permanent_lock = record.current.permanent;
-  lock_durable = record.lock_durable();
+  it->second.current.apply_to(state);
+  lock_durable = it->second.lock_durable();
   return true;
 }
 
@@ -107,9 +104,7 @@ FailureTable::Failure FailureTable::record_failure(std::string_view ndn, std::st
     }
     Record& record = record_of(shard, ndn, dn, stored);
     PasswordState effective = stored;
-    effective.failures = record.current.failures;
-    effective.locked = record.current.locked;
-    effective.permanent_lock = record.current.permanent;
+    record.current.apply_to(effective);
     bool lock_expired = false;
     if (account_locked(effective, policy, now, &lock_expired)) {
       return Failure::kLocked;  // Locked since the caller looked: not counted.
@@ -165,9 +160,7 @@ bool FailureTable::record_success(std::string_view ndn, std::string_view dn,
     }
     Record& record = it != shard.records.end() ? it->second : record_of(shard, ndn, dn, stored);
     PasswordState effective = stored;
-    effective.failures = record.current.failures;
-    effective.locked = record.current.locked;
-    effective.permanent_lock = record.current.permanent;
+    record.current.apply_to(effective);
     bool lock_expired = false;
     if (account_locked(effective, policy, now, &lock_expired)) {
       return true;

@@ -114,6 +114,12 @@ class FailureTable {
     static Snapshot of(const PasswordState& state) {
       return Snapshot{state.failures, state.locked, state.permanent_lock};
     }
+    // Puts this lockout state into `state` (the rest of it stays as read).
+    void apply_to(PasswordState& state) const {
+      state.failures = failures;
+      state.locked = locked;
+      state.permanent_lock = permanent;
+    }
     bool same_lock(const Snapshot& other) const {
       return locked == other.locked && permanent == other.permanent;
     }
