@@ -28,12 +28,16 @@ std::string_view auth_error_name(AuthError kind) {
       return "protocol_error";
     case AuthError::kTlsFailed:
       return "tls_failed";
+    case AuthError::kWrongPasswordAccepted:
+      return "wrong_password_accepted";
   }
   return "unknown";
 }
 
 void AuthTotals::add_live(const WorkerStats& live) {
   auths += load_relaxed(live.auths);
+  wrong_password_binds += load_relaxed(live.wrong_password_binds);
+  wrong_password_refused += load_relaxed(live.wrong_password_refused);
   tls_handshakes += load_relaxed(live.tls_handshakes);
   tls_resumed += load_relaxed(live.tls_resumed);
   for (std::size_t i = 0; i < errors.size(); ++i) {
@@ -49,6 +53,8 @@ void AuthTotals::add_live(const WorkerStats& live) {
 
 void AuthTotals::add(const AuthTotals& other) {
   auths += other.auths;
+  wrong_password_binds += other.wrong_password_binds;
+  wrong_password_refused += other.wrong_password_refused;
   tls_handshakes += other.tls_handshakes;
   tls_resumed += other.tls_resumed;
   for (std::size_t i = 0; i < errors.size(); ++i) {
@@ -62,6 +68,8 @@ void AuthTotals::add(const AuthTotals& other) {
 
 void AuthTotals::subtract(const AuthTotals& earlier) {
   auths -= std::min(auths, earlier.auths);
+  wrong_password_binds -= std::min(wrong_password_binds, earlier.wrong_password_binds);
+  wrong_password_refused -= std::min(wrong_password_refused, earlier.wrong_password_refused);
   tls_handshakes -= std::min(tls_handshakes, earlier.tls_handshakes);
   tls_resumed -= std::min(tls_resumed, earlier.tls_resumed);
   for (std::size_t i = 0; i < errors.size(); ++i) {

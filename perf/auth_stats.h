@@ -1,5 +1,6 @@
 // perf/auth_stats.h: what authrate counts. WorkerStats are one worker thread's live counters
-// (auths, latency histogram, errors by kind and by LDAP result code); AuthTotals is a copy of
+// (auths, latency histogram, errors by kind and by LDAP result code, the binds made with a
+// wrong password on purpose and how many were refused as expected); AuthTotals is a copy of
 // them (or of several merged) that the reporting thread takes and subtracts to get an interval
 // or the measured window.
 //
@@ -21,15 +22,16 @@ namespace numadir::perf {
 
 // Why an auth did not succeed.
 enum class AuthError : std::uint8_t {
-  kLdapResult,         // The server answered a result code other than success (see by code).
-  kNoEntry,            // The search found no entry.
-  kMultipleEntries,    // The search found more than one entry.
-  kConnectFailed,      // connect() failed (refused, unreachable, ...).
-  kConnectionDropped,  // The server closed or reset the connection (or sent a notice).
-  kProtocolError,      // A PDU that does not decode or does not answer the request.
-  kTlsFailed,          // The TLS handshake failed (or no SSL object could be made).
+  kLdapResult,             // The server answered a result code other than success (see by code).
+  kNoEntry,                // The search found no entry.
+  kMultipleEntries,        // The search found more than one entry.
+  kConnectFailed,          // connect() failed (refused, unreachable, ...).
+  kConnectionDropped,      // The server closed or reset the connection (or sent a notice).
+  kProtocolError,          // A PDU that does not decode or does not answer the request.
+  kTlsFailed,              // The TLS handshake failed (or no SSL object could be made).
+  kWrongPasswordAccepted,  // --wrong-percent: the server accepted a wrong password.
 };
-inline constexpr std::size_t kAuthErrorKinds = 7;
+inline constexpr std::size_t kAuthErrorKinds = 8;
 // Returns: a stable snake_case name, e.g. "no_entry".
 std::string_view auth_error_name(AuthError kind);
 
@@ -51,6 +53,13 @@ struct alignas(kCacheLineSize) WorkerStats {
                           : kOtherResultCodeSlot]);
     count_error(AuthError::kLdapResult);
   }
+  // --wrong-percent: a bind made with a wrong password was answered (whatever the answer).
+  void count_wrong_password_bind() { bump(wrong_password_binds); }
+  // ... and the answer was invalidCredentials, as expected: the auth counts as completed.
+  void count_wrong_password_refused(std::uint64_t latency_ns) {
+    bump(wrong_password_refused);
+    count_auth(latency_ns);
+  }
   // A completed TLS handshake; `resumed` when the server took the offered session.
   void count_tls_handshake(bool resumed) {
     bump(tls_handshakes);
@@ -60,7 +69,9 @@ struct alignas(kCacheLineSize) WorkerStats {
   }
 
   LatencyHistogram latency;
-  std::uint64_t auths = 0;
+  std::uint64_t auths = 0;  // Completed auths, those refused as expected included.
+  std::uint64_t wrong_password_binds = 0;
+  std::uint64_t wrong_password_refused = 0;  // Of wrong_password_binds; also in auths.
   std::uint64_t tls_handshakes = 0;
   std::uint64_t tls_resumed = 0;
   std::array<std::uint64_t, kAuthErrorKinds> errors{};
@@ -83,6 +94,8 @@ struct AuthTotals {
   std::uint64_t error_total() const;
 
   std::uint64_t auths = 0;
+  std::uint64_t wrong_password_binds = 0;
+  std::uint64_t wrong_password_refused = 0;
   std::uint64_t tls_handshakes = 0;
   std::uint64_t tls_resumed = 0;
   std::array<std::uint64_t, kAuthErrorKinds> errors{};

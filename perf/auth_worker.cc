@@ -86,6 +86,7 @@ AuthWorker::AuthWorker(WorkerConfig config, WorkerStats& stats)
     }
     slots_.push_back(std::move(slot));
   }
+  wrong_password_.assign(slots_.size(), 0);
   idle_.reserve(slots_.size());
   deferred_.reserve(slots_.size());
   if (config_.rate_per_sec > 0) {
@@ -267,7 +268,7 @@ void AuthWorker::on_message(Connection& conn) {
       } else {
         slot.phase = Slot::Phase::kBind;
         slot.request_sent = false;
-        config_.workload->password(slot.user, slot.password);
+        set_bind_password(slot);
         advance(slot);
       }
       return;
@@ -278,6 +279,8 @@ void AuthWorker::on_message(Connection& conn) {
       conn.pending_id = 0;
       if (slot.phase == Slot::Phase::kModify) {
         on_modify_bind(slot, conn, message.result.code);
+      } else if (wrong_password_[slot_index(slot)] != 0) {
+        on_wrong_password_answer(slot, message.result.code);
       } else if (message.result.code != wire::ResultCode::kSuccess) {
         fail_auth(slot, static_cast<std::int32_t>(message.result.code));
       } else {
@@ -318,6 +321,36 @@ void AuthWorker::on_modify_bind(Slot& slot, Connection& conn, wire::ResultCode c
   send_request(slot, conn);
 }
 
+void AuthWorker::on_wrong_password_answer(Slot& slot, wire::ResultCode code) {
+  stats_.count_wrong_password_bind();
+  if (code == wire::ResultCode::kInvalidCredentials) {
+    // Refused as it should be: a completed auth, its latency that of a refusal.
+    const std::int64_t latency = monotonic_ns() - slot.start_ns;
+    stats_.count_wrong_password_refused(
+        static_cast<std::uint64_t>(std::max<std::int64_t>(latency, 0)));
+    slot.active = false;
+    next_auth(slot);
+  } else if (code == wire::ResultCode::kSuccess) {
+    stats_.count_error(AuthError::kWrongPasswordAccepted);
+    slot.active = false;
+    next_auth(slot);
+  } else {
+    fail_auth(slot, static_cast<std::int32_t>(code));
+  }
+}
+
+void AuthWorker::set_bind_password(Slot& slot) {
+  if (wrong_password_[slot_index(slot)] != 0) {
+    config_.workload->wrong_password(slot.user, slot.password);
+  } else {
+    config_.workload->password(slot.user, slot.password);
+  }
+}
+
+std::size_t AuthWorker::slot_index(const Slot& slot) {
+  return static_cast<std::size_t>(slot.connections[0].tag_base >> 1);
+}
+
 AuthWorker::Connection& AuthWorker::phase_connection(Slot& slot) {
   const bool second = config_.mode == AuthMode::kSplit && slot.phase == Slot::Phase::kBind;
   return slot.connections[second ? 1 : 0];
@@ -329,10 +362,13 @@ void AuthWorker::start_auth(Slot& slot, std::int64_t intended_ns) {
   slot.start_ns = intended_ns;
   slot.user = config_.workload->pick_user(rng_);
   slot.entries = 0;
+  const bool binds = config_.mode == AuthMode::kSame || config_.mode == AuthMode::kSplit ||
+                     config_.mode == AuthMode::kBindOnly;
+  wrong_password_[slot_index(slot)] = binds && config_.workload->pick_wrong_password(rng_);
   if (config_.mode == AuthMode::kBindOnly) {
     slot.phase = Slot::Phase::kBind;
     config_.workload->bind_dn(slot.user, slot.dn);
-    config_.workload->password(slot.user, slot.password);
+    set_bind_password(slot);
   } else if (config_.mode == AuthMode::kModify) {
     slot.phase = Slot::Phase::kModify;
   } else {

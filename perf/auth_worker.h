@@ -10,6 +10,12 @@
 // never fatal: a dropped connection is reopened, a refused connect, refused StartTLS or failed TLS
 // handshake retried after kConnectRetryMs.
 //
+// With WorkloadOptions::wrong_percent, each auth of a mode that binds (same, split, bind-only)
+// is drawn from the worker's seeded Rng to bind with a wrong password or not. A wrong-password
+// bind answered invalidCredentials completes its auth as expected (counted in auths and in
+// wrong_password_refused); one answered success is an error (kWrongPasswordAccepted), one
+// answered any other code an error under that code, as for a right password.
+//
 // With TLS (WorkerConfig::tls) each new connection first does StartTLS (if asked) and the TLS
 // handshake, non-blocking like everything else (SSL_connect / SSL_read / SSL_write retried on
 // the readiness they want), before its first request; with --tls-resume a slot's connection
@@ -108,6 +114,11 @@ class AuthWorker {
 
   // Modify mode: the answer to the connection's bind; sends the slot's modification.
   void on_modify_bind(Slot& slot, Connection& conn, listener::wire::ResultCode code);
+  // The answer to a bind made with a wrong password (--wrong-percent).
+  void on_wrong_password_answer(Slot& slot, listener::wire::ResultCode code);
+  // Sets slot.password for its bind: the user's, or a wrong one when the auth was drawn so.
+  void set_bind_password(Slot& slot);
+  static std::size_t slot_index(const Slot& slot);
   void start_auth(Slot& slot, std::int64_t intended_ns);
   void advance(Slot& slot);
   void send_request(Slot& slot, Connection& conn);
@@ -138,6 +149,9 @@ class AuthWorker {
   std::uint64_t started_ = 0;     // Open loop: auths started (numbered from 0).
   std::uint64_t due_ = 0;         // Open loop: auths whose intended time has come.
   std::uint64_t modifies_ = 0;    // Modify mode: requests sent (each writes a new value).
+  // By slot_index(): whether the slot's current auth binds with a wrong password. (Per-slot
+  // state; it could as well be a field of Slot, in perf/detail/auth_slot.h.)
+  std::vector<std::uint8_t> wrong_password_;
   struct Scratch;
   std::unique_ptr<Scratch> scratch_;  // Request and response messages, reused.
 };

@@ -129,6 +129,10 @@ Result<AuthWorkload> AuthWorkload::create(WorkloadOptions options) {
                             " lines; user " + std::to_string(options.last_user) + " needs line " +
                             std::to_string(options.last_user + 1));
   }
+  // Written so that NaN fails too.
+  if (!(options.wrong_percent >= 0 && options.wrong_percent <= 100)) {
+    return invalid_argument("--wrong-percent must be in [0, 100]");
+  }
   if (options.bind_dn_template.empty()) {
     options.bind_dn_template = "uid=user%d," + options.base;
   }
@@ -152,6 +156,14 @@ std::uint64_t AuthWorkload::pick_user(Rng& rng) const {
            std::uniform_int_distribution<std::uint64_t>(hot_users, users - 1)(rng);
   }
   return options_.first_user + std::uniform_int_distribution<std::uint64_t>(0, users - 1)(rng);
+}
+
+bool AuthWorkload::pick_wrong_password(Rng& rng) const {
+  const double percent = options_.wrong_percent;
+  if (percent <= 0 || percent >= 100) {
+    return percent >= 100;
+  }
+  return std::uniform_real_distribution<double>(0, 100)(rng) < percent;
 }
 
 void AuthWorkload::build_filter(std::uint64_t user, schema::Filter& filter,
@@ -192,6 +204,11 @@ void AuthWorkload::password(std::uint64_t user, std::string& out) const {
     return;
   }
   expand_template(options_.password_template, user, out);
+}
+
+void AuthWorkload::wrong_password(std::uint64_t user, std::string& out) const {
+  password(user, out);
+  out.append(kWrongPasswordSuffix);
 }
 
 void AuthWorkload::bind_dn(std::uint64_t user, std::string& out) const {

@@ -1,7 +1,8 @@
 // perf/auth_workload.h: AuthWorkload, what authrate asks of the server: the user range and how
 // users are drawn from it (uniform or a hot set), the search filter, bind DN and password
-// templates ("%d" stands for the user number), the ModifyRequest of modify mode, and the free
-// functions that parse and expand those option values.
+// templates ("%d" stands for the user number), which auths bind with a wrong password
+// (--wrong-percent), the ModifyRequest of modify mode, and the free functions that parse and
+// expand those option values.
 //
 // Thread contract: an AuthWorkload is immutable after create(); any thread may call its const
 // methods at once, each with its own Rng and output buffers.
@@ -24,6 +25,9 @@ using Rng = std::mt19937_64;
 // Appends `text` to `out` with every "%d" replaced by `number` in decimal and "%%" by "%".
 // Never allocates when `out` has the capacity.
 void expand_template(std::string_view text, std::uint64_t number, std::string& out);
+
+// A wrong password is the user's right one with this suffix (so it is never the right one).
+inline constexpr std::string_view kWrongPasswordSuffix = "-wrong";
 
 // The attribute modify mode replaces.
 inline constexpr std::string_view kModifyAttribute = "description";
@@ -62,12 +66,15 @@ struct WorkloadOptions {
   std::uint64_t first_user = 0;
   std::uint64_t last_user = 999;
   HotSet hot;
+  // --wrong-percent: the share of auths, in [0, 100], that bind with wrong_password().
+  double wrong_percent = 0;
 };
 
 class AuthWorkload {
  public:
   // Errors: kInvalidArgument for an empty or reversed user range, a filter template that does
-  //   not parse (with its parser's message), or a password file with fewer lines than users.
+  //   not parse (with its parser's message), a password file with fewer lines than users, or
+  //   a wrong_percent outside [0, 100].
   static Result<AuthWorkload> create(WorkloadOptions options);
 
   AuthWorkload(AuthWorkload&&) noexcept = default;
@@ -76,6 +83,11 @@ class AuthWorkload {
   // Returns: a user number in [first_user, last_user], drawn per the hot set.
   std::uint64_t pick_user(Rng& rng) const;
 
+  // Returns: true for an auth that is to bind with a wrong password, drawn from `rng` with
+  //   probability wrong_percent / 100. Draws nothing at 0 or 100, so that without
+  //   --wrong-percent the users drawn are those of a run before the option existed.
+  bool pick_wrong_password(Rng& rng) const;
+
   // Rebuilds `filter` as the filter template for `user`. `scratch` holds the expanded strings
   // the filter's nodes point to: both must outlive the use of `filter`. Allocates only until
   // `filter` and `scratch` have grown to their steady size.
@@ -83,6 +95,9 @@ class AuthWorkload {
                     std::vector<std::string>& scratch) const;
   // Replaces `out` with the password of `user`.
   void password(std::uint64_t user, std::string& out) const;
+  // Replaces `out` with a password of `user` that is not the right one: password() followed by
+  // kWrongPasswordSuffix.
+  void wrong_password(std::uint64_t user, std::string& out) const;
   // Replaces `out` with the bind DN of `user` (bind-only mode; the entry modify mode changes).
   void bind_dn(std::uint64_t user, std::string& out) const;
   // Makes `request` (reset to `message_id`) the modify mode's ModifyRequest: replace

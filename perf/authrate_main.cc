@@ -13,6 +13,14 @@
 // [--first, --last] (DN from --bind-dn-template, uid=user%d,<base> by default); the figures
 // count modifications where the other modes count auths.
 //
+// --wrong-percent P makes P% of the auths (drawn per auth from the seeded RNG) bind with a wrong
+// password (the right one followed by "-wrong"), in every mode that binds (same, split,
+// bind-only, with or without --reconnect). invalidCredentials (49) is the expected answer: such
+// an auth completes (auths and auths/s count every completed search+bind cycle, refused or
+// not) and is counted as wrong / refused as expected, not as an error. A server that accepts a
+// wrong password counts an error (wrong_password_accepted), and any other answer an error under
+// its result code.
+//
 // TLS: ldaps:// URLs (TLS from the first byte) or --starttls (the StartTLS extended operation
 // on each new connection, before its first request); --tls-ca to verify the server (without
 // it the server's certificate is not checked), --tls-cert/--tls-key for a client certificate,
@@ -73,6 +81,7 @@ struct Options {
   double duration_s = 10;
   double interval_s = 1;
   std::uint64_t seed = 1;
+  double wrong_percent = 0;
   bool json = false;
   bool csv = false;
   int server_pid = 0;
@@ -218,6 +227,13 @@ int run(Options& options) {
       options.workload.passwords.push_back(std::move(line));
     }
   }
+  if (options.wrong_percent > 0 && (*mode == AuthMode::kSearchOnly || *mode == AuthMode::kModify)) {
+    return usage_error(
+        "--wrong-percent is for the modes that bind as the user (same, split, "
+        "bind-only), not " +
+        std::string(auth_mode_name(*mode)));
+  }
+  options.workload.wrong_percent = options.wrong_percent;
   if (options.workload.attributes.empty()) {
     options.workload.attributes = {"1.1"};
   }
@@ -300,8 +316,9 @@ int run(Options& options) {
 
   const char* noun = operation_noun(auth_mode_name(*mode));
   std::FILE* interval_out = options.json ? stderr : stdout;
+  const bool wrong_passwords = options.wrong_percent > 0;
   if (options.csv) {
-    std::fputs(interval_csv_header().c_str(), interval_out);
+    std::fputs(interval_csv_header(wrong_passwords).c_str(), interval_out);
   }
   const auto seconds_ns = [](double s) { return static_cast<std::int64_t>(s * 1e9); };
   const std::int64_t interval_ns = std::max<std::int64_t>(seconds_ns(options.interval_s), 1000);
@@ -367,6 +384,9 @@ int run(Options& options) {
       line.mean_ms = recent.latency.mean() / 1e6;
       line.p99_ms = static_cast<double>(recent.latency.value_at_percentile(99)) / 1e6;
       line.errors_per_sec = static_cast<double>(recent.error_total()) / span_s;
+      line.wrong_passwords = wrong_passwords;
+      line.wrong_per_sec = static_cast<double>(recent.wrong_password_binds) / span_s;
+      line.wrong_refused_per_sec = static_cast<double>(recent.wrong_password_refused) / span_s;
       const std::string text = options.csv ? format_interval_csv(line) : format_interval_text(line);
       std::fputs(text.c_str(), interval_out);
       std::fflush(interval_out);
@@ -419,6 +439,7 @@ int run(Options& options) {
   report.connections = connections;
   report.threads = threads;
   report.mode = std::string(auth_mode_name(*mode));
+  report.wrong_percent = options.wrong_percent;
   report.tls = std::string(tls_mode_name(options.tls.mode));
   report.tls_resume = options.tls.resume;
   if (cpu_start && cpu_end && report.totals.auths > 0) {
@@ -498,6 +519,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-i,--interval", options.interval_s, "seconds between report lines")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--wrong-percent", options.wrong_percent,
+                 "this % of auths (drawn per auth from --seed) bind with a wrong password "
+                 "(the right one + \"-wrong\"); invalidCredentials (49) is expected and counted "
+                 "as 'refused', not as an error, while accepting it is an error. auths and "
+                 "auths/s count every completed search+bind cycle, refused ones included "
+                 "(same, split, bind-only)")
+      ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
   app.add_option("--seed", options.seed, "random seed")->capture_default_str();
   app.add_flag("--json", options.json, "summary as one JSON object (intervals go to stderr)");

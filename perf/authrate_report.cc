@@ -36,20 +36,30 @@ const char* operation_noun(std::string_view mode) {
 
 std::string format_interval_text(const IntervalLine& line) {
   std::string out;
-  append(out, "%7.1f s  %s/s %.0f  overall %.0f  mean %.3f ms  p99 %.3f ms  errors/s %.0f\n",
+  append(out, "%7.1f s  %s/s %.0f  overall %.0f  mean %.3f ms  p99 %.3f ms  errors/s %.0f",
          line.elapsed_s, line.noun, line.auths_per_sec, line.overall_auths_per_sec, line.mean_ms,
          line.p99_ms, line.errors_per_sec);
+  if (line.wrong_passwords) {
+    append(out, "  wrong/s %.0f  refused/s %.0f", line.wrong_per_sec, line.wrong_refused_per_sec);
+  }
+  out += "\n";
   return out;
 }
 
-std::string interval_csv_header() {
-  return "elapsed_s,auths_per_sec,overall_auths_per_sec,mean_ms,p99_ms,errors_per_sec\n";
+std::string interval_csv_header(bool wrong_passwords) {
+  return std::string(
+             "elapsed_s,auths_per_sec,overall_auths_per_sec,mean_ms,p99_ms,errors_per_sec") +
+         (wrong_passwords ? ",wrong_per_sec,wrong_refused_per_sec\n" : "\n");
 }
 
 std::string format_interval_csv(const IntervalLine& line) {
   std::string out;
-  append(out, "%.3f,%.1f,%.1f,%.4f,%.4f,%.1f\n", line.elapsed_s, line.auths_per_sec,
+  append(out, "%.3f,%.1f,%.1f,%.4f,%.4f,%.1f", line.elapsed_s, line.auths_per_sec,
          line.overall_auths_per_sec, line.mean_ms, line.p99_ms, line.errors_per_sec);
+  if (line.wrong_passwords) {
+    append(out, ",%.1f,%.1f", line.wrong_per_sec, line.wrong_refused_per_sec);
+  }
+  out += "\n";
   return out;
 }
 
@@ -63,6 +73,13 @@ std::string format_summary_text(const AuthrateReport& report) {
   const std::string per_sec = std::string(noun) + "/s";
   append(out, "%-12s %llu\n", noun, static_cast<unsigned long long>(totals.auths));
   append(out, "%-12s %.1f\n", per_sec.c_str(), auths_per_sec(report));
+  if (report.wrong_percent > 0) {
+    append(out,
+           "wrong pw     %g%% of auths: %llu wrong-password binds answered, %llu refused as "
+           "expected (49, counted in %s)\n",
+           report.wrong_percent, static_cast<unsigned long long>(totals.wrong_password_binds),
+           static_cast<unsigned long long>(totals.wrong_password_refused), noun);
+  }
   append(out, "latency ms   p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n",
          ms(latency.value_at_percentile(50)), ms(latency.value_at_percentile(90)),
          ms(latency.value_at_percentile(99)), ms(latency.value_at_percentile(99.9)),
@@ -115,6 +132,11 @@ std::string format_summary_json(const AuthrateReport& report) {
   std::string out = "{";
   append(out, "\"%s\": %llu, \"%s_per_sec\": %.3f, ", noun,
          static_cast<unsigned long long>(totals.auths), noun, auths_per_sec(report));
+  append(out,
+         "\"wrong_percent\": %g, \"wrong_password_binds\": %llu, \"wrong_password_refused\": "
+         "%llu, ",
+         report.wrong_percent, static_cast<unsigned long long>(totals.wrong_password_binds),
+         static_cast<unsigned long long>(totals.wrong_password_refused));
   append(out,
          "\"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"p999\": %.6f, "
          "\"max\": %.6f, \"mean\": %.6f}, ",

@@ -22,6 +22,12 @@ struct IntervalLine {
   double mean_ms = 0;                // Latency of this interval's auths.
   double p99_ms = 0;
   double errors_per_sec = 0;
+  // --wrong-percent: binds made with a wrong password and answered, and of those the ones
+  // refused with invalidCredentials as expected (also in auths_per_sec). Shown only when
+  // wrong_passwords is set.
+  bool wrong_passwords = false;
+  double wrong_per_sec = 0;
+  double wrong_refused_per_sec = 0;
 };
 
 // Returns: "modifications" for mode "modify", else "auths": what the counts count.
@@ -29,10 +35,13 @@ const char* operation_noun(std::string_view mode);
 
 // Returns: one line (with its newline), e.g.
 //   "    2.0 s  auths/s 31234  overall 30877  mean 0.126 ms  p99 0.410 ms  errors/s 0\n"
-//   (with the line's noun in place of "auths").
+//   (with the line's noun in place of "auths"); with wrong_passwords it ends
+//   "errors/s 0  wrong/s 3120  refused/s 3120\n".
 std::string format_interval_text(const IntervalLine& line);
-// Returns: the CSV header line, and one CSV line, each with its newline.
-std::string interval_csv_header();
+// Returns: the CSV header line, and one CSV line, each with its newline; with
+//   `wrong_passwords` (line.wrong_passwords) two more columns, wrong_per_sec and
+//   wrong_refused_per_sec.
+std::string interval_csv_header(bool wrong_passwords = false);
 std::string format_interval_csv(const IntervalLine& line);
 
 struct AuthrateReport {
@@ -41,6 +50,7 @@ struct AuthrateReport {
   int connections = 0;
   int threads = 0;
   std::string mode;
+  double wrong_percent = 0;  // --wrong-percent (totals count those binds).
   std::string tls = "none";  // "none", "ldaps" or "starttls" (totals count the handshakes).
   bool tls_resume = false;
   std::optional<double> server_cpu_us_per_auth;
@@ -48,10 +58,14 @@ struct AuthrateReport {
 };
 
 // Returns: the human-readable summary, several lines (modify mode counts modifications where
-//   the others count auths).
+//   the others count auths); with a wrong_percent, a line of the wrong-password binds and how
+//   many were refused as expected.
 std::string format_summary_text(const AuthrateReport& report);
-// Returns: one JSON object and a newline, with keys auths, auths_per_sec, latency_ms {p50, p90,
-//   p99, p999, max, mean}, errors {total, by_kind {<kind>: n}, by_code {"<code>": n}},
+// Returns: one JSON object and a newline, with keys auths, auths_per_sec, wrong_percent,
+//   wrong_password_binds, wrong_password_refused (binds made with a wrong password and
+//   answered; of them, refused with invalidCredentials as expected, which auths counts too),
+//   latency_ms {p50, p90, p99, p999, max, mean}, errors {total, by_kind {<kind>: n},
+//   by_code {"<code>": n}},
 //   server_cpu_us_per_auth and server_peak_rss_kib (null without --server-pid), connections,
 //   threads, duration_s, mode, and tls: null in the clear, else {mode, resume, handshakes,
 //   resumed}. In modify mode "modifications" stands for "auths" in the first three names

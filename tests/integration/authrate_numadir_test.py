@@ -5,6 +5,9 @@ its LDAP result code or kind:
 
 - right passwords: auths > 0, no error;
 - wrong passwords: every bind answered invalidCredentials, counted as by_code["49"];
+- --wrong-percent 30 in same, split, bind-only and --reconnect: the wrong-password binds are
+  all refused with invalidCredentials, counted as wrong_password_refused (and as auths), none
+  as an error; search-only and modify refuse the option (exit 2);
 - users that do not exist: every search answered with no entry, counted as no_entry;
 - a filter that matches several entries: counted as multiple_entries (or sizeLimitExceeded, 4,
   for an anonymous search past the server's size limit);
@@ -62,6 +65,30 @@ def main():
             raise CheckFailed(f"every auth failed, so authrate should exit 1, not {code}")
         print(f"  ok: {errors['total']} binds counted under code 49, exit 1")
 
+    def some_wrong_passwords():
+        for options in (["--mode", "same"], ["--mode", "split"], ["--mode", "bind-only"],
+                        ["--reconnect"]):
+            code, summary = authrate(args, state["server"], "--last", "99", "--wrong-percent",
+                                     "30", *options)
+            made, refused = summary["wrong_password_binds"], summary["wrong_password_refused"]
+            if code != 0 or summary["errors"]["total"] != 0 or made == 0 or refused != made:
+                raise CheckFailed(f"--wrong-percent 30 {' '.join(options)}: exit {code}, "
+                                  f"{summary}")
+            if summary["auths"] <= refused or summary["wrong_percent"] != 30:
+                raise CheckFailed(f"--wrong-percent 30 {' '.join(options)}: auths should count "
+                                  f"the right and the refused binds: {summary}")
+            print(f"  ok: {' '.join(options)}: {refused} of {made} wrong-password binds refused "
+                  f"as expected, {summary['auths']} auths, no error")
+        for mode, more in (("search-only", []), ("modify", ["-D", ROOT_DN, "-w", ROOT_PW])):
+            command = [os.path.join(args.bin_dir, "perf", "authrate"), "-H",
+                       state["server"].url, "--mode", mode, *more, "--wrong-percent", "10",
+                       "-d", "1"]
+            result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+            if result.returncode != 2 or "--wrong-percent" not in result.stderr:
+                raise CheckFailed(f"--wrong-percent with --mode {mode}: expected a usage error, "
+                                  f"got exit {result.returncode}: {result.stderr[-500:]}")
+        print("  ok: search-only and modify refuse --wrong-percent")
+
     def missing_users():
         _, summary = authrate(args, state["server"], "--first", "5000", "--last", "5099")
         errors = summary["errors"]
@@ -98,6 +125,7 @@ def main():
         state["server"] = server
         return run_checks("authrate_numadir", [("right passwords", good),
                                                ("wrong passwords", wrong_password),
+                                               ("some wrong passwords", some_wrong_passwords),
                                                ("missing users", missing_users),
                                                ("several entries", several_entries),
                                                ("modify as the rootdn", modify_as_root),

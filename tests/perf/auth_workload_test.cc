@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,57 @@ TEST_CASE("AuthWorkload: passwords and bind DNs from templates or a file") {
   CHECK(AuthWorkload::create(options).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("AuthWorkload: a wrong password is the right one with a suffix") {
+  WorkloadOptions options;
+  auto from_template = AuthWorkload::create(options);
+  REQUIRE(from_template.ok());
+  std::string out = "left over";
+  from_template->wrong_password(7, out);
+  CHECK(out == "password7-wrong");
+  options.last_user = 1;
+  options.passwords = {"zero", "one"};
+  auto from_file = AuthWorkload::create(options);
+  REQUIRE(from_file.ok());
+  from_file->wrong_password(1, out);
+  CHECK(out == "one-wrong");
+  from_file->password(1, out);
+  CHECK(out == "one");
+}
+
+TEST_CASE("AuthWorkload: the share of wrong passwords follows wrong_percent") {
+  const std::uint64_t seed = 13;
+  MESSAGE("seed " << seed);
+  SUBCASE("a share between 0 and 100") {
+    WorkloadOptions options;
+    options.wrong_percent = 10;
+    auto workload = AuthWorkload::create(options);
+    REQUIRE(workload.ok());
+    Rng rng(seed);
+    constexpr int kDraws = 100'000;
+    int wrong = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      wrong += workload->pick_wrong_password(rng) ? 1 : 0;
+    }
+    CHECK(static_cast<double>(wrong) / kDraws == doctest::Approx(0.1).epsilon(0.05));
+  }
+  SUBCASE("0 and 100 decide without drawing") {
+    for (const double percent : {0.0, 100.0}) {
+      CAPTURE(percent);
+      WorkloadOptions options;
+      options.wrong_percent = percent;
+      auto workload = AuthWorkload::create(options);
+      REQUIRE(workload.ok());
+      Rng rng(seed);
+      const Rng untouched(seed);
+      for (int i = 0; i < 100; ++i) {
+        CHECK(workload->pick_wrong_password(rng) == (percent == 100));
+      }
+      // The users drawn next are those of a run without the option.
+      CHECK(rng == untouched);
+    }
+  }
+}
+
 TEST_CASE("AuthWorkload: bad options are errors") {
   WorkloadOptions reversed;
   reversed.first_user = 10;
@@ -100,6 +152,14 @@ TEST_CASE("AuthWorkload: bad options are errors") {
   bad_filter.filter_template = "(uid=user%d";
   CHECK(AuthWorkload::create(std::move(bad_filter)).status().code() ==
         StatusCode::kInvalidArgument);
+  for (const double percent : {-1.0, 100.5, std::nan("")}) {
+    CAPTURE(percent);
+    WorkloadOptions bad_share;
+    bad_share.wrong_percent = percent;
+    const auto refused = AuthWorkload::create(bad_share);
+    CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+    CHECK(refused.status().message().find("--wrong-percent") != std::string::npos);
+  }
 }
 
 TEST_CASE("AuthWorkload: a hot set gets its share of the auths") {

@@ -66,6 +66,68 @@ TEST_CASE("AuthTotals: counts TLS handshakes and resumed ones over a window") {
   CHECK(both.tls_resumed == 2);
 }
 
+TEST_CASE("AuthTotals: counts wrong-password binds and those refused as expected") {
+  WorkerStats stats;
+  stats.count_wrong_password_bind();
+  stats.count_wrong_password_refused(1000);
+  AuthTotals earlier;
+  earlier.add_live(stats);
+  stats.count_wrong_password_bind();
+  stats.count_wrong_password_refused(2000);
+  stats.count_wrong_password_bind();
+  stats.count_error(AuthError::kWrongPasswordAccepted);
+  AuthTotals later;
+  later.add_live(stats);
+  later.subtract(earlier);
+  CHECK(later.wrong_password_binds == 2);
+  CHECK(later.wrong_password_refused == 1);
+  // A refusal as expected is a completed auth, with its latency; an acceptance an error.
+  CHECK(later.auths == 1);
+  CHECK(later.latency.count() == 1);
+  CHECK(later.error_total() == 1);
+  CHECK(auth_error_name(AuthError::kWrongPasswordAccepted) == "wrong_password_accepted");
+  AuthTotals both = later;
+  both.add(earlier);
+  CHECK(both.wrong_password_binds == 3);
+  CHECK(both.wrong_password_refused == 2);
+}
+
+TEST_CASE("authrate report: wrong-password binds in the summary and the interval lines") {
+  AuthrateReport report = sample_report();
+  std::string json = format_summary_json(report);
+  for (const char* key : {"\"wrong_percent\": 0, ", "\"wrong_password_binds\": 0, ",
+                          "\"wrong_password_refused\": 0, ", "\"wrong_password_accepted\": 0"}) {
+    CAPTURE(key);
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(format_summary_text(report).find("wrong") == std::string::npos);
+
+  report.wrong_percent = 10;
+  report.totals.wrong_password_binds = 12;
+  report.totals.wrong_password_refused = 11;
+  json = format_summary_json(report);
+  for (const char* key : {"\"wrong_percent\": 10, ", "\"wrong_password_binds\": 12, ",
+                          "\"wrong_password_refused\": 11, "}) {
+    CAPTURE(key);
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(format_summary_text(report).find("12 wrong-password binds answered, 11 refused as "
+                                         "expected") != std::string::npos);
+
+  IntervalLine line;
+  CHECK(format_interval_text(line).find("wrong") == std::string::npos);
+  line.wrong_passwords = true;
+  line.wrong_per_sec = 310;
+  line.wrong_refused_per_sec = 309;
+  CHECK(format_interval_text(line).find("errors/s 0  wrong/s 310  refused/s 309\n") !=
+        std::string::npos);
+  const std::string header = interval_csv_header(/*wrong_passwords=*/true);
+  const std::string row = format_interval_csv(line);
+  CHECK(header.find(",wrong_per_sec,wrong_refused_per_sec\n") != std::string::npos);
+  CHECK(std::count(header.begin(), header.end(), ',') == std::count(row.begin(), row.end(), ','));
+  CHECK(row.find(",310.0,309.0\n") != std::string::npos);
+}
+
 TEST_CASE("format_summary_json: tls is null in the clear and counts handshakes over TLS") {
   AuthrateReport report = sample_report();
   CHECK(format_summary_json(report).find("\"tls\": null") != std::string::npos);
