@@ -112,6 +112,8 @@ class IndexSet {
   // missing or one to put is already there (in a built index; see built()).
   Status apply(MDB_txn* txn, EntryId id, const IndexKeys& before, const IndexKeys& after,
                bool append_ids = false) const;
+  // Returns: whether some index covers attributes of canonical type `type`.
+  bool indexes_type(std::string_view type) const { return !covering(type).empty(); }
 
  private:
   // Adds the keys of one value for the index at `slot`.

@@ -132,6 +132,15 @@ class EntryRef {
     (void)description;
     out.clear();
   }
+  // As values_into for each of `types` (attribute type names or OIDs, without options) into the
+  // vector of `out` at the same position, in one pass over the entry. Requires: `out` has at
+  // least as many vectors as `types`. (The default calls values_into for each.)
+  virtual void values_of_types(std::span<const std::string_view> types,
+                               std::span<std::vector<std::string_view>> out) const {
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      values_into(types[i], out[i]);
+    }
+  }
 };
 
 class Directory;

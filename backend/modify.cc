@@ -204,6 +204,26 @@ Status check_rdn_kept(const DirectoryCore& core, const schema::Dn& dn, Attribute
   return Status();
 }
 
+// Returns: true when every modification is internal, of an operational type, and neither it
+//   nor the attributes every modify stamps (modifiersName, modifyTimestamp, entryCSN) is indexed.
+bool internal_unindexed(const DirectoryCore& core, std::span<const Modification> modifications) {
+  for (const Modification& modification : modifications) {
+    const AttributeInfo* info =
+        modification.internal ? core.catalog.resolve(description_type(modification.description))
+                              : nullptr;
+    if (info == nullptr || !info->type->operational() || core.indexes.indexes_type(info->name)) {
+      return false;
+    }
+  }
+  for (const AttributeInfo* stamped :
+       {core.op_types.modifiers_name, core.op_types.modify_timestamp, core.op_types.entry_csn}) {
+    if (stamped != nullptr && core.indexes.indexes_type(stamped->name)) {
+      return false;
+    }
+  }
+  return !modifications.empty();
+}
+
 }  // namespace
 
 Status apply_modify(DirectoryCore& core, MDB_txn* t, std::string_view dn,
@@ -223,8 +243,14 @@ Status apply_modify(DirectoryCore& core, MDB_txn* t, std::string_view dn,
   NUMADIR_RETURN_IF_ERROR(view.decode(&entry));
   const EntryId parent_id = view.parent_id();
   const std::string stored_key(view.dn_key());
+  // The server's own bookkeeping (the password policy's failure state) on attributes no index
+  // covers: the entry's indexes cannot change and its schema is not the client's to break, so
+  // neither is recomputed (a password-guessing storm writes one of these per failed bind).
+  const bool bookkeeping = internal_unindexed(core, modifications);
   IndexKeys before;
-  NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, view, &before));
+  if (!bookkeeping) {
+    NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, view, &before));
+  }
   const schema::ObjectClass* old_structural = core.schema.structural_class(entry);
 
   for (const Modification& modification : modifications) {
@@ -236,20 +262,25 @@ Status apply_modify(DirectoryCore& core, MDB_txn* t, std::string_view dn,
       NUMADIR_RETURN_IF_ERROR(check_rdn_kept(core, *stored_dn, entry.attributes));
     }
   }
-  const schema::ObjectClass* new_structural = core.schema.structural_class(entry);
-  if (new_structural != nullptr && old_structural != nullptr && new_structural != old_structural) {
-    return Status(StatusCode::kObjectClassModsProhibited,
-                  "structural object class modification from '" +
-                      std::string(old_structural->primary_name()) + "' to '" +
-                      std::string(new_structural->primary_name()) + "' not allowed");
+  if (!bookkeeping) {
+    const schema::ObjectClass* new_structural = core.schema.structural_class(entry);
+    if (new_structural != nullptr && old_structural != nullptr &&
+        new_structural != old_structural) {
+      return Status(StatusCode::kObjectClassModsProhibited,
+                    "structural object class modification from '" +
+                        std::string(old_structural->primary_name()) + "' to '" +
+                        std::string(new_structural->primary_name()) + "' not allowed");
+    }
+    const schema::ObjectClass* structural = nullptr;
+    NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
   }
-  const schema::ObjectClass* structural = nullptr;
-  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
 
   stamp_modified_entry(core.op_types, stamp, entry.attributes);
-  IndexKeys after;
-  core.indexes.entry_keys(core.catalog, entry.attributes, &after);
-  NUMADIR_RETURN_IF_ERROR(core.indexes.apply(t, *id, before, after));
+  if (!bookkeeping) {
+    IndexKeys after;
+    core.indexes.entry_keys(core.catalog, entry.attributes, &after);
+    NUMADIR_RETURN_IF_ERROR(core.indexes.apply(t, *id, before, after));
+  }
   std::string encoded;
   const EntryHeader header{parent_id, entry.dn, stored_key};
   NUMADIR_RETURN_IF_ERROR(put_entry(core, t, *id, header, entry.attributes, 0, encoded));

@@ -57,6 +57,35 @@ class StoredEntryRef : public EntryRef {
       }
     }
   }
+  void values_of_types(std::span<const std::string_view> types,
+                       std::span<std::vector<std::string_view>> out) const override {
+    // At most this many types in one pass (the password policy reads ten); more go one by one.
+    constexpr std::size_t kMaxTypes = 16;
+    if (types.size() > kMaxTypes) {
+      EntryRef::values_of_types(types, out);
+      return;
+    }
+    const AttributeInfo* infos[kMaxTypes];
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      out[i].clear();
+      infos[i] = core_.catalog.resolve(types[i]);
+    }
+    AttributeReader reader = view_.attributes();
+    AttributeView attribute;
+    while (reader.next(&attribute)) {
+      for (std::size_t i = 0; i < types.size(); ++i) {
+        if (infos[i] == nullptr || !infos[i]->covers(attribute.type) ||
+            !options_cover(description_options(attribute.description), "")) {
+          continue;
+        }
+        std::string_view value;
+        AttributeView copy = attribute;
+        while (copy.values.next(&value)) {
+          out[i].push_back(value);
+        }
+      }
+    }
+  }
 
  private:
   const DirectoryCore& core_;

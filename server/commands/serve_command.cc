@@ -122,6 +122,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.default_policy_dn = config.default_policy_dn;
   handler_options.policy_use_lockout = config.policy_use_lockout;
   handler_options.failure_flush_ms = config.failure_flush_ms;
+  handler_options.clear_flush_ms = config.clear_flush_ms;
   handler_options.default_password_scheme = config.default_password_scheme;
   handler_options.allow_unauthenticated_bind = settings.allow_unauthenticated_bind;
   handler_options.size_limit_anonymous = settings.size_limit;

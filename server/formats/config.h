@@ -47,6 +47,7 @@
 //   default_policy = "cn=default,ou=policies,dc=example,dc=com"  # implies policy = true
 //   use_lockout = false                  # tell a locked account's binds accountLocked
 //   failure_flush_ms = 100               # failed binds are written at most this late
+//   clear_flush_ms = 10000               # a success clearing failures is written this late
 //
 //   [log]
 //   level = "off"                        # access log: "off", "stats" or "debug"
@@ -159,6 +160,7 @@ struct Config {
   std::string default_policy_dn;
   bool policy_use_lockout = false;
   std::uint32_t failure_flush_ms = 100;
+  std::uint32_t clear_flush_ms = 10'000;
   ServerSettings server;
   LogLevel log_level = LogLevel::kOff;
   std::filesystem::path log_file = "-";

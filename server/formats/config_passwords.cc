@@ -68,11 +68,12 @@ std::uint64_t written_cost(backend::PasswordScheme scheme, backend::CostParamete
 }  // namespace
 
 void parse_passwords(const toml::table& table, Config& config, Problems& problems) {
-  check_keys(table, "passwords",
-             {"default_scheme", "allow_cleartext", "max_pbkdf2_iterations", "max_argon2_memory_kib",
-              "max_argon2_iterations", "max_argon2_parallelism", "max_sha_crypt_rounds",
-              "max_bcrypt_cost", "policy", "default_policy", "use_lockout", "failure_flush_ms"},
-             problems);
+  check_keys(
+      table, "passwords",
+      {"default_scheme", "allow_cleartext", "max_pbkdf2_iterations", "max_argon2_memory_kib",
+       "max_argon2_iterations", "max_argon2_parallelism", "max_sha_crypt_rounds", "max_bcrypt_cost",
+       "policy", "default_policy", "use_lockout", "failure_flush_ms", "clear_flush_ms"},
+      problems);
   get_bool(table, "passwords", "policy", config.password_policy, problems);
   if (get_string(table, "passwords", "default_policy", config.default_policy_dn, problems)) {
     if (config.default_policy_dn.empty()) {
@@ -85,14 +86,19 @@ void parse_passwords(const toml::table& table, Config& config, Problems& problem
     }
   }
   get_bool(table, "passwords", "use_lockout", config.policy_use_lockout, problems);
-  if (const toml::node* flush = table.get("failure_flush_ms"); flush != nullptr) {
-    const auto* value = flush->as_integer();
-    if (value == nullptr || value->get() < 1 || value->get() > 10'000) {
-      problems.add("passwords.failure_flush_ms", "must be an integer from 1 to 10000 (ms)");
-    } else {
-      config.failure_flush_ms = static_cast<std::uint32_t>(value->get());
+  const auto milliseconds = [&](std::string_view key, std::int64_t max, std::uint32_t& out) {
+    if (const toml::node* node = table.get(key); node != nullptr) {
+      const auto* value = node->as_integer();
+      if (value == nullptr || value->get() < 1 || value->get() > max) {
+        problems.add("passwords." + std::string(key),
+                     "must be an integer from 1 to " + std::to_string(max) + " (ms)");
+      } else {
+        out = static_cast<std::uint32_t>(value->get());
+      }
     }
-  }
+  };
+  milliseconds("failure_flush_ms", 10'000, config.failure_flush_ms);
+  milliseconds("clear_flush_ms", 3'600'000, config.clear_flush_ms);
   std::string scheme;
   if (get_string(table, "passwords", "default_scheme", scheme, problems)) {
     auto parsed_scheme = backend::parse_password_scheme(scheme);

@@ -204,29 +204,35 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
                    AccessLevel::kAuth) != AccessDecision::kAllowed) {
       return;  // Denied, or failed: then answered below.
     }
-    entry.values_into("userPassword", state.bind_values);
-    if (policy_ != nullptr && !state.bind_values.empty()) {
+    // With a policy, the entry is read once for its password and its policy state.
+    const std::vector<std::string_view>* passwords = &state.bind_values;
+    if (policy_ != nullptr) {
+      state.bind_state.read(entry, state.bind_state_values);
+      state.bind_state.history.clear();  // Views into this entry: not kept past the lookup.
+      passwords = &state.bind_state_values[PasswordState::kUserPassword];
+    } else {
+      entry.values_into("userPassword", state.bind_values);
+    }
+    if (policy_ != nullptr && !passwords->empty()) {
       // ITS#7089: an entry without a password is not the policy's (nothing to count).
-      entry.values_into("pwdPolicySubentry", state.bind_values);
-      state.bind_subentry.assign(state.bind_values.empty() ? std::string_view()
-                                                           : state.bind_values.front());
+      const std::vector<std::string_view>& subentry =
+          state.bind_state_values[PasswordState::kPolicySubentry];
+      state.bind_subentry.assign(subentry.empty() ? std::string_view() : subentry.front());
       // The policy entry is read in the side transaction: this one's views are in use.
       policy =
           policy_->policy_for(state.bind_subentry, state.side_txn(), state.policy_memo, state.dn);
       if (policy.has_value()) {
         state.bind_entry_dn.assign(entry.dn());
-        state.bind_state.read(entry, state.bind_values);
-        state.bind_state.history.clear();  // Views into this entry: not kept past the lookup.
-        PasswordState effective = state.bind_state;
+        PasswordState& effective = state.bind_effective;
+        effective = state.bind_state;
         policy_->failures().overlay(ndn, effective, lock_durable);
         locked = account_locked(effective, *policy, now, nullptr);
         if (locked) {
           return;
         }
       }
-      entry.values_into("userPassword", state.bind_values);
     }
-    for (const std::string_view value : state.bind_values) {
+    for (const std::string_view value : *passwords) {
       const Check check = check_value(bind.simple_password, value, cheap_only, refused);
       if (check == Check::kMatch) {
         matched = true;

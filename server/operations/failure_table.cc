@@ -31,9 +31,11 @@ UnixMicros whole_seconds(UnixMicros micros) { return micros - micros % 1'000'000
 }  // namespace
 
 FailureTable::FailureTable(backend::Directory& directory, std::chrono::milliseconds flush_interval,
+                           std::chrono::milliseconds clear_interval,
                            std::function<std::optional<std::string>(std::string_view)> normalize)
     : directory_(directory),
       flush_interval_(flush_interval),
+      clear_interval_(clear_interval),
       normalize_(std::move(normalize)),
       shards_(std::make_unique<Shard[]>(kShards)) {
   subscription_ = directory_.subscribe_changes([this](const backend::ChangeRecord& change) {
@@ -210,6 +212,10 @@ void FailureTable::submit_flush(Shard& shard, const std::string& ndn, Record& re
   if (record.in_flight || record.version == record.written_version) {
     return;  // The write in flight is followed by another from its completion if needed.
   }
+  if (record.current == record.stored) {
+    record.written_version = record.version;  // Back to what storage holds: nothing to write.
+    return;
+  }
   const Snapshot written = record.current;
   const Snapshot expected = record.stored;
   std::vector<std::string> failure_values;
@@ -372,8 +378,13 @@ void FailureTable::flusher_main() {
       MutexLock shard_lock(shard.mu);
       for (auto it = shard.records.begin(); it != shard.records.end();) {
         Record& record = it->second;
+        const bool only_clears = record.current.failures.empty() &&
+                                 record.current.same_lock(record.stored) &&
+                                 !record.stored.failures.empty();
         if (record.version != record.written_version) {
-          submit_flush(shard, it->first, record);
+          if (!only_clears || now - record.touched >= clear_interval_) {
+            submit_flush(shard, it->first, record);
+          }
         } else if (!record.in_flight && record.waiters.empty() &&
                    now - record.touched > kEvictAfter) {
           it = shard.records.erase(it);

@@ -19,6 +19,10 @@
 //     (a delete, a rename) drops the record: the stored state wins again. Other updates of the
 //     entry leave the record. A flush checks, in the write transaction, that the stored
 //     state is still what the table last wrote or read, and writes nothing otherwise.
+//   - A success that only clears stored failures is written within the clear interval (10 s by
+//     default) rather than the flush interval (a crash before counts those failures again:
+//     stricter, never laxer); under a storm the user's next failure usually comes first and one
+//     write carries both.
 //   - Records whose state is in storage and untouched for a second are evicted.
 //
 // Thread contract: every public function may be called from any thread (workers, listeners
@@ -53,7 +57,10 @@ class FailureTable {
  public:
   // `normalize`: a DN's normalized form (the key binds use), for the change feed's DNs; returns
   // nullopt when it does not parse. Requires: `directory` outlives the table.
+  // `flush_interval`: how late a failure (or a lock, at once) is written; `clear_interval`: how
+  // late a success that only clears stored failures is.
   FailureTable(backend::Directory& directory, std::chrono::milliseconds flush_interval,
+               std::chrono::milliseconds clear_interval,
                std::function<std::optional<std::string>(std::string_view)> normalize);
   FailureTable(const FailureTable&) = delete;
   FailureTable& operator=(const FailureTable&) = delete;
@@ -165,6 +172,7 @@ class FailureTable {
 
   backend::Directory& directory_;
   const std::chrono::milliseconds flush_interval_;
+  const std::chrono::milliseconds clear_interval_;
   const std::function<std::optional<std::string>(std::string_view)> normalize_;
   std::unique_ptr<Shard[]> shards_;
 

@@ -69,6 +69,7 @@ struct HandlerOptions {
   std::string default_policy_dn;
   bool policy_use_lockout = false;
   std::uint32_t failure_flush_ms = 100;
+  std::uint32_t clear_flush_ms = 10'000;  // How late a success's clearing of failures is written.
 };
 
 // The DN parser's buffers and the memos of OperationContext::normalize_dn_into and

@@ -72,17 +72,6 @@ void read_boolean(const backend::EntryRef& entry, std::string_view name, bool& o
   }
 }
 
-std::optional<UnixMicros> first_time(const backend::EntryRef& entry, std::string_view name,
-                                     std::vector<std::string_view>& scratch, bool& unreadable) {
-  entry.values_into(name, scratch);
-  if (scratch.empty()) {
-    return std::nullopt;
-  }
-  std::optional<UnixMicros> time = parse_generalized_time(scratch.front());
-  unreadable = unreadable || !time.has_value();
-  return time;
-}
-
 }  // namespace
 
 std::optional<UnixMicros> parse_generalized_time(std::string_view text) {
@@ -190,32 +179,51 @@ Result<PasswordPolicy> PasswordPolicy::from_entry(const backend::EntryRef& entry
 
 PasswordState PasswordState::from_entry(const backend::EntryRef& entry) {
   PasswordState state;
-  std::vector<std::string_view> scratch;
-  state.read(entry, scratch);
+  Values values;
+  state.read(entry, values);
   return state;
 }
 
-void PasswordState::read(const backend::EntryRef& entry, std::vector<std::string_view>& scratch) {
+namespace {
+
+// The order of PasswordState::Values.
+constexpr std::array<std::string_view, PasswordState::kReadTypes> kStateTypes = {
+    "pwdChangedTime", "pwdAccountLockedTime", "pwdFailureTime", "pwdGraceUseTime",
+    "pwdReset",       "pwdStartTime",         "pwdEndTime",     "pwdHistory",
+    "userPassword",   "pwdPolicySubentry"};
+
+std::optional<UnixMicros> first_time(const std::vector<std::string_view>& values,
+                                     bool& unreadable) {
+  if (values.empty()) {
+    return std::nullopt;
+  }
+  std::optional<UnixMicros> time = parse_generalized_time(values.front());
+  unreadable = unreadable || !time.has_value();
+  return time;
+}
+
+}  // namespace
+
+void PasswordState::read(const backend::EntryRef& entry, Values& values) {
+  entry.values_of_types(kStateTypes, values);
   bool ignored = false;
-  changed = first_time(entry, "pwdChangedTime", scratch, ignored);
+  changed = first_time(values[0], ignored);
   bool unreadable_lock = false;
-  locked = first_time(entry, "pwdAccountLockedTime", scratch, unreadable_lock);
-  permanent_lock = unreadable_lock || (!scratch.empty() && scratch.front() == kPermanentLockTime);
+  locked = first_time(values[1], unreadable_lock);
+  permanent_lock =
+      unreadable_lock || (!values[1].empty() && values[1].front() == kPermanentLockTime);
   failures.clear();
-  entry.values_into("pwdFailureTime", scratch);
-  for (std::string_view value : scratch) {
+  for (std::string_view value : values[2]) {
     if (std::optional<UnixMicros> time = parse_generalized_time(value)) {
       failures.push_back(*time);
     }
   }
-  entry.values_into("pwdGraceUseTime", scratch);
-  grace_uses = scratch.size();
-  entry.values_into("pwdReset", scratch);
-  reset = !scratch.empty() && scratch.front() == "TRUE";
+  grace_uses = values[3].size();
+  reset = !values[4].empty() && values[4].front() == "TRUE";
   unreadable_validity = false;
-  start = first_time(entry, "pwdStartTime", scratch, unreadable_validity);
-  end = first_time(entry, "pwdEndTime", scratch, unreadable_validity);
-  entry.values_into("pwdHistory", history);
+  start = first_time(values[5], unreadable_validity);
+  end = first_time(values[6], unreadable_validity);
+  history.assign(values[7].begin(), values[7].end());
 }
 
 std::string encode_policy_response(const PolicyResponse& response) {

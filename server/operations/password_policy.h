@@ -12,6 +12,7 @@
 // Thread contract: plain values and functions of their arguments.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -88,9 +89,16 @@ struct PasswordState {
 
   // Returns: the state stored in `entry`; views live as long as the EntryRef.
   static PasswordState from_entry(const backend::EntryRef& entry);
-  // As from_entry, into this state (its vectors keep their capacity), reading through
-  // `scratch`: allocates nothing once warm.
-  void read(const backend::EntryRef& entry, std::vector<std::string_view>& scratch);
+  // The attribute types read(): the state's, then userPassword and pwdPolicySubentry (kept in
+  // `values` for the caller, a bind, that reads the entry once).
+  static constexpr std::size_t kReadTypes = 10;
+  static constexpr std::size_t kUserPassword = 8;
+  static constexpr std::size_t kPolicySubentry = 9;
+  using Values = std::array<std::vector<std::string_view>, kReadTypes>;
+  // As from_entry, into this state (its vectors keep their capacity), in one pass over the entry
+  // through `values`, which keeps the values of every type read (views into the entry):
+  // allocates nothing once warm.
+  void read(const backend::EntryRef& entry, Values& values);
 };
 
 // The errors of the response control (draft-behera §6.2), with slapd's numbering.

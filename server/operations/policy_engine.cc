@@ -55,6 +55,7 @@ PolicyEngine::PolicyEngine(const OperationContext& context)
   });
   failures_ = std::make_unique<FailureTable>(
       context_.directory(), std::chrono::milliseconds(context_.options().failure_flush_ms),
+      std::chrono::milliseconds(context_.options().clear_flush_ms),
       [&context = context_](std::string_view dn) -> std::optional<std::string> {
         Result<std::string> ndn = context.normalize_dn(dn);
         return ndn.ok() ? std::optional<std::string>(std::move(*ndn)) : std::nullopt;

@@ -55,7 +55,9 @@ class ServerWorkerState final : public LoggingWorkerState {
   Identity identity;                          // A search's copy of its session's identity.
   std::string bind_ndn;                       // A simple bind's name, normalized.
   std::vector<std::string_view> bind_values;  // Its entry's userPassword values (views).
-  PasswordState bind_state;                   // Its entry's password policy state.
+  PasswordState bind_state;                   // Its entry's password policy state,
+  PasswordState bind_effective;               // with the lockout state in memory over it,
+  PasswordState::Values bind_state_values;    // and the values read (views).
   std::string bind_subentry;                  // Its entry's pwdPolicySubentry.
   std::string bind_entry_dn;                  // Its entry's DN as stored.
   PolicyMemo policy_memo;                     // The last password policy read.

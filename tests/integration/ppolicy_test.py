@@ -221,6 +221,7 @@ allow_cleartext = true
 default_policy = "{DEFAULT_POLICY}"
 use_lockout = true
 failure_flush_ms = 100
+clear_flush_ms = 100
 """
 
 

@@ -34,7 +34,7 @@ struct Fixture {
     backend::testing::add_base_tree(*directory);
     require_ok(directory->add(person_entry(kUser, "guess", "Guess", "Who"), {}));
     table = std::make_unique<FailureTable>(
-        *directory, std::chrono::milliseconds(20),
+        *directory, std::chrono::milliseconds(20), std::chrono::milliseconds(20),
         [](std::string_view dn) { return std::optional<std::string>(std::string(dn)); });
   }
   // The user's state as stored.
