@@ -351,6 +351,13 @@ void FailureTable::reconcile(const std::string& ndn, std::string_view dn) {
 }
 
 void FailureTable::wake_flusher(bool urgent) {
+  // A flusher on its timer finds the change at its next round: only a flusher asleep for want of
+  // records, or a lock to write, is woken (a wake-up per failed bind cost more than the count).
+  // seq_cst with records_ (record_of's increment, the flusher's check): one of the two sees
+  // the other's write.
+  if (!urgent && !sleeping_idle_.load(std::memory_order_seq_cst)) {
+    return;
+  }
   std::lock_guard lock(flusher_mu_);
   urgent_ = urgent_ || urgent;
   flusher_cv_.notify_one();
@@ -361,9 +368,11 @@ void FailureTable::flusher_main() {
   while (!stopping_) {
     if (records_.load(std::memory_order_seq_cst) == 0 && !urgent_) {
       // Nothing held: sleep until a failure makes a record (wake_flusher), not on a timer.
+      sleeping_idle_.store(true, std::memory_order_seq_cst);
       flusher_cv_.wait(lock, [&] {
         return stopping_ || urgent_ || records_.load(std::memory_order_seq_cst) > 0;
       });
+      sleeping_idle_.store(false, std::memory_order_relaxed);
     } else {
       flusher_cv_.wait_for(lock, flush_interval_, [&] { return stopping_ || urgent_; });
     }

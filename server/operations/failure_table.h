@@ -183,6 +183,8 @@ class FailureTable {
   std::uint64_t in_flight_ = 0;      // Guarded by flusher_mu_: writes submitted, not completed.
   std::condition_variable idle_cv_;  // in_flight_ reached 0.
   std::atomic<std::uint64_t> records_{0};  // Relaxed: a count for the flusher's sleep and stats.
+  // The flusher sleeps with no record to flush (not on its timer): a new record must wake it.
+  std::atomic<bool> sleeping_idle_{false};
   std::atomic<std::uint64_t> flushes_{0};
   std::atomic<std::uint64_t> flush_failures_{0};
   std::atomic<std::uint64_t> next_epoch_{1};
