@@ -228,7 +228,7 @@ def tables(points, servers):
             rate = ratio(on, off, "rate")
             on_off.append(f"| {server} | {wrong}% | {cell(rate)} | {cell(ratio(on, off, 'cpu'))} "
                           f"| {cell(ratio(on, off, 'p99'))} | "
-                          f"{goal_cell(rate, 0.9, server == 'numadir')} |")
+                          f"{goal_cell(rate, 0.9, server == 'numadir' and wrong == 0)} |")
     wrong_load = ["| server | policy | 10%/0% auths/s | 10%/0% CPU/auth | 10%/0% p99 | "
                   "goal (auths/s) |", "|---|---|---:|---:|---:|---|"]
     for server in servers:
@@ -249,7 +249,8 @@ def tables(points, servers):
                 versus.append(f"| {label[policy]} | {wrong}% | {cell(ratio(n, s, 'rate'))} | "
                               f"{cell(ratio(n, s, 'cpu'))} | {cell(ratio(n, s, 'p99'))} |")
     text = ("\n".join(lines) +
-            "\n\nPolicy on / off (goal for numadir: ≥ 0.90x the auths/s):\n\n" +
+            "\n\nPolicy on / off (goal for numadir with no wrong passwords: ≥ 0.90x the "
+            "auths/s; under the 10% load the goal is the 10%/0% one below):\n\n" +
             "\n".join(on_off) + "\n\n10% wrong passwords / 0% (goal for numadir with the policy "
             "on: ≥ 0.80x the auths/s):\n\n" + "\n".join(wrong_load))
     if versus:
