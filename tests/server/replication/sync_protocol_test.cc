@@ -1,0 +1,201 @@
+// tests/server/replication/sync_protocol_test.cc: RFC 4533's control and message values, built
+// here octet by octet (not with the project's BER writer), read back or refused.
+#include "server/replication/sync_protocol.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace numadir::server::replication {
+namespace {
+
+// One short-form TLV (content under 128 octets).
+std::string tlv(std::uint8_t tag, const std::string& content) {
+  REQUIRE(content.size() < 128);
+  return std::string(1, static_cast<char>(tag)) +
+         std::string(1, static_cast<char>(content.size())) + content;
+}
+
+const std::string kUuidBytes("\x01\x23\x45\x67\x89\xab\xcd\xef\x10\x32\x54\x76\x98\xba\xdc\xfe",
+                             16);
+const char* const kUuidText = "01234567-89ab-cdef-1032-547698badcfe";
+const std::string kCookie = "rid=001,csn=20261203120000.000000Z#000000#000#000000";
+const std::string kTrue("\x01\x01\xff", 3);
+const std::string kFalse("\x01\x01\x00", 3);
+
+std::string enumerated(int value) { return tlv(0x0a, std::string(1, static_cast<char>(value))); }
+
+TEST_CASE("Sync protocol: the Sync Request control value") {
+  CHECK(encode_sync_request(SyncMode::kRefreshOnly, "", false) == tlv(0x30, enumerated(1)));
+  CHECK(encode_sync_request(SyncMode::kRefreshAndPersist, kCookie, false) ==
+        tlv(0x30, enumerated(3) + tlv(0x04, kCookie)));
+  CHECK(encode_sync_request(SyncMode::kRefreshAndPersist, kCookie, true) ==
+        tlv(0x30, enumerated(3) + tlv(0x04, kCookie) + kTrue));
+}
+
+TEST_CASE("Sync protocol: Sync State values") {
+  for (int kind = 0; kind <= 3; ++kind) {
+    CAPTURE(kind);
+    Result<SyncState> state =
+        decode_sync_state(tlv(0x30, enumerated(kind) + tlv(0x04, kUuidBytes)));
+    REQUIRE(state.ok());
+    CHECK(static_cast<int>(state->state) == kind);
+    CHECK(format_uuid(state->uuid) == kUuidText);
+    CHECK_FALSE(state->cookie.has_value());
+  }
+  // Decoded values are views: the encoded value outlives them.
+  const std::string encoded = tlv(0x30, enumerated(1) + tlv(0x04, kUuidBytes) + tlv(0x04, kCookie));
+  Result<SyncState> with_cookie = decode_sync_state(encoded);
+  REQUIRE(with_cookie.ok());
+  CHECK(with_cookie->cookie == kCookie);
+
+  SUBCASE("refused") {
+    const std::string bad[] = {
+        "",
+        tlv(0x30, ""),
+        tlv(0x30, enumerated(4) + tlv(0x04, kUuidBytes)),                // No such state.
+        tlv(0x30, enumerated(1) + tlv(0x04, kUuidBytes.substr(0, 15))),  // Short UUID.
+        tlv(0x30, enumerated(1) + tlv(0x04, kUuidBytes + "x")),          // Long UUID.
+        tlv(0x30, tlv(0x02, "\x01") + tlv(0x04, kUuidBytes)),            // INTEGER, not ENUM.
+        tlv(0x30, enumerated(1) + tlv(0x04, kUuidBytes) + tlv(0x04, kCookie) + kTrue),
+        tlv(0x30, enumerated(1) + tlv(0x04, kUuidBytes)) + "x",          // After the SEQUENCE.
+        tlv(0x30, enumerated(1) + tlv(0x04, kUuidBytes)).substr(0, 10),  // Cut.
+    };
+    for (const std::string& value : bad) {
+      CAPTURE(value);
+      Result<SyncState> state = decode_sync_state(value);
+      REQUIRE_FALSE(state.ok());
+      CHECK(state.status().code() == StatusCode::kMalformed);
+    }
+  }
+}
+
+TEST_CASE("Sync protocol: Sync Done values") {
+  Result<SyncDone> empty = decode_sync_done("");
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->cookie.has_value());
+  CHECK_FALSE(empty->refresh_deletes);
+  Result<SyncDone> bare = decode_sync_done(tlv(0x30, ""));
+  REQUIRE(bare.ok());
+  CHECK_FALSE(bare->refresh_deletes);
+  const std::string full_value = tlv(0x30, tlv(0x04, kCookie) + kTrue);
+  Result<SyncDone> full = decode_sync_done(full_value);
+  REQUIRE(full.ok());
+  CHECK(full->cookie == kCookie);
+  CHECK(full->refresh_deletes);
+  Result<SyncDone> deletes_only = decode_sync_done(tlv(0x30, kTrue));
+  REQUIRE(deletes_only.ok());
+  CHECK_FALSE(deletes_only->cookie.has_value());
+  CHECK(deletes_only->refresh_deletes);
+
+  CHECK_FALSE(decode_sync_done(tlv(0x30, kTrue + tlv(0x04, kCookie))).ok());  // Out of order.
+  CHECK_FALSE(decode_sync_done(tlv(0x31, "")).ok());
+  CHECK_FALSE(decode_sync_done(tlv(0x30, std::string("\x01\x01\x01", 3))).ok());  // TRUE not FF.
+}
+
+TEST_CASE("Sync protocol: each choice of Sync Info values") {
+  const std::string new_cookie = tlv(0x80, kCookie);
+  Result<SyncInfo> cookie = decode_sync_info(new_cookie);
+  REQUIRE(cookie.ok());
+  CHECK(cookie->kind == SyncInfoKind::kNewCookie);
+  CHECK(cookie->cookie == kCookie);
+
+  const std::string refresh_delete = tlv(0xa1, tlv(0x04, kCookie));
+  Result<SyncInfo> deletes = decode_sync_info(refresh_delete);
+  REQUIRE(deletes.ok());
+  CHECK(deletes->kind == SyncInfoKind::kRefreshDelete);
+  CHECK(deletes->cookie == kCookie);
+  CHECK(deletes->refresh_done);  // DEFAULT TRUE.
+
+  Result<SyncInfo> present = decode_sync_info(tlv(0xa2, kFalse));
+  REQUIRE(present.ok());
+  CHECK(present->kind == SyncInfoKind::kRefreshPresent);
+  CHECK_FALSE(present->cookie.has_value());
+  CHECK_FALSE(present->refresh_done);
+
+  const std::string other_uuid(16, '\x7f');
+  const std::string id_set = tlv(
+      0xa3, tlv(0x04, kCookie) + kTrue + tlv(0x31, tlv(0x04, kUuidBytes) + tlv(0x04, other_uuid)));
+  Result<SyncInfo> ids = decode_sync_info(id_set);
+  REQUIRE(ids.ok());
+  CHECK(ids->kind == SyncInfoKind::kSyncIdSet);
+  CHECK(ids->cookie == kCookie);
+  CHECK(ids->refresh_deletes);
+  REQUIRE(ids->uuids.size() == 2);
+  CHECK(format_uuid(ids->uuids[0]) == kUuidText);
+  CHECK(format_uuid(ids->uuids[1]) == "7f7f7f7f-7f7f-7f7f-7f7f-7f7f7f7f7f7f");
+
+  Result<SyncInfo> no_ids = decode_sync_info(tlv(0xa3, tlv(0x31, "")));
+  REQUIRE(no_ids.ok());
+  CHECK_FALSE(no_ids->refresh_deletes);  // DEFAULT FALSE.
+  CHECK(no_ids->uuids.empty());
+}
+
+TEST_CASE("Sync protocol: malformed Sync Info values are refused") {
+  const std::string bad[] = {
+      "",
+      tlv(0xa4, ""),                               // No fifth choice.
+      tlv(0x04, kCookie),                          // Universal, not [0].
+      tlv(0xa0, tlv(0x04, kCookie)),               // [0] constructed.
+      tlv(0xa1, kTrue + tlv(0x04, kCookie)),       // Out of order.
+      tlv(0xa3, tlv(0x04, kCookie)),               // syncIdSet without its SET.
+      tlv(0xa3, tlv(0x31, tlv(0x04, "short"))),    // A UUID of 5 octets.
+      tlv(0xa3, tlv(0x31, tlv(0x02, "\x01"))),     // Not an OCTET STRING.
+      tlv(0xa3, tlv(0x31, "") + tlv(0x04, "")),    // After the SET.
+      tlv(0x80, kCookie) + tlv(0x80, kCookie),     // Two values.
+      tlv(0xa2, tlv(0x04, kCookie)).substr(0, 5),  // Cut.
+  };
+  for (const std::string& value : bad) {
+    CAPTURE(value);
+    Result<SyncInfo> info = decode_sync_info(value);
+    REQUIRE_FALSE(info.ok());
+    CHECK(info.status().code() == StatusCode::kMalformed);
+    CHECK_FALSE(info.status().message().empty());
+  }
+}
+
+TEST_CASE("Sync protocol: entryUUID text") {
+  const std::optional<SyncUuid> uuid = parse_uuid(kUuidText);
+  REQUIRE(uuid.has_value());
+  CHECK(std::string(reinterpret_cast<const char*>(uuid->data()), 16) == kUuidBytes);
+  CHECK(parse_uuid("01234567-89AB-CDEF-1032-547698BADCFE") == uuid);
+  CHECK(parse_uuid("0123456789abcdef1032547698badcfe") == uuid);
+  CHECK_FALSE(parse_uuid("01234567-89ab-cdef-1032-547698badcf").has_value());
+  CHECK_FALSE(parse_uuid("01234567-89ab-cdef-1032+547698badcfe").has_value());
+  CHECK_FALSE(parse_uuid("0123456g-89ab-cdef-1032-547698badcfe").has_value());
+  CHECK_FALSE(parse_uuid("").has_value());
+}
+
+TEST_CASE("Sync protocol: slapd's cookies") {
+  Result<SyncCookie> plain = parse_sync_cookie(kCookie);
+  REQUIRE(plain.ok());
+  CHECK(plain->rid == 1);
+  CHECK_FALSE(plain->sid.has_value());
+  REQUIRE(plain->csns.size() == 1);
+  CHECK(plain->csns[0] == "20261203120000.000000Z#000000#000#000000");
+
+  Result<SyncCookie> multi = parse_sync_cookie(
+      "rid=123,sid=00a,csn=20261203120000.000000Z#000000#001#000000;"
+      "20261203120001.000000Z#000000#002#000000");
+  REQUIRE(multi.ok());
+  CHECK(multi->rid == 123);
+  CHECK(multi->sid == 10);
+  CHECK(multi->csns.size() == 2);
+
+  Result<SyncCookie> rid_only = parse_sync_cookie("rid=7");
+  REQUIRE(rid_only.ok());
+  CHECK(rid_only->rid == 7);
+  CHECK(rid_only->csns.empty());
+  CHECK(parse_sync_cookie("").ok());  // A provider with nothing yet sends no CSN.
+
+  for (const char* bad : {"rid=1000", "rid=-1", "rid=", "rid=1,rid=2", "sid=1000", "rid=1,foo=2",
+                          "rid", "rid=1,csn=a,csn=b", "rid=0x1"}) {
+    CAPTURE(bad);
+    Result<SyncCookie> cookie = parse_sync_cookie(bad);
+    REQUIRE_FALSE(cookie.ok());
+    CHECK(cookie.status().code() == StatusCode::kMalformed);
+  }
+}
+
+}  // namespace
+}  // namespace numadir::server::replication
