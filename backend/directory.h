@@ -237,6 +237,9 @@ class Directory {
   // The single writer: submit UpdateJobs to it for updates that must not hold the calling
   // thread (and for checks inside the write transaction).
   Writer& writer();
+  // Returns: the cookie a replication consumer stored with its last batch (ReplicaChange,
+  //   update_job.h) for replica id `rid`, or nullopt when it stored none. Errors: kStorage.
+  Result<std::optional<std::string>> replica_cookie(std::uint32_t rid) const;
   // Subscribes `callback` to every change committed from now on (see change_feed.h for the
   // thread it runs on and what it may do). Returns: the subscription; destroying it
   // unsubscribes.

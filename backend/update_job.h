@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -59,6 +60,43 @@ struct RenameChange {
   std::optional<std::string> new_superior;
 };
 
+// One change a replication consumer received from its provider (server/replication), for the
+// entry identified by its entryUUID.
+struct ReplicaItem {
+  enum class Kind : std::uint8_t {
+    // Store `entry` as sent (its operational attributes, entryCSN and the timestamps included,
+    // kept; those it lacks stamped as an import does): added if no entry has `uuid`, replacing
+    // the one that has it otherwise, moved first (with its subtree) when its DN changed. An
+    // entry of another entryUUID holding the DN is replaced (a leaf that cannot stay is
+    // removed).
+    kUpsert,
+    kDelete,  // Remove the entry that has `uuid` (a leaf).
+  };
+  Kind kind = Kind::kUpsert;
+  std::string uuid;     // The entryUUID, lower-case 8-4-4-4-12 hex (RFC 4530).
+  schema::Entry entry;  // kUpsert only.
+};
+// The end of a refresh's present phase (RFC 4533 §3.4.1.1): entries in scope that the
+// provider did not name are gone from it.
+struct ReplicaPrune {
+  std::string base;
+  Scope scope = Scope::kSubtree;
+  std::vector<std::string> keep;  // entryUUIDs as ReplicaItem::uuid, sorted, unique.
+};
+// A batch of a consumer's changes, applied in order in one job (all of it or nothing), with the
+// cookie that covers them stored in the same transaction (Directory::replica_cookie reads it).
+struct ReplicaChange {
+  std::uint32_t rid = 0;  // The consumer's replica id, 1..999.
+  std::vector<ReplicaItem> items;
+  std::optional<ReplicaPrune> prune;  // After the items.
+  std::optional<std::string> cookie;  // Stored for `rid` when present.
+  // Errors refusing the whole job: kNoSuchObject for a delete of an entryUUID no entry has (or
+  //   an upsert whose parent is missing); kUnsupported when database.indexes lacks an eq index
+  //   on entryUUID; kEntryAlreadyExists when a moved entry's new DN is held by a non-leaf of
+  //   another entryUUID; the schema's codes for an entry it refuses (kUndefinedAttributeType
+  //   naming the type, ...); kNotAllowedOnNonLeaf for a delete of an entry with children.
+};
+
 // Runs inside the write transaction before the change; a non-ok Status refuses the job with
 // nothing written, and becomes the job's completion status.
 using WriteCheck = std::function<Status(const WriteView&)>;
@@ -68,7 +106,7 @@ using WriteCheck = std::function<Status(const WriteView&)>;
 using WriteCompletion = std::function<void(Status)>;
 
 struct UpdateJob {
-  std::variant<AddChange, RemoveChange, ModifyChange, RenameChange> change;
+  std::variant<AddChange, RemoveChange, ModifyChange, RenameChange, ReplicaChange> change;
   UpdateContext context;
   WriteCheck check;      // Optional.
   WriteCompletion done;  // Optional (nothing is told of the outcome without one).

@@ -136,6 +136,14 @@ std::size_t UpdateJob::approximate_bytes() const {
         } else if constexpr (std::is_same_v<T, RenameChange>) {
           bytes =
               change.dn.size() + change.new_rdn.size() + change.new_superior.value_or("").size();
+        } else if constexpr (std::is_same_v<T, ReplicaChange>) {
+          bytes = change.cookie.value_or("").size();
+          for (const ReplicaItem& item : change.items) {
+            bytes += item.uuid.size() + item.entry.dn.size();
+            for (const schema::EntryAttribute& attribute : item.entry.attributes) {
+              bytes += attribute_bytes(attribute.description, attribute.values);
+            }
+          }
         } else {
           bytes = change.dn.size();
         }
@@ -157,8 +165,9 @@ struct alignas(kCacheLineSize) Writer::Counters {
 // Owner: the writer thread.
 struct Writer::Batch {
   std::vector<std::unique_ptr<UpdateJob>> jobs;
-  std::vector<Status> outcomes;       // Per job: its own outcome (before the commit).
-  std::vector<ChangeRecord> changes;  // Per job: its record, when its outcome is ok.
+  std::vector<Status> outcomes;  // Per job: its own outcome (before the commit).
+  // Per job: its records (one, but for a replica batch), when its outcome is ok.
+  std::vector<std::vector<ChangeRecord>> changes;
 
   void reset(std::size_t n) {
     outcomes.assign(n, Status());
@@ -260,20 +269,27 @@ void Writer::main() {
 
 namespace {
 
-// Runs one job's check and change in `txn`; fills `change` on success.
-Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn, ChangeRecord* change) {
+// Runs one job's check and change in `txn`; fills `changes` (cleared first) on success.
+Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn,
+               std::vector<ChangeRecord>& changes) {
+  changes.clear();
   if (job.check) {
     const TxnWriteView view(core, txn);
     NUMADIR_RETURN_IF_ERROR(job.check(view));
   }
   // Stamped here, on the writer thread in job order: CSNs grow with the commit order.
   const Stamp stamp = detail::make_stamp(core, job.context);
-  *change = ChangeRecord{};
+  if (auto* replica = std::get_if<ReplicaChange>(&job.change)) {
+    return detail::apply_replica(core, txn, *replica, stamp, changes);
+  }
+  ChangeRecord* change = &changes.emplace_back();
   change->internal = job.context.internal;
   return std::visit(
       [&](auto& op) -> Status {
         using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, AddChange>) {
+        if constexpr (std::is_same_v<T, ReplicaChange>) {
+          return internal_error("replica change outside apply_replica");
+        } else if constexpr (std::is_same_v<T, AddChange>) {
           return detail::apply_add(core, txn, op.entry, op.internal_attributes, stamp, change);
         } else if constexpr (std::is_same_v<T, RemoveChange>) {
           return detail::apply_remove(core, txn, op.dn, stamp, change);
@@ -310,7 +326,7 @@ void Writer::run_batch(Batch& batch) {
         Result<Txn> txn = Txn::begin(*core_.env, false);
         outcome = txn.status();
         if (outcome.ok()) {
-          outcome = run_job(core_, *batch.jobs[i], txn->raw(), &batch.changes[i]);
+          outcome = run_job(core_, *batch.jobs[i], txn->raw(), batch.changes[i]);
         }
         if (outcome.ok()) {
           outcome = txn->commit();
@@ -335,7 +351,7 @@ void Writer::run_batch(Batch& batch) {
         Result<Txn> child = Txn::begin_nested(*core_.env, *parent);
         Status outcome = child.status();
         if (outcome.ok()) {
-          outcome = run_job(core_, *batch.jobs[i], child->raw(), &batch.changes[i]);
+          outcome = run_job(core_, *batch.jobs[i], child->raw(), batch.changes[i]);
         }
         if (outcome.ok()) {
           outcome = child->commit();  // Into the parent; LMDB aborts the child if it fails.
@@ -363,7 +379,9 @@ void Writer::finish_job(Batch& batch, std::size_t i, const Status& commit_status
     outcome = commit_status;  // Its change was in the transaction that failed to commit.
   }
   if (outcome.ok()) {
-    feed_.publish(batch.changes[i]);
+    for (ChangeRecord& change : batch.changes[i]) {
+      feed_.publish(change);
+    }
   } else {
     bump(counters_->failed);
   }

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "backend/filter_eval.h"
 #include "backend/lmdb_env.h"
 #include "backend/operational.h"
+#include "backend/update_job.h"
 #include "base/thread_annotations.h"
 
 namespace numadir::backend::detail {
@@ -222,6 +224,15 @@ Status apply_rename(DirectoryCore& core, MDB_txn* txn, std::string_view dn,
                     std::string_view new_rdn, bool delete_old_rdn,
                     std::optional<std::string_view> new_superior, const Stamp& stamp,
                     ChangeRecord* change);
+
+// A replication consumer's batch (backend/replica.cc), in `txn` as the changes above; one
+// record per entry added, modified, renamed or deleted is appended to `changes`.
+Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& change,
+                     const Stamp& stamp, std::vector<ChangeRecord>& changes);
+// Returns: the cookie stored for consumer `rid`, or nullopt. Errors: kStorage.
+Result<std::optional<std::string>> run_replica_cookie(const DirectoryCore& core, std::uint32_t rid);
+// The meta key a consumer's cookie is stored under.
+std::string replica_cookie_key(std::uint32_t rid);
 
 Result<std::unique_ptr<Directory::Importer>> run_begin_import(DirectoryCore& core,
                                                               const UpdateContext& context);
