@@ -295,6 +295,9 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
       return id.status();
     }
     if (*id == 0) {
+      if (change.skip_missing_deletes) {
+        continue;
+      }
       return Status(StatusCode::kNoSuchObject, "no entry has entryUUID " + uuid);
     }
     NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *id, stamp, changes));

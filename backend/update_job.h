@@ -90,6 +90,9 @@ struct ReplicaChange {
   std::vector<ReplicaItem> items;
   std::optional<ReplicaPrune> prune;  // After the items.
   std::optional<std::string> cookie;  // Stored for `rid` when present.
+  // A delete of an entryUUID no entry has is skipped rather than refused: in a refresh, where a
+  // consumer that stopped mid-refresh is sent again what it applied without its cookie.
+  bool skip_missing_deletes = false;
   // Errors refusing the whole job: kNoSuchObject for a delete of an entryUUID no entry has (or
   //   an upsert whose parent is missing); kUnsupported when database.indexes lacks an eq index
   //   on entryUUID; kEntryAlreadyExists when a moved entry's new DN is held by a non-leaf of

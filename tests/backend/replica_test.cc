@@ -180,6 +180,22 @@ TEST_CASE("Replica: deletes by entryUUID") {
   CHECK(f.changes.back().kind == ChangeKind::kDelete);
   CHECK(f.apply({remove(2)}).code() == StatusCode::kNotAllowedOnNonLeaf);
   CHECK(f.exists(kPeople));
+  CHECK(f.apply({remove(3)}).code() == StatusCode::kNoSuchObject);  // Already gone.
+}
+
+TEST_CASE("Replica: a refresh's batch may delete what is gone already") {
+  ReplicaFixture f;
+  f.refresh();
+  auto job = std::make_unique<UpdateJob>();
+  ReplicaChange change;
+  change.rid = 7;
+  change.items = {remove(99), remove(3)};
+  change.skip_missing_deletes = true;
+  change.cookie = "rid=007,csn=5";
+  job->change = std::move(change);
+  require_ok(f.directory->writer().run(std::move(job)));
+  CHECK_FALSE(f.exists(user_dn(1)));
+  CHECK(f.cookie() == "rid=007,csn=5");
 }
 
 TEST_CASE("Replica: a batch with a bad change is refused whole and its cookie is not stored") {

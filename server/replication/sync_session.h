@@ -1,0 +1,103 @@
+// server/replication/sync_session.h: one syncrepl search of a consumer, as RFC 4533 defines its
+// messages: what the provider sends (entries with their Sync State, Sync Info messages, the Sync
+// Done control) turned into batches for the directory's writer (backend::ReplicaChange), each
+// carrying the cookie that covers it.
+//
+//   SyncSession session(rid, {base, scope}, SyncMode::kRefreshAndPersist, 500);
+//   for each message: session.on_entry(...) / on_info(...) / on_done(...)
+//   when session.batch_full() or the provider has nothing more for now:
+//     if (auto batch = session.take_batch()) writer.run(job of *batch);
+//
+// The refresh phase (§3.4.1): every entry sent as add or modify is stored (an upsert by
+// entryUUID), one sent as present only noted; at the end of a present phase (a refreshPresent
+// Sync Info, or a Sync Done without refreshDeletes) every entry in scope that the provider did
+// not name is pruned; deletes (a Sync State delete, a syncIdSet with refreshDeletes) remove
+// entries. A refresh's batches skip deletes of entries already gone (a consumer that stopped
+// mid-refresh is sent again what it applied without its cookie). The persist phase (§3.4.2):
+// each change as it comes; a delete of an unknown entry there is the provider's error.
+//
+// Anything a provider sends that breaks the protocol (a present state in the persist phase, a
+// cookie of another rid or one that does not parse, a message after the search is done) is
+// refused with kMalformed and a message naming it: the consumer then drops the connection
+// without writing anything of the pending batch.
+//
+// Thread contract: owned and used by the consumer's thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/update_job.h"
+#include "base/status.h"
+#include "listener/wire/ldap_message.h"
+#include "server/replication/sync_protocol.h"
+
+namespace numadir::server::replication {
+
+enum class SyncPhase : std::uint8_t { kRefresh, kPersist, kDone };
+
+struct SyncScope {
+  std::string base;
+  backend::Scope scope = backend::Scope::kSubtree;
+};
+
+class SyncSession {
+ public:
+  // Requires: 1 <= rid <= 999; batch_entries >= 1.
+  SyncSession(std::uint32_t rid, SyncScope scope, SyncMode mode, std::size_t batch_entries);
+  SyncSession(const SyncSession&) = delete;
+  SyncSession& operator=(const SyncSession&) = delete;
+
+  // A SearchResultEntry with its Sync State control value (`state`, decoded by the caller).
+  // Errors: kMalformed (see above).
+  Status on_entry(std::string_view dn, const listener::wire::AttributeList& attributes,
+                  const SyncState& state);
+  // A Sync Info IntermediateResponse. Errors: kMalformed.
+  Status on_info(const SyncInfo& info);
+  // The SearchResultDone (success) with its Sync Done control value; ends the search (a
+  // refreshOnly one, or a persist one the provider ended). Errors: kMalformed.
+  Status on_done(const SyncDone& done);
+
+  SyncPhase phase() const { return phase_; }
+  // Whether the pending batch reached batch_entries items (take it before reading more).
+  bool batch_full() const { return items_.size() >= batch_entries_; }
+  // Returns: the pending changes and cookie as one batch, or nullopt when nothing is pending.
+  // The session starts a new batch.
+  std::optional<backend::ReplicaChange> take_batch();
+
+  // Counters for monitoring: entries and deletes received (present notices not counted).
+  std::uint64_t entries_received() const { return entries_received_; }
+  std::uint64_t deletes_received() const { return deletes_received_; }
+  // The last cookie the provider sent (applied or pending), "" if none.
+  const std::string& last_cookie() const { return last_cookie_; }
+
+ private:
+  Status take_cookie(const std::optional<std::string_view>& cookie);
+  void end_present_phase();
+  void add_delete(const SyncUuid& uuid);
+  void note_present(const SyncUuid& uuid);
+  Status end_refresh(bool refresh_done);
+  Status require_refresh(const char* what) const;
+
+  const std::uint32_t rid_;
+  const SyncScope scope_;
+  const SyncMode mode_;
+  const std::size_t batch_entries_;
+
+  SyncPhase phase_ = SyncPhase::kRefresh;
+  std::vector<backend::ReplicaItem> items_;
+  std::optional<std::string> cookie_;  // Pending: stored with the next batch.
+  std::optional<backend::ReplicaPrune> prune_;
+  bool refresh_items_ = false;  // The pending batch holds deletes of the refresh phase.
+  // Refresh only: the entryUUIDs the provider named (sent, or noted present), for the prune.
+  std::vector<std::string> named_;
+  std::string last_cookie_;
+  std::uint64_t entries_received_ = 0;
+  std::uint64_t deletes_received_ = 0;
+};
+
+}  // namespace numadir::server::replication
