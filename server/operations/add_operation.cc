@@ -209,6 +209,10 @@ std::optional<ParsedName> AddOperation::check_request(const listener::wire::AddR
     sender.send_result(outside_naming_context());
     return std::nullopt;
   }
+  if (const std::string* referral = context_.update_referral(name->ndn)) {
+    sender.send_result(update_referral(*referral, add.entry));
+    return std::nullopt;
+  }
   return name;
 }
 

@@ -105,11 +105,11 @@ OwnedResult CompareOperation::compare_values(const schema::Entry& entry,
     present = true;
     for (const std::string& value : attribute.values) {
       if (catalog.normalize(rule, value, normalized) && normalized == assertion) {
-        return OwnedResult{ResultCode::kCompareTrue, "", ""};
+        return OwnedResult{ResultCode::kCompareTrue, "", "", {}};
       }
     }
   }
-  return present ? OwnedResult{ResultCode::kCompareFalse, "", ""}
+  return present ? OwnedResult{ResultCode::kCompareFalse, "", "", {}}
                  : OwnedResult::error(ResultCode::kNoSuchAttribute, "");
 }
 

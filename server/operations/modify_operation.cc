@@ -126,6 +126,10 @@ std::optional<ParsedName> ModifyOperation::check_request(
     sender.send_result(outside_naming_context());
     return std::nullopt;
   }
+  if (const std::string* referral = context_.update_referral(ndn)) {
+    sender.send_result(update_referral(*referral, modify.object));
+    return std::nullopt;
+  }
   return name;
 }
 

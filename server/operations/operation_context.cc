@@ -71,6 +71,16 @@ OperationContext::OperationContext(backend::Directory& directory, HandlerOptions
       suffix_ndn_(suffix_ndn_of(directory.options().suffix, dn_normalizer_)),
       monitor_ndn_(normalized_or_empty(kMonitorDn,
                                        [this](std::string_view dn) { return normalize_dn(dn); })),
+      replicated_ndns_([this] {
+        std::vector<std::pair<std::string, std::string>> areas;
+        for (const HandlerOptions::ReplicatedArea& area : options_.replicated) {
+          Result<std::string> ndn = normalize_dn(area.base_dn);
+          if (ndn.ok()) {
+            areas.emplace_back(std::move(*ndn), area.updateref);
+          }
+        }
+        return areas;
+      }()),
       default_access_(options_.access != nullptr
                           ? nullptr
                           : std::make_unique<const AccessControl>(directory.schema())),
@@ -171,6 +181,15 @@ Result<std::string_view> OperationContext::normalize_dn_cached(std::string_view 
 
 bool OperationContext::in_naming_context(std::string_view ndn) const {
   return suffix_ndn_.empty() || (!ndn.empty() && ndn_at_or_below(ndn, suffix_ndn_));
+}
+
+const std::string* OperationContext::update_referral(std::string_view ndn) const {
+  for (const auto& [base_ndn, updateref] : replicated_ndns_) {
+    if (ndn_at_or_below(ndn, base_ndn)) {
+      return &updateref;
+    }
+  }
+  return nullptr;
 }
 
 const schema::AttributeType* OperationContext::attribute_type(std::string_view description) const {

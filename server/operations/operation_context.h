@@ -70,6 +70,14 @@ struct HandlerOptions {
   bool policy_use_lockout = false;
   std::uint32_t failure_flush_ms = 100;
   std::uint32_t clear_flush_ms = 10'000;  // How late a success's clearing of failures is written.
+  // Content a replication consumer keeps ([[replication.consumer]]): no client writes there,
+  // the rootdn included; an update gets a referral (10) to `updateref`, as slapd's consumers
+  // answer.
+  struct ReplicatedArea {
+    std::string base_dn;
+    std::string updateref;  // An LDAP URL (the provider's, unless configured).
+  };
+  std::vector<ReplicatedArea> replicated;
 };
 
 // The DN parser's buffers and the memos of OperationContext::normalize_dn_into and
@@ -163,6 +171,9 @@ class OperationContext {
   }
   // Returns: true if normalized DN `ndn` is the suffix or lies below it (the directory holds it).
   bool in_naming_context(std::string_view ndn) const;
+  // Returns: the update referral (ReplicatedArea::updateref) of the replicated content holding
+  //   normalized DN `ndn`, or nullptr when clients may write there.
+  const std::string* update_referral(std::string_view ndn) const;
   // Returns: the schema type of an attribute description's type part, or nullptr.
   const schema::AttributeType* attribute_type(std::string_view description) const;
 
@@ -179,6 +190,9 @@ class OperationContext {
   const std::string subschema_ndn_;
   const std::string suffix_ndn_;  // Empty: the suffix did not parse (everything is inside).
   const std::string monitor_ndn_;
+  // options_.replicated with each base normalized (those that do not normalize dropped: the
+  // config check refuses them).
+  const std::vector<std::pair<std::string, std::string>> replicated_ndns_;
   const std::unique_ptr<const AccessControl> default_access_;  // Without options.access only.
   const AccessControl& access_;
 };

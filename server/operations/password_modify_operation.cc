@@ -143,6 +143,10 @@ void PasswordModifyOperation::run(const LdapMessage& request, ServerSession& ses
                          std::nullopt);
     return;
   }
+  if (const std::string* referral = context_.update_referral(target_ndn)) {
+    sender.send_extended(update_referral(*referral, ""), std::nullopt);
+    return;
+  }
   // The old password is checked whenever given, whoever asks (as slapd), after access. Hashing
   // is the costly part, so it runs here on the worker, against the snapshot; the writer's check
   // then decides access and only compares the matched value with what is still stored.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "listener/wire/ldap_message.h"
@@ -17,10 +18,11 @@ struct OwnedResult {
   listener::wire::ResultCode code = listener::wire::ResultCode::kSuccess;
   std::string matched_dn;
   std::string diagnostic;
+  std::vector<std::string> referrals;  // Sent with kReferral (RFC 4511 §4.1.10).
 
   static OwnedResult success() { return {}; }
   static OwnedResult error(listener::wire::ResultCode code, std::string diagnostic) {
-    return OwnedResult{code, std::string(), std::move(diagnostic)};
+    return OwnedResult{code, std::string(), std::move(diagnostic), {}};
   }
 };
 

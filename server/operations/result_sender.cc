@@ -48,6 +48,9 @@ void ResultSender::send_final(LdapMessage& response, ProtocolOp op, const OwnedR
   response.result.code = result.code;
   response.result.matched_dn = result.matched_dn;
   response.result.diagnostic_message = result.diagnostic;
+  for (const std::string& referral : result.referrals) {
+    response.result.referrals.push_back(referral);
+  }
   for (const OwnedControl& control : controls_) {
     std::optional<std::string_view> value;
     if (control.value.has_value()) {

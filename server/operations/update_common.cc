@@ -2,6 +2,7 @@
 #include "server/operations/update_common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <utility>
 
@@ -47,6 +48,32 @@ Status no_entry_access() {
 Status no_attribute_access(const schema::AttributeType& type) {
   return Status(StatusCode::kInsufficientAccessRights,
                 "no write access to attribute " + std::string(type.primary_name()));
+}
+
+OwnedResult update_referral(std::string_view updateref, std::string_view dn) {
+  std::string url(updateref);
+  const std::size_t scheme = url.find("://");
+  const bool has_path =
+      scheme != std::string::npos && url.find('/', scheme + 3) != std::string::npos;
+  if (!dn.empty() && !has_path) {
+    url += '/';
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    for (const char c : dn) {
+      const auto byte = static_cast<unsigned char>(c);
+      // RFC 4516: a DN in a URL keeps its RFC 4514 characters but those a URL reserves.
+      if (std::isalnum(byte) != 0 ||
+          std::string_view("=,+-._~;'()*!$&:@").find(c) != std::string_view::npos) {
+        url += c;
+      } else {
+        url += '%';
+        url += kHex[byte >> 4];
+        url += kHex[byte & 0xf];
+      }
+    }
+  }
+  OwnedResult result = OwnedResult::error(ResultCode::kReferral, "");
+  result.referrals.push_back(std::move(url));
+  return result;
 }
 
 OwnedResult outside_naming_context() {
@@ -96,6 +123,10 @@ bool UpdateTarget::check(ResultSender& sender) const {
   }
   if (!context_.in_naming_context(ndn)) {
     sender.send_result(outside_naming_context());
+    return false;
+  }
+  if (const std::string* referral = context_.update_referral(ndn)) {
+    sender.send_result(update_referral(*referral, dn_));
     return false;
   }
   return true;

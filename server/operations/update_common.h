@@ -53,6 +53,10 @@ Status no_entry_access();
 Status no_attribute_access(const schema::AttributeType& type);
 OwnedResult outside_naming_context();
 OwnedResult password_hash_failed();
+// The referral an update of replicated content gets (OperationContext::update_referral): as
+// slapd's consumers answer, `updateref` with the request's DN `dn` as its path (RFC 4516
+// escaping), or `updateref` alone for an extended operation (`dn` empty) or when it names a DN.
+OwnedResult update_referral(std::string_view updateref, std::string_view dn);
 
 // Hashes each cleartext userPassword value in `values` (no "{SCHEME}" prefix, or {CLEARTEXT})
 // with `scheme`: simple binds check cleartext values only where passwords.allow_cleartext is

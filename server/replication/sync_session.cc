@@ -8,9 +8,13 @@
 
 namespace numadir::server::replication {
 
-SyncSession::SyncSession(std::uint32_t rid, SyncScope scope, SyncMode mode,
+SyncSession::SyncSession(std::uint32_t rid, SyncScope scope, SyncMode mode, bool full_refresh,
                          std::size_t batch_entries)
-    : rid_(rid), scope_(std::move(scope)), mode_(mode), batch_entries_(batch_entries) {
+    : rid_(rid),
+      scope_(std::move(scope)),
+      mode_(mode),
+      full_refresh_(full_refresh),
+      batch_entries_(batch_entries) {
   NUMADIR_CHECK(rid >= 1 && rid <= 999, "SyncSession: rid out of range");
   NUMADIR_CHECK(batch_entries >= 1, "SyncSession: empty batches");
 }
@@ -118,7 +122,11 @@ Status SyncSession::on_info(const SyncInfo& info) {
     case SyncInfoKind::kRefreshDelete:
       NUMADIR_RETURN_IF_ERROR(require_refresh("the end of a delete phase"));
       NUMADIR_RETURN_IF_ERROR(take_cookie(info.cookie));
-      named_.clear();  // A delete phase prunes nothing: the deletes were named.
+      if (full_refresh_ && info.refresh_done) {
+        end_present_phase();
+      } else {
+        named_.clear();  // A delete phase prunes nothing: the deletes were named.
+      }
       return end_refresh(info.refresh_done);
     case SyncInfoKind::kSyncIdSet:
       if (info.refresh_deletes) {
@@ -141,7 +149,7 @@ Status SyncSession::on_done(const SyncDone& done) {
     return require_refresh("a second Sync Done");
   }
   NUMADIR_RETURN_IF_ERROR(take_cookie(done.cookie));
-  if (phase_ == SyncPhase::kRefresh && !done.refresh_deletes) {
+  if (phase_ == SyncPhase::kRefresh && (!done.refresh_deletes || full_refresh_)) {
     end_present_phase();
   }
   named_.clear();

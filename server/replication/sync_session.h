@@ -3,7 +3,7 @@
 // Done control) turned into batches for the directory's writer (backend::ReplicaChange), each
 // carrying the cookie that covers it.
 //
-//   SyncSession session(rid, {base, scope}, SyncMode::kRefreshAndPersist, 500);
+//   SyncSession session(rid, {base, scope}, SyncMode::kRefreshAndPersist, cookie.empty(), 500);
 //   for each message: session.on_entry(...) / on_info(...) / on_done(...)
 //   when session.batch_full() or the provider has nothing more for now:
 //     if (auto batch = session.take_batch()) writer.run(job of *batch);
@@ -47,8 +47,13 @@ struct SyncScope {
 
 class SyncSession {
  public:
+  // `full_refresh`: the search was sent without a cookie, so the refresh brings the provider's
+  // whole content and whatever it does not name is gone, whichever way it ends (slapd ends
+  // such a refresh as a delete phase, refreshDeletes TRUE, having deleted nothing: a reload
+  // after e-syncRefreshRequired must still drop what the provider no longer has).
   // Requires: 1 <= rid <= 999; batch_entries >= 1.
-  SyncSession(std::uint32_t rid, SyncScope scope, SyncMode mode, std::size_t batch_entries);
+  SyncSession(std::uint32_t rid, SyncScope scope, SyncMode mode, bool full_refresh,
+              std::size_t batch_entries);
   SyncSession(const SyncSession&) = delete;
   SyncSession& operator=(const SyncSession&) = delete;
 
@@ -86,6 +91,7 @@ class SyncSession {
   const std::uint32_t rid_;
   const SyncScope scope_;
   const SyncMode mode_;
+  const bool full_refresh_;
   const std::size_t batch_entries_;
 
   SyncPhase phase_ = SyncPhase::kRefresh;

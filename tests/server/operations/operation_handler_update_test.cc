@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "server/operations/root_dse.h"
 #include "tests/server/operations/operation_handler_test_util.h"
 
 namespace numadir::server::testing {
@@ -339,6 +340,48 @@ TEST_CASE("OperationHandler: with cleartext allowed a userPassword is stored as 
   auto user_session = fixture.open_session();
   CHECK(code_of(*fixture.run_one(bind_request(1, kNewUser, "newbie secret"), *user_session)) ==
         ResultCode::kSuccess);
+}
+
+}  // namespace
+}  // namespace numadir::server::testing
+
+namespace numadir::server::testing {
+namespace {
+
+// slapd's consumers answer a write into what they replicate with a referral to updateref,
+// the request's DN as its path (the Password Modify exop: updateref alone), whoever asks.
+TEST_CASE("Updates of replicated content get a referral to the provider") {
+  using listener::wire::ModifyOperation;
+  HandlerOptions options = default_handler_options();
+  options.replicated.push_back({std::string(kPeople), "ldap://provider.example:389"});
+  HandlerFixture fixture(std::move(options));
+  auto session = fixture.open_session();
+  bind_as(fixture, *session, kRootDn, kRootPassword);
+
+  const auto expect_referral = [](const Response& response, std::string_view url) {
+    CHECK(code_of(response) == ResultCode::kReferral);
+    REQUIRE(response.message.result.referrals.size() == 1);
+    CHECK(response.message.result.referrals[0] == url);
+  };
+  expect_referral(
+      *fixture.run_one(modify_request(2, user_dn(1), ModifyOperation::kReplace, "sn", {"Changed"}),
+                       *session),
+      "ldap://provider.example:389/uid=user1,ou=people,dc=example,dc=com");
+  expect_referral(*fixture.run_one(add_request(3, "uid=new user,ou=people,dc=example,dc=com",
+                                               {{"objectClass", {"account"}}, {"uid", {"new"}}}),
+                                   *session),
+                  "ldap://provider.example:389/uid=new%20user,ou=people,dc=example,dc=com");
+  expect_referral(*fixture.run_one(delete_request(4, user_dn(2)), *session),
+                  "ldap://provider.example:389/uid=user2,ou=people,dc=example,dc=com");
+  const std::string passwd = passwd_value(user_dn(3), std::nullopt, "new secret");
+  expect_referral(*fixture.run_one(extended_request(5, kPasswordModifyOid, passwd), *session),
+                  "ldap://provider.example:389");
+  // Nothing was written; outside the replicated content updates go on.
+  CHECK(stored_values(fixture, user_dn(1), "sn") == std::vector<std::string>{"Smith"});
+  CHECK(
+      code_of(*fixture.run_one(modify_request(6, "ou=groups,dc=example,dc=com",
+                                              ModifyOperation::kReplace, "description", {"local"}),
+                               *session)) == ResultCode::kSuccess);
 }
 
 }  // namespace

@@ -74,8 +74,8 @@ SyncInfo info(SyncInfoKind kind, std::optional<std::string_view> cookie = {},
 
 void require_ok(const Status& status) { REQUIRE_MESSAGE(status.ok(), status.to_string()); }
 
-TEST_CASE("Sync session: a first refreshOnly ends with a prune and its cookie") {
-  SyncSession session(1, suffix_scope(), SyncMode::kRefreshOnly, 100);
+TEST_CASE("Sync session: a refresh without a cookie ends with a prune and its cookie") {
+  SyncSession session(1, suffix_scope(), SyncMode::kRefreshOnly, true, 100);
   CHECK_FALSE(session.take_batch().has_value());
   for (int n = 1; n <= 3; ++n) {
     Sent sent(n);
@@ -83,6 +83,7 @@ TEST_CASE("Sync session: a first refreshOnly ends with a prune and its cookie") 
   }
   SyncDone done;
   done.cookie = "rid=001,csn=A";
+  done.refresh_deletes = true;  // As slapd ends a refresh sent without a cookie.
   require_ok(session.on_done(done));
   CHECK(session.phase() == SyncPhase::kDone);
   CHECK(session.entries_received() == 3);
@@ -112,7 +113,7 @@ TEST_CASE("Sync session: a first refreshOnly ends with a prune and its cookie") 
 }
 
 TEST_CASE("Sync session: refreshAndPersist with a present phase and then persisted changes") {
-  SyncSession session(2, suffix_scope(), SyncMode::kRefreshAndPersist, 100);
+  SyncSession session(2, suffix_scope(), SyncMode::kRefreshAndPersist, false, 100);
   Sent one(1);
   require_ok(session.on_entry(user_dn(1), one.attributes, state(SyncStateKind::kModify, 1)));
   require_ok(session.on_entry(user_dn(2), AttributeList(), state(SyncStateKind::kPresent, 2)));
@@ -153,7 +154,7 @@ TEST_CASE("Sync session: refreshAndPersist with a present phase and then persist
 }
 
 TEST_CASE("Sync session: a delete phase names its deletes and prunes nothing") {
-  SyncSession session(3, suffix_scope(), SyncMode::kRefreshAndPersist, 100);
+  SyncSession session(3, suffix_scope(), SyncMode::kRefreshAndPersist, false, 100);
   Sent one(1);
   require_ok(session.on_entry(user_dn(1), one.attributes, state(SyncStateKind::kAdd, 1)));
   SyncInfo ids;
@@ -172,8 +173,19 @@ TEST_CASE("Sync session: a delete phase names its deletes and prunes nothing") {
   CHECK(session.deletes_received() == 2);
 }
 
+TEST_CASE("Sync session: a reload ended as a delete phase still prunes") {
+  SyncSession session(3, suffix_scope(), SyncMode::kRefreshAndPersist, true, 100);
+  Sent one(1);
+  require_ok(session.on_entry(user_dn(1), one.attributes, state(SyncStateKind::kAdd, 1)));
+  require_ok(session.on_info(info(SyncInfoKind::kRefreshDelete, "rid=003,csn=F")));
+  std::optional<backend::ReplicaChange> batch = session.take_batch();
+  REQUIRE(batch.has_value());
+  REQUIRE(batch->prune.has_value());
+  CHECK(batch->prune->keep == std::vector<std::string>{format_uuid(uuid(1))});
+}
+
 TEST_CASE("Sync session: a present phase then a delete phase") {
-  SyncSession session(3, suffix_scope(), SyncMode::kRefreshOnly, 100);
+  SyncSession session(3, suffix_scope(), SyncMode::kRefreshOnly, false, 100);
   require_ok(session.on_entry(user_dn(1), AttributeList(), state(SyncStateKind::kPresent, 1)));
   require_ok(session.on_info(info(SyncInfoKind::kRefreshPresent, {}, /*refresh_done=*/false)));
   CHECK(session.phase() == SyncPhase::kRefresh);
@@ -191,7 +203,7 @@ TEST_CASE("Sync session: a present phase then a delete phase") {
 }
 
 TEST_CASE("Sync session: batches of a long refresh carry no cookie until its end") {
-  SyncSession session(4, suffix_scope(), SyncMode::kRefreshOnly, 2);
+  SyncSession session(4, suffix_scope(), SyncMode::kRefreshOnly, true, 2);
   std::vector<backend::ReplicaChange> batches;
   for (int n = 1; n <= 5; ++n) {
     Sent sent(n);
@@ -214,7 +226,7 @@ TEST_CASE("Sync session: batches of a long refresh carry no cookie until its end
 }
 
 TEST_CASE("Sync session: cookies of another rid or that do not parse are refused") {
-  SyncSession session(5, suffix_scope(), SyncMode::kRefreshAndPersist, 100);
+  SyncSession session(5, suffix_scope(), SyncMode::kRefreshAndPersist, false, 100);
   const Status other = session.on_info(info(SyncInfoKind::kNewCookie, "rid=006,csn=I"));
   CHECK(other.code() == StatusCode::kMalformed);
   CHECK(other.message().find("rid 6") != std::string::npos);
@@ -252,7 +264,7 @@ TEST_CASE("Sync session: its batches applied to a directory") {
   people.add_value("people");
 
   {
-    SyncSession first(1, suffix_scope(), SyncMode::kRefreshOnly, 100);
+    SyncSession first(1, suffix_scope(), SyncMode::kRefreshOnly, true, 100);
     require_ok(first.on_entry(kSuffix, domain, state(SyncStateKind::kAdd, 100)));
     require_ok(first.on_entry("ou=people," + std::string(kSuffix), people,
                               state(SyncStateKind::kAdd, 101)));
@@ -267,7 +279,7 @@ TEST_CASE("Sync session: its batches applied to a directory") {
   }
   // A later refresh: user2 unchanged (present), user3 gone, user1 modified, user4 new.
   {
-    SyncSession second(1, suffix_scope(), SyncMode::kRefreshOnly, 100);
+    SyncSession second(1, suffix_scope(), SyncMode::kRefreshOnly, false, 100);
     for (int present : {100, 101, 2}) {
       require_ok(second.on_entry("", AttributeList(), state(SyncStateKind::kPresent, present)));
     }
