@@ -30,6 +30,8 @@ std::string_view auth_error_name(AuthError kind) {
       return "tls_failed";
     case AuthError::kWrongPasswordAccepted:
       return "wrong_password_accepted";
+    case AuthError::kTimeout:
+      return "timeout";
   }
   return "unknown";
 }
@@ -40,11 +42,16 @@ void AuthTotals::add_live(const WorkerStats& live) {
   wrong_password_refused += load_relaxed(live.wrong_password_refused);
   tls_handshakes += load_relaxed(live.tls_handshakes);
   tls_resumed += load_relaxed(live.tls_resumed);
+  failovers += load_relaxed(live.failovers);
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] += load_relaxed(live.errors[i]);
   }
   for (std::size_t i = 0; i < result_codes.size(); ++i) {
     result_codes[i] += load_relaxed(live.result_codes[i]);
+  }
+  for (std::size_t i = 0; i < kMaxServers; ++i) {
+    server_auths[i] += load_relaxed(live.server_auths[i]);
+    server_failovers[i] += load_relaxed(live.server_failovers[i]);
   }
   LatencyHistogram copy;
   copy.load_from(live.latency);
@@ -57,11 +64,16 @@ void AuthTotals::add(const AuthTotals& other) {
   wrong_password_refused += other.wrong_password_refused;
   tls_handshakes += other.tls_handshakes;
   tls_resumed += other.tls_resumed;
+  failovers += other.failovers;
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] += other.errors[i];
   }
   for (std::size_t i = 0; i < result_codes.size(); ++i) {
     result_codes[i] += other.result_codes[i];
+  }
+  for (std::size_t i = 0; i < kMaxServers; ++i) {
+    server_auths[i] += other.server_auths[i];
+    server_failovers[i] += other.server_failovers[i];
   }
   latency.merge(other.latency);
 }
@@ -72,11 +84,16 @@ void AuthTotals::subtract(const AuthTotals& earlier) {
   wrong_password_refused -= std::min(wrong_password_refused, earlier.wrong_password_refused);
   tls_handshakes -= std::min(tls_handshakes, earlier.tls_handshakes);
   tls_resumed -= std::min(tls_resumed, earlier.tls_resumed);
+  failovers -= std::min(failovers, earlier.failovers);
   for (std::size_t i = 0; i < errors.size(); ++i) {
     errors[i] -= std::min(errors[i], earlier.errors[i]);
   }
   for (std::size_t i = 0; i < result_codes.size(); ++i) {
     result_codes[i] -= std::min(result_codes[i], earlier.result_codes[i]);
+  }
+  for (std::size_t i = 0; i < kMaxServers; ++i) {
+    server_auths[i] -= std::min(server_auths[i], earlier.server_auths[i]);
+    server_failovers[i] -= std::min(server_failovers[i], earlier.server_failovers[i]);
   }
   latency.subtract(earlier.latency);
 }

@@ -1,8 +1,9 @@
 // perf/auth_stats.h: what authrate counts. WorkerStats are one worker thread's live counters
 // (auths, latency histogram, errors by kind and by LDAP result code, the binds made with a
-// wrong password on purpose and how many were refused as expected); AuthTotals is a copy of
-// them (or of several merged) that the reporting thread takes and subtracts to get an interval
-// or the measured window.
+// wrong password on purpose and how many were refused as expected, failovers, and per server
+// URL the auths completed there and the failovers away from it); AuthTotals is a copy of them
+// (or of several merged) that the reporting thread takes and subtracts to get an interval or
+// the measured window.
 //
 // Thread contract: a WorkerStats is written only by its worker thread (count_*), with relaxed
 // atomic_ref stores, and may be read at any time by the reporting thread through
@@ -30,8 +31,9 @@ enum class AuthError : std::uint8_t {
   kProtocolError,          // A PDU that does not decode or does not answer the request.
   kTlsFailed,              // The TLS handshake failed (or no SSL object could be made).
   kWrongPasswordAccepted,  // --wrong-percent: the server accepted a wrong password.
+  kTimeout,                // --timeout: no connection, or no answer, in time.
 };
-inline constexpr std::size_t kAuthErrorKinds = 8;
+inline constexpr std::size_t kAuthErrorKinds = 9;
 // Returns: a stable snake_case name, e.g. "no_entry".
 std::string_view auth_error_name(AuthError kind);
 
@@ -39,11 +41,17 @@ std::string_view auth_error_name(AuthError kind);
 inline constexpr std::size_t kResultCodeSlots = 256;
 inline constexpr std::size_t kOtherResultCodeSlot = kResultCodeSlots - 1;
 
+// The most server URLs (-H) one run drives; servers are counted by their index in the list.
+inline constexpr std::size_t kMaxServers = 32;
+
 struct alignas(kCacheLineSize) WorkerStats {
   // Thread: the owning worker only.
-  void count_auth(std::uint64_t latency_ns) {
+  // A completed auth, answered by server `server` (its index in the URL list).
+  // Requires: server < kMaxServers.
+  void count_auth(std::uint64_t latency_ns, std::size_t server = 0) {
     latency.record(latency_ns);
     bump(auths);
+    bump(server_auths[server]);
   }
   void count_error(AuthError kind) { bump(errors[static_cast<std::size_t>(kind)]); }
   // Counts an kLdapResult error with its code.
@@ -56,9 +64,14 @@ struct alignas(kCacheLineSize) WorkerStats {
   // --wrong-percent: a bind made with a wrong password was answered (whatever the answer).
   void count_wrong_password_bind() { bump(wrong_password_binds); }
   // ... and the answer was invalidCredentials, as expected: the auth counts as completed.
-  void count_wrong_password_refused(std::uint64_t latency_ns) {
+  void count_wrong_password_refused(std::uint64_t latency_ns, std::size_t server = 0) {
     bump(wrong_password_refused);
-    count_auth(latency_ns);
+    count_auth(latency_ns, server);
+  }
+  // A connection left server `from` for another after a failure there.
+  void count_failover(std::size_t from) {
+    bump(failovers);
+    bump(server_failovers[from]);
   }
   // A completed TLS handshake; `resumed` when the server took the offered session.
   void count_tls_handshake(bool resumed) {
@@ -74,8 +87,13 @@ struct alignas(kCacheLineSize) WorkerStats {
   std::uint64_t wrong_password_refused = 0;  // Of wrong_password_binds; also in auths.
   std::uint64_t tls_handshakes = 0;
   std::uint64_t tls_resumed = 0;
+  std::uint64_t failovers = 0;
   std::array<std::uint64_t, kAuthErrorKinds> errors{};
   std::array<std::uint64_t, kResultCodeSlots> result_codes{};
+  // By server index: auths completed there (they sum to auths), failovers away from it (they
+  // sum to failovers).
+  std::array<std::uint64_t, kMaxServers> server_auths{};
+  std::array<std::uint64_t, kMaxServers> server_failovers{};
 
  private:
   // Single writer: a relaxed load and store cannot lose an increment.
@@ -98,8 +116,11 @@ struct AuthTotals {
   std::uint64_t wrong_password_refused = 0;
   std::uint64_t tls_handshakes = 0;
   std::uint64_t tls_resumed = 0;
+  std::uint64_t failovers = 0;
   std::array<std::uint64_t, kAuthErrorKinds> errors{};
   std::array<std::uint64_t, kResultCodeSlots> result_codes{};
+  std::array<std::uint64_t, kMaxServers> server_auths{};
+  std::array<std::uint64_t, kMaxServers> server_failovers{};
   LatencyHistogram latency;
 };
 

@@ -77,16 +77,29 @@ AuthWorker::AuthWorker(WorkerConfig config, WorkerStats& stats)
       stats_(stats),
       rng_(config_.seed),
       scratch_(std::make_unique<Scratch>()) {
-  NUMADIR_CHECK(config_.workload != nullptr && config_.slots > 0, "AuthWorker: bad config");
+  NUMADIR_CHECK(config_.workload != nullptr && config_.servers != nullptr && config_.slots > 0,
+                "AuthWorker: bad config");
+  const bool split = config_.mode == AuthMode::kSplit;
+  routes_.resize(2 * static_cast<std::size_t>(config_.slots));
   for (int i = 0; i < config_.slots; ++i) {
     auto slot = std::make_unique<Slot>();
     for (std::uint64_t place = 0; place < 2; ++place) {
       slot->connections[place].slot = slot.get();
       slot->connections[place].tag_base = static_cast<std::uint64_t>(i) << 1 | place;
+      // Round-robin over the run's connections (place 1 exists only in split mode).
+      const auto number =
+          static_cast<std::size_t>(config_.first_connection) +
+          (split ? 2 * static_cast<std::size_t>(i) + place : static_cast<std::size_t>(i));
+      routes_[slot->connections[place].tag_base].server =
+          static_cast<std::uint8_t>(config_.servers->initial(number));
     }
     slots_.push_back(std::move(slot));
   }
   wrong_password_.assign(slots_.size(), 0);
+  if (config_.timeout_ms > 0) {
+    timeout_ns_ = config_.timeout_ms * kNsPerMs;
+    sweep_every_ns_ = std::clamp<std::int64_t>(timeout_ns_ / 4, kNsPerMs, 250 * kNsPerMs);
+  }
   idle_.reserve(slots_.size());
   deferred_.reserve(slots_.size());
   if (config_.rate_per_sec > 0) {
@@ -122,6 +135,9 @@ Status AuthWorker::run() {
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, config_.stop_fd, &stop_event) != 0 ||
       epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &timer_event) != 0) {
     return status_error(StatusCode::kIo, std::string("epoll_ctl: ") + std::strerror(errno));
+  }
+  if (timeout_ns_ > 0) {
+    next_sweep_ns_ = monotonic_ns() + sweep_every_ns_;
   }
   const bool split = config_.mode == AuthMode::kSplit;
   for (auto& slot : slots_) {
@@ -172,6 +188,10 @@ Status AuthWorker::run() {
 }
 
 void AuthWorker::run_timers(std::int64_t now_ns) {
+  if (timeout_ns_ > 0 && now_ns >= next_sweep_ns_) {
+    expire_timeouts(now_ns);
+    next_sweep_ns_ = now_ns + sweep_every_ns_;
+  }
   if (!deferred_.empty()) {
     for (std::size_t i = 0; i < deferred_.size();) {
       Slot& slot = *deferred_[i];
@@ -207,6 +227,9 @@ void AuthWorker::arm_timer() {
         config_.rate_start_ns + static_cast<std::int64_t>(started_) * interval_ns_;
     deadline = deadline == 0 ? next : std::min(deadline, next);
   }
+  if (timeout_ns_ > 0) {
+    deadline = deadline == 0 ? next_sweep_ns_ : std::min(deadline, next_sweep_ns_);
+  }
   if (deadline == armed_ns_) {
     return;
   }
@@ -220,6 +243,21 @@ void AuthWorker::arm_timer() {
                 "timerfd_settime failed with valid arguments");
   armed_ns_ = deadline;
 }
+
+void AuthWorker::expire_timeouts(std::int64_t now_ns) {
+  for (auto& slot : slots_) {
+    for (Connection& conn : slot->connections) {
+      // Waiting: not yet ready for requests, or a request unanswered. An idle open connection
+      // (open loop, or split mode's other connection) has no deadline.
+      const bool waiting = conn.state != Connection::State::kOpen || conn.pending_id != 0;
+      if (conn.fd >= 0 && waiting && routes_[conn.tag_base].deadline_ns <= now_ns) {
+        // drop() only defers the slot: nothing reopens while this loop runs.
+        drop(conn, AuthError::kTimeout, 0);
+      }
+    }
+  }
+}
+
 void AuthWorker::on_message(Connection& conn) {
   const wire::LdapMessage& message = scratch_->response;
   Slot& slot = *conn.slot;
@@ -327,7 +365,8 @@ void AuthWorker::on_wrong_password_answer(Slot& slot, wire::ResultCode code) {
     // Refused as it should be: a completed auth, its latency that of a refusal.
     const std::int64_t latency = monotonic_ns() - slot.start_ns;
     stats_.count_wrong_password_refused(
-        static_cast<std::uint64_t>(std::max<std::int64_t>(latency, 0)));
+        static_cast<std::uint64_t>(std::max<std::int64_t>(latency, 0)),
+        routes_[phase_connection(slot).tag_base].server);
     slot.active = false;
     next_auth(slot);
   } else if (code == wire::ResultCode::kSuccess) {
@@ -422,12 +461,16 @@ void AuthWorker::send_request(Slot& slot, Connection& conn) {
   wire::encode_message(request, conn.output);
   conn.pending_id = id;
   slot.request_sent = true;
+  if (timeout_ns_ > 0) {
+    routes_[conn.tag_base].deadline_ns = monotonic_ns() + timeout_ns_;
+  }
   flush(conn);
 }
 
 void AuthWorker::complete_auth(Slot& slot) {
   const std::int64_t latency = monotonic_ns() - slot.start_ns;
-  stats_.count_auth(static_cast<std::uint64_t>(std::max<std::int64_t>(latency, 0)));
+  stats_.count_auth(static_cast<std::uint64_t>(std::max<std::int64_t>(latency, 0)),
+                    routes_[phase_connection(slot).tag_base].server);
   slot.active = false;
   next_auth(slot);
 }
@@ -441,7 +484,29 @@ void AuthWorker::fail_auth(Slot& slot, std::int32_t result_code) {
 void AuthWorker::drop(Connection& conn, AuthError kind, std::int64_t delay_ns) {
   stats_.count_error(kind);
   close_connection(conn, /*send_unbind=*/false);
+  // The server failed (as nslcd and SSSD judge it): the connection goes to the next one. A
+  // protocol error is the answer's fault, not the server's being down: it reconnects there.
+  if (kind == AuthError::kConnectFailed || kind == AuthError::kConnectionDropped ||
+      kind == AuthError::kTlsFailed || kind == AuthError::kTimeout) {
+    delay_ns = fail_over(conn, delay_ns);
+  }
   abandon_slot_of(conn, delay_ns);
+}
+
+std::int64_t AuthWorker::fail_over(Connection& conn, std::int64_t delay_ns) {
+  Route& route = routes_[conn.tag_base];
+  ++route.failures_in_row;
+  const std::size_t next = config_.servers->next(route.server);
+  if (next != route.server) {
+    stats_.count_failover(route.server);
+    route.server = static_cast<std::uint8_t>(next);
+    conn.session.reset(nullptr);  // The other server's session: not to be offered to this one.
+  }
+  return config_.servers->retry_delay_ns(route.failures_in_row, delay_ns);
+}
+
+const ServerTarget& AuthWorker::server_of(const Connection& conn) const {
+  return (*config_.servers)[routes_[conn.tag_base].server];
 }
 
 void AuthWorker::drop_with_code(Connection& conn, std::int32_t result_code, std::int64_t delay_ns) {

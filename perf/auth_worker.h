@@ -10,6 +10,17 @@
 // never fatal: a dropped connection is reopened, a refused connect, refused StartTLS or failed TLS
 // handshake retried after kConnectRetryMs.
 //
+// Several servers (WorkerConfig::servers, see auth_servers.h): each connection has its server,
+// ServerList::initial() of its number over the run (round-robin), so one worker drives
+// connections to several servers. When its server fails (refused connect, reset or closed
+// connection, Notice of Disconnection, failed TLS handshake, WorkerConfig::timeout_ms) the
+// auth in flight is counted as an error of its kind, as with one server, and the connection
+// moves to ServerList::next() (a failover, counted from the server it leaves) and stays
+// there; the next server is tried at once, and only a full round of failures in a row waits
+// kConnectRetryMs. An auth is counted for the server of the connection that completed it (in
+// split mode, the bind's). With --tls-resume a connection that moves forgets its session (it
+// was the other server's).
+//
 // With WorkloadOptions::wrong_percent, each auth of a mode that binds (same, split, bind-only)
 // is drawn from the worker's seeded Rng to bind with a wrong password or not. A wrong-password
 // bind answered invalidCredentials completes its auth as expected (counted in auths and in
@@ -41,6 +52,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "perf/auth_servers.h"
 #include "perf/auth_stats.h"
 #include "perf/auth_workload.h"
 #include "perf/tls_client.h"
@@ -55,20 +67,27 @@ std::string_view auth_mode_name(AuthMode mode);
 // Errors: kInvalidArgument for any other name.
 Result<AuthMode> parse_auth_mode(std::string_view name);
 
-// After a failed connect, a slot waits this long before trying again (no spinning on a server
-// that is down).
+// After a failed connect on every server in turn (one server: after each failed connect), a
+// slot waits this long before trying again (no spinning on servers that are down).
 inline constexpr std::int64_t kConnectRetryMs = 100;
 
 struct WorkerConfig {
   const AuthWorkload* workload = nullptr;  // Required; outlives the worker.
-  sockaddr_storage address{};              // The server.
-  socklen_t address_len = 0;
+  // Required; outlives the worker. The servers, each with its address and TLS (ldaps or
+  // StartTLS; nullptr: in the clear).
+  const ServerList* servers = nullptr;
+  // The run-wide number of this worker's first connection (the next worker's is this plus
+  // this worker's connections): connection first_connection + k starts on
+  // servers->initial(first_connection + k), k = slot (2 * slot + place in split mode).
+  int first_connection = 0;
+  // A connection not open (connect, StartTLS, handshake), or a request not answered, within
+  // this time is dropped as kTimeout (and fails over). 0: no limit. Checked every
+  // timeout_ms / 4 (at least 1 ms, at most 250 ms), so a timeout fires up to that late.
+  std::int64_t timeout_ms = 0;
   AuthMode mode = AuthMode::kSame;
-  int slots = 1;           // Auths in flight (connections: slots, or 2 * slots in split mode).
-  bool reconnect = false;  // New connection(s) for every auth.
-  const TlsClient* tls = nullptr;  // TLS (ldaps or StartTLS); nullptr: in the clear. Outlives
-                                   // the worker.
-  double rate_per_sec = 0;         // This worker's open-loop rate; 0 = closed loop.
+  int slots = 1;            // Auths in flight (connections: slots, or 2 * slots in split mode).
+  bool reconnect = false;   // New connection(s) for every auth.
+  double rate_per_sec = 0;  // This worker's open-loop rate; 0 = closed loop.
   std::int64_t rate_start_ns = 0;  // CLOCK_MONOTONIC time of this worker's first intended auth.
   std::uint64_t seed = 1;
   int stop_fd = -1;  // An eventfd (owned by the caller); readable = return from run().
@@ -130,6 +149,13 @@ class AuthWorker {
   // As drop(), counting a result code (a refused StartTLS) instead of a kind.
   void drop_with_code(Connection& conn, std::int32_t result_code, std::int64_t delay_ns);
   void abandon_slot_of(Connection& conn, std::int64_t delay_ns);
+  // After a failure of conn's server (already closed): moves it to the next server, counting
+  // the failover. Returns: the delay before the slot's next try, from `delay_ns` (today's
+  // delay for the failure) and the failures in a row (ServerList::retry_delay_ns).
+  std::int64_t fail_over(Connection& conn, std::int64_t delay_ns);
+  const ServerTarget& server_of(const Connection& conn) const;
+  // --timeout: drops the connections whose deadline has passed.
+  void expire_timeouts(std::int64_t now_ns);
   void next_auth(Slot& slot);
   void defer(Slot& slot, std::int64_t at_ns);
   void run_timers(std::int64_t now_ns);
@@ -141,7 +167,10 @@ class AuthWorker {
   Rng rng_;
   int epoll_fd_ = -1;
   int timer_fd_ = -1;
-  std::int64_t armed_ns_ = 0;  // The timerfd's deadline; 0 = disarmed.
+  std::int64_t armed_ns_ = 0;        // The timerfd's deadline; 0 = disarmed.
+  std::int64_t timeout_ns_ = 0;      // WorkerConfig::timeout_ms; 0 = none.
+  std::int64_t sweep_every_ns_ = 0;  // With a timeout: between expire_timeouts() runs.
+  std::int64_t next_sweep_ns_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Slot*> idle_;       // Open loop: slots waiting for the next intended send time.
   std::vector<Slot*> deferred_;   // Slots waiting for their retry_ns.
@@ -152,6 +181,14 @@ class AuthWorker {
   // By slot_index(): whether the slot's current auth binds with a wrong password. (Per-slot
   // state; it could as well be a field of Slot, in perf/detail/auth_slot.h.)
   std::vector<std::uint8_t> wrong_password_;
+  // By a connection's tag_base (slot index << 1 | place): the server it uses and its failover
+  // and timeout state. (Per-connection state; it could as well be fields of Connection.)
+  struct Route {
+    std::uint8_t server = 0;            // Index in WorkerConfig::servers.
+    std::uint32_t failures_in_row = 0;  // Server failures since it was last ready.
+    std::int64_t deadline_ns = 0;       // --timeout: to be open, or answered, by then.
+  };
+  std::vector<Route> routes_;
   struct Scratch;
   std::unique_ptr<Scratch> scratch_;  // Request and response messages, reused.
 };

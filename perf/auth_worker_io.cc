@@ -24,7 +24,8 @@ using detail::kNsPerMs;
 
 void AuthWorker::open_connection(Connection& conn) {
   NUMADIR_DCHECK(conn.state == Connection::State::kClosed, "open_connection: already open");
-  conn.fd = ::socket(config_.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const ServerTarget& server = server_of(conn);
+  conn.fd = ::socket(server.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (conn.fd < 0) {
     // Out of descriptors or buffers: counted like a refused connect, and retried later.
     drop(conn, AuthError::kConnectFailed, kConnectRetryMs * kNsPerMs);
@@ -39,8 +40,11 @@ void AuthWorker::open_connection(Connection& conn) {
   conn.output.clear();
   conn.output_sent = 0;
   conn.input.allocate_once(kInitialInputBytes);
+  if (timeout_ns_ > 0) {
+    routes_[conn.tag_base].deadline_ns = monotonic_ns() + timeout_ns_;  // Until ready.
+  }
   const int rc =
-      ::connect(conn.fd, reinterpret_cast<const sockaddr*>(&config_.address), config_.address_len);
+      ::connect(conn.fd, reinterpret_cast<const sockaddr*>(&server.address), server.address_len);
   if (rc != 0 && errno != EINPROGRESS) {
     ::close(conn.fd);
     conn.fd = -1;
@@ -129,7 +133,7 @@ void AuthWorker::on_connected(Connection& conn) {
     drop(conn, AuthError::kConnectFailed, kConnectRetryMs * kNsPerMs);
     return;
   }
-  if (config_.tls != nullptr) {
+  if (server_of(conn).tls != nullptr) {
     start_tls(conn);
     return;
   }
@@ -138,6 +142,7 @@ void AuthWorker::on_connected(Connection& conn) {
 
 void AuthWorker::connection_ready(Connection& conn) {
   conn.state = Connection::State::kOpen;
+  routes_[conn.tag_base].failures_in_row = 0;
   update_events(conn);
   Slot& slot = *conn.slot;
   if (slot.active && !slot.request_sent && &phase_connection(slot) == &conn) {

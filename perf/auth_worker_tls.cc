@@ -15,7 +15,7 @@ namespace wire = listener::wire;
 using detail::kNsPerMs;
 
 void AuthWorker::start_tls(Connection& conn) {
-  if (config_.tls->options().mode != TlsMode::kStartTls) {
+  if (server_of(conn).tls->options().mode != TlsMode::kStartTls) {
     begin_handshake(conn);
     return;
   }
@@ -50,7 +50,7 @@ void AuthWorker::on_start_tls_answer(Connection& conn) {
 }
 
 void AuthWorker::begin_handshake(Connection& conn) {
-  conn.ssl = config_.tls->new_connection(conn.fd, &conn.session);
+  conn.ssl = server_of(conn).tls->new_connection(conn.fd, &conn.session);
   if (conn.ssl == nullptr) {
     drop(conn, AuthError::kTlsFailed, kConnectRetryMs * kNsPerMs);
     return;

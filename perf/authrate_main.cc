@@ -26,8 +26,34 @@
 // it the server's certificate is not checked), --tls-cert/--tls-key for a client certificate,
 // --tls-resume to resume each slot's previous session on its next connection.
 //
-// Exit: 0 when the run completed (auth errors are counted, not fatal); 1 when the server could
-// not be reached at all or no auth succeeded; 2 for a usage error.
+// Several servers (a replicated set, as nslcd and SSSD take a URI list):
+//
+//   authrate -H ldap://10.0.0.1:389 -H ldap://10.0.0.2:389 -c 64 --timeout 5 --json
+//   authrate -H "ldap://10.0.0.1 ldap://10.0.0.2,ldap://10.0.0.3" --server-pid 11 --server-pid 12
+//
+// -H may be repeated and each value may list several URLs (separated by spaces or commas), at
+// most 32. Connection i starts on URL i mod n (one that the preflight did not reach is skipped:
+// the connection takes the next one that it did), so each thread drives connections to several
+// servers. The preflight probes every URL and the run starts if at least one answers; the
+// others are reported on standard error. A connection whose server fails (refused connect,
+// reset or closed connection, Notice of Disconnection, failed TLS handshake, or with
+// --timeout S no connection or no answer within S seconds) moves to the next URL in the list,
+// at once (after a full round of failures over every URL it waits 100 ms first, so that a
+// run whose servers are all down does not spin), and stays there when the failed server comes
+// back, as nslcd and SSSD do. The auth in flight is counted as an error of its kind, as with
+// one URL, and each move as a failover of the server left. With several URLs the interval
+// lines end with the interval's failovers and each server's auths/s ("failovers 2  by
+// server/s 15617 15617"; CSV: failovers,server0_per_sec,...), the summary gives the failovers
+// and a line per URL, and the JSON has "failovers" and "per_server": [{"url", "auths" (completed
+// there; in split mode counted for the bind's server), "failovers_from", "reachable_at_start"}]
+// (both keys also with one URL: 0 and one entry). TLS is per URL (ldaps:// or --starttls, which
+// is for ldap:// URLs and then applies to them all), with one --tls-ca / --tls-cert for all;
+// the JSON's tls.mode is "mixed" for a mix of ldap:// and ldaps://. --server-pid may be given
+// once per local server: the CPU per auth is that of all of them together (no figure if one
+// has exited by the end of the run) and the peak RSS their sum.
+//
+// Exit: 0 when the run completed (auth errors are counted, not fatal); 1 when no server could
+// be reached at all or no auth succeeded; 2 for a usage error.
 //
 // Thread contract: the main thread parses options, starts the workers and is the reporting
 // thread (it alone reads the workers' stats and prints); SIGINT / SIGTERM are blocked in every
@@ -42,14 +68,17 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "perf/auth_servers.h"
 #include "perf/auth_stats.h"
 #include "perf/auth_worker.h"
 #include "perf/auth_workload.h"
@@ -64,10 +93,11 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kPreflightTimeoutMs = 3000;
+constexpr const char* kDefaultUrl = "ldap://127.0.0.1:389";
 
 struct Options {
   WorkloadOptions workload;
-  std::string url = "ldap://127.0.0.1:389";
+  std::vector<std::string> urls;  // -H values as given (each may list several); empty: default.
   std::string hot;
   std::string password_file;
   std::string mode = "same";
@@ -84,7 +114,8 @@ struct Options {
   double wrong_percent = 0;
   bool json = false;
   bool csv = false;
-  int server_pid = 0;
+  double timeout_s = 0;
+  std::vector<int> server_pids;
 };
 
 int usage_error(const std::string& message) {
@@ -94,7 +125,8 @@ int usage_error(const std::string& message) {
 
 // Resolves the URL's host and tries one blocking-style connect (and with `tls` one handshake,
 // after StartTLS if asked), so that a server that is not there, or that TLS cannot reach, is
-// reported once, clearly, instead of as a stream of connect errors.
+// reported once, clearly, instead of as a stream of connect errors. `address_len` is set
+// (non-zero) once the name resolved, even when the connect then fails.
 // Errors: kIo naming the URL and the reason.
 Status resolve_and_probe(const LdapUrl& url, const std::string& text, const TlsClient* tls,
                          sockaddr_storage& address, socklen_t& address_len) {
@@ -158,6 +190,28 @@ Status raise_fd_limit(int connections) {
   return Status();
 }
 
+// Returns: the CPU ticks of every process in `pids`, summed; nullopt when one cannot be read.
+std::optional<ProcCpuTicks> read_cpu_ticks_sum(const std::vector<int>& pids) {
+  ProcCpuTicks sum{};
+  for (const int pid : pids) {
+    Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(pid);
+    if (!ticks.ok()) {
+      return std::nullopt;
+    }
+    sum.user_ticks += ticks->user_ticks;
+    sum.system_ticks += ticks->system_ticks;
+  }
+  return sum;
+}
+
+std::string join(const std::vector<std::string>& texts) {
+  std::string out;
+  for (const std::string& text : texts) {
+    out += (out.empty() ? "" : " ") + text;
+  }
+  return out;
+}
+
 AuthTotals snapshot(const std::vector<std::unique_ptr<WorkerStats>>& stats) {
   AuthTotals totals;
   for (const auto& worker : stats) {
@@ -170,28 +224,44 @@ int run(Options& options) {
   // OpenSSL writes to its sockets with write(2), not send(MSG_NOSIGNAL): a server that closes
   // first must be an error counted, not a SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
-  Result<LdapUrl> url = parse_ldap_url(options.url);
-  if (!url.ok()) {
-    return usage_error(url.status().message());
+  Result<std::vector<std::string>> url_texts =
+      split_url_list(options.urls.empty() ? std::vector<std::string>{kDefaultUrl} : options.urls);
+  if (!url_texts.ok()) {
+    return usage_error(url_texts.status().message());
   }
-  if (url->ldaps && options.starttls) {
-    return usage_error("--starttls is for ldap:// URLs; ldaps:// is TLS from the first byte");
-  }
-  options.tls.mode = url->ldaps         ? TlsMode::kLdaps
-                     : options.starttls ? TlsMode::kStartTls
-                                        : TlsMode::kNone;
-  std::unique_ptr<TlsClient> tls;
-  if (options.tls.mode == TlsMode::kNone) {
-    if (!options.tls.ca_file.empty() || !options.tls.cert_file.empty() ||
-        !options.tls.key_file.empty() || options.tls.resume) {
-      return usage_error("--tls-* options need an ldaps:// URL or --starttls");
+  std::vector<LdapUrl> urls;
+  for (const std::string& text : *url_texts) {
+    Result<LdapUrl> url = parse_ldap_url(text);
+    if (!url.ok()) {
+      return usage_error(url.status().message());
     }
-  } else {
-    Result<std::unique_ptr<TlsClient>> client = TlsClient::create(options.tls, url->host);
+    if (url->ldaps && options.starttls) {
+      return usage_error("--starttls is for ldap:// URLs; ldaps:// is TLS from the first byte");
+    }
+    urls.push_back(std::move(*url));
+  }
+  // TLS per URL: one client (CA, certificate, the name to verify) for each URL that uses it.
+  std::vector<std::unique_ptr<TlsClient>> tls(urls.size());
+  std::string tls_name;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    TlsClientOptions tls_options = options.tls;
+    tls_options.mode = urls[i].ldaps      ? TlsMode::kLdaps
+                       : options.starttls ? TlsMode::kStartTls
+                                          : TlsMode::kNone;
+    const std::string_view name = tls_mode_name(tls_options.mode);
+    tls_name = i == 0 || tls_name == name ? std::string(name) : "mixed";
+    if (tls_options.mode == TlsMode::kNone) {
+      continue;
+    }
+    Result<std::unique_ptr<TlsClient>> client = TlsClient::create(tls_options, urls[i].host);
     if (!client.ok()) {
       return usage_error(client.status().message());
     }
-    tls = std::move(*client);
+    tls[i] = std::move(*client);
+  }
+  if (tls_name == "none" && (!options.tls.ca_file.empty() || !options.tls.cert_file.empty() ||
+                             !options.tls.key_file.empty() || options.tls.resume)) {
+    return usage_error("--tls-* options need an ldaps:// URL or --starttls");
   }
   Result<AuthMode> mode = parse_auth_mode(options.mode);
   if (!mode.ok()) {
@@ -245,21 +315,45 @@ int run(Options& options) {
   if (split && options.connections < 2) {
     return usage_error("--mode split needs --connections of at least 2 (search + bind)");
   }
-  if (options.server_pid != 0) {
-    Result<ProcCpuTicks> probe = read_proc_cpu_ticks(options.server_pid);
+  for (const int pid : options.server_pids) {
+    Result<ProcCpuTicks> probe = read_proc_cpu_ticks(pid);
     if (!probe.ok()) {
-      return usage_error("--server-pid " + std::to_string(options.server_pid) + ": " +
-                         probe.status().message());
+      return usage_error("--server-pid " + std::to_string(pid) + ": " + probe.status().message());
     }
   }
 
-  sockaddr_storage address{};
-  socklen_t address_len = 0;
-  if (Status probe = resolve_and_probe(*url, options.url, tls.get(), address, address_len);
-      !probe.ok()) {
-    std::fprintf(stderr, "authrate: %s\n", probe.message().c_str());
+  // The preflight: the run starts if one URL answers; the others are reported, and connections
+  // start on those that answered (they may fail over to the others later).
+  std::vector<ServerTarget> targets(urls.size());
+  std::vector<Status> probes;
+  std::size_t reachable = 0;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    ServerTarget& target = targets[i];
+    target.url = (*url_texts)[i];
+    target.tls = tls[i].get();
+    probes.push_back(
+        resolve_and_probe(urls[i], target.url, target.tls, target.address, target.address_len));
+    target.reachable_at_start = probes.back().ok();
+    reachable += target.reachable_at_start ? 1 : 0;
+  }
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    if (probes[i].ok()) {
+      continue;
+    }
+    // With one URL, the message as it always was.
+    const char* what = reachable == 0 || urls.size() == 1 ? ""
+                       : targets[i].usable() ? " (not used at the start; connections may fail "
+                                               "over to it)"
+                                             : " (never used)";
+    std::fprintf(stderr, "authrate: %s%s\n", probes[i].message().c_str(), what);
+  }
+  if (reachable == 0) {
+    if (urls.size() > 1) {
+      std::fprintf(stderr, "authrate: no server answered\n");
+    }
     return kExitFailed;
   }
+  const ServerList servers(std::move(targets));
 
   // Slots (auths in flight) spread as evenly as they go over the threads.
   const int total_slots = split ? options.connections / 2 : options.connections;
@@ -287,15 +381,19 @@ int run(Options& options) {
   std::vector<std::unique_ptr<WorkerStats>> stats;
   std::vector<std::unique_ptr<AuthWorker>> workers;
   std::vector<std::thread> running;
+  int first_connection = 0;
   for (int i = 0; i < threads; ++i) {
     WorkerConfig config;
     config.workload = &*workload;
-    config.address = address;
-    config.address_len = address_len;
+    config.servers = &servers;
+    config.first_connection = first_connection;
+    config.timeout_ms = options.timeout_s > 0
+                            ? std::max<std::int64_t>(std::llround(options.timeout_s * 1000), 1)
+                            : 0;
     config.mode = *mode;
     config.slots = total_slots / threads + (i < total_slots % threads ? 1 : 0);
+    first_connection += split ? 2 * config.slots : config.slots;
     config.reconnect = options.reconnect;
-    config.tls = tls.get();
     if (options.rate > 0) {
       config.rate_per_sec = options.rate * config.slots / total_slots;
       // Stagger the threads' schedules so their sends interleave instead of bunching.
@@ -318,7 +416,7 @@ int run(Options& options) {
   std::FILE* interval_out = options.json ? stderr : stdout;
   const bool wrong_passwords = options.wrong_percent > 0;
   if (options.csv) {
-    std::fputs(interval_csv_header(wrong_passwords).c_str(), interval_out);
+    std::fputs(interval_csv_header(wrong_passwords, servers.size()).c_str(), interval_out);
   }
   const auto seconds_ns = [](double s) { return static_cast<std::int64_t>(s * 1e9); };
   const std::int64_t interval_ns = std::max<std::int64_t>(seconds_ns(options.interval_s), 1000);
@@ -332,9 +430,8 @@ int run(Options& options) {
   AuthTotals base;
   AuthTotals previous;
   std::optional<ProcCpuTicks> cpu_start;
-  if (measuring && options.server_pid != 0) {
-    Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
-    cpu_start = ticks.ok() ? std::optional(*ticks) : std::nullopt;
+  if (measuring && !options.server_pids.empty()) {
+    cpu_start = read_cpu_ticks_sum(options.server_pids);
   }
   // On a terminal, a live line on standard error between the interval lines.
   const bool live = isatty(STDERR_FILENO) == 1;
@@ -387,6 +484,13 @@ int run(Options& options) {
       line.wrong_passwords = wrong_passwords;
       line.wrong_per_sec = static_cast<double>(recent.wrong_password_binds) / span_s;
       line.wrong_refused_per_sec = static_cast<double>(recent.wrong_password_refused) / span_s;
+      if (servers.size() > 1) {
+        line.failovers = recent.failovers;
+        for (std::size_t server = 0; server < servers.size(); ++server) {
+          line.server_auths_per_sec.push_back(static_cast<double>(recent.server_auths[server]) /
+                                              span_s);
+        }
+      }
       const std::string text = options.csv ? format_interval_csv(line) : format_interval_text(line);
       std::fputs(text.c_str(), interval_out);
       std::fflush(interval_out);
@@ -397,9 +501,8 @@ int run(Options& options) {
       base = snapshot(stats);
       measure_start_ns = now_ns;
       measuring = true;
-      if (options.server_pid != 0) {
-        Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
-        cpu_start = ticks.ok() ? std::optional(*ticks) : std::nullopt;
+      if (!options.server_pids.empty()) {
+        cpu_start = read_cpu_ticks_sum(options.server_pids);
       }
     }
     if (now_ns >= end_ns) {
@@ -412,14 +515,18 @@ int run(Options& options) {
   const std::int64_t measure_end_ns = now_ns;
   std::optional<ProcCpuTicks> cpu_end;
   AuthrateReport report;
-  if (options.server_pid != 0) {
-    Result<ProcCpuTicks> ticks = read_proc_cpu_ticks(options.server_pid);
-    cpu_end = ticks.ok() ? std::optional(*ticks) : std::nullopt;
-    Result<std::uint64_t> rss = read_peak_rss_kib(options.server_pid);
-    if (rss.ok()) {
-      report.server_peak_rss_kib = *rss;
-    } else {
-      std::fprintf(stderr, "authrate: server peak RSS: %s\n", rss.status().message().c_str());
+  if (!options.server_pids.empty()) {
+    cpu_end = read_cpu_ticks_sum(options.server_pids);
+    for (const int pid : options.server_pids) {
+      Result<std::uint64_t> rss = read_peak_rss_kib(pid);
+      if (rss.ok()) {
+        report.server_peak_rss_kib = report.server_peak_rss_kib.value_or(0) + *rss;
+      } else if (options.server_pids.size() == 1) {
+        std::fprintf(stderr, "authrate: server peak RSS: %s\n", rss.status().message().c_str());
+      } else {
+        std::fprintf(stderr, "authrate: server %d peak RSS: %s\n", pid,
+                     rss.status().message().c_str());
+      }
     }
   }
   const std::uint64_t one = 1;
@@ -440,13 +547,17 @@ int run(Options& options) {
   report.threads = threads;
   report.mode = std::string(auth_mode_name(*mode));
   report.wrong_percent = options.wrong_percent;
-  report.tls = std::string(tls_mode_name(options.tls.mode));
+  report.tls = tls_name;
   report.tls_resume = options.tls.resume;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    report.urls.push_back(servers[i].url);
+    report.reachable_at_start.push_back(servers[i].reachable_at_start);
+  }
   if (cpu_start && cpu_end && report.totals.auths > 0) {
     const double cpu_us = static_cast<double>(cpu_end->total() - cpu_start->total()) * 1e6 /
                           static_cast<double>(clock_ticks_per_second());
     report.server_cpu_us_per_auth = cpu_us / static_cast<double>(report.totals.auths);
-  } else if (options.server_pid != 0) {
+  } else if (!options.server_pids.empty()) {
     std::fprintf(stderr, "authrate: no server CPU figure (process gone, or no auths)\n");
   }
   const std::string summary =
@@ -455,7 +566,7 @@ int run(Options& options) {
   std::fflush(stdout);
   if (report.totals.auths == 0) {
     std::fprintf(stderr, "authrate: no %s succeeded against %s (%llu errors)\n",
-                 *mode == AuthMode::kModify ? "modification" : "auth", options.url.c_str(),
+                 *mode == AuthMode::kModify ? "modification" : "auth", join(*url_texts).c_str(),
                  static_cast<unsigned long long>(report.totals.error_total()));
     return kExitFailed;
   }
@@ -469,8 +580,11 @@ int main(int argc, char** argv) {
   using numadir::perf::Options;
   Options options;
   CLI::App app{"authrate: LDAP search+bind load generator (numadir perf/)"};
-  app.add_option("-H,--url", options.url, "server URL, ldap://host:port or ldaps://host:port")
-      ->capture_default_str();
+  app.add_option("-H,--url", options.urls,
+                 "server URL, ldap://host:port or ldaps://host:port (default "
+                 "ldap://127.0.0.1:389); repeat it, or list several separated by spaces or "
+                 "commas, for a set of servers: connections spread over them round-robin and "
+                 "fail over to the next one");
   app.add_option("-b,--base", options.workload.base, "search base")->capture_default_str();
   app.add_option("-f,--filter", options.workload.filter_template,
                  "search filter template; %d is the user number")
@@ -531,8 +645,15 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.seed, "random seed")->capture_default_str();
   app.add_flag("--json", options.json, "summary as one JSON object (intervals go to stderr)");
   app.add_flag("--csv", options.csv, "interval lines as CSV");
-  app.add_option("--server-pid", options.server_pid, "server process: CPU per auth, peak RSS")
+  app.add_option("--server-pid", options.server_pids,
+                 "server process: CPU per auth, peak RSS; repeat it for several servers (their "
+                 "CPU and peak RSS summed)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--timeout", options.timeout_s,
+                 "seconds a connection may take to open, or a request to be answered, before "
+                 "it is dropped as a timeout error (and fails over); 0 = no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

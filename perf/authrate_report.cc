@@ -28,6 +28,23 @@ std::string singular(std::string_view mode) {
   return plural.substr(0, plural.size() - 1);
 }
 
+// A JSON string: `text` quoted, with '"', '\\' and control characters escaped.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      append(out, "\\u%04x", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 }  // namespace
 
 const char* operation_noun(std::string_view mode) {
@@ -42,14 +59,29 @@ std::string format_interval_text(const IntervalLine& line) {
   if (line.wrong_passwords) {
     append(out, "  wrong/s %.0f  refused/s %.0f", line.wrong_per_sec, line.wrong_refused_per_sec);
   }
+  if (!line.server_auths_per_sec.empty()) {
+    append(out, "  failovers %llu  by server/s", static_cast<unsigned long long>(line.failovers));
+    for (const double rate : line.server_auths_per_sec) {
+      append(out, " %.0f", rate);
+    }
+  }
   out += "\n";
   return out;
 }
 
-std::string interval_csv_header(bool wrong_passwords) {
-  return std::string(
-             "elapsed_s,auths_per_sec,overall_auths_per_sec,mean_ms,p99_ms,errors_per_sec") +
-         (wrong_passwords ? ",wrong_per_sec,wrong_refused_per_sec\n" : "\n");
+std::string interval_csv_header(bool wrong_passwords, std::size_t servers) {
+  std::string out = "elapsed_s,auths_per_sec,overall_auths_per_sec,mean_ms,p99_ms,errors_per_sec";
+  if (wrong_passwords) {
+    out += ",wrong_per_sec,wrong_refused_per_sec";
+  }
+  if (servers > 1) {
+    out += ",failovers";
+    for (std::size_t i = 0; i < servers; ++i) {
+      append(out, ",server%zu_per_sec", i);
+    }
+  }
+  out += "\n";
+  return out;
 }
 
 std::string format_interval_csv(const IntervalLine& line) {
@@ -58,6 +90,12 @@ std::string format_interval_csv(const IntervalLine& line) {
          line.overall_auths_per_sec, line.mean_ms, line.p99_ms, line.errors_per_sec);
   if (line.wrong_passwords) {
     append(out, ",%.1f,%.1f", line.wrong_per_sec, line.wrong_refused_per_sec);
+  }
+  if (!line.server_auths_per_sec.empty()) {
+    append(out, ",%llu", static_cast<unsigned long long>(line.failovers));
+    for (const double rate : line.server_auths_per_sec) {
+      append(out, ",%.1f", rate);
+    }
   }
   out += "\n";
   return out;
@@ -94,6 +132,17 @@ std::string format_summary_text(const AuthrateReport& report) {
                                               static_cast<double>(totals.tls_handshakes));
     }
     out += "\n";
+  }
+  if (report.urls.size() > 1) {
+    append(out, "failovers    %llu\n", static_cast<unsigned long long>(totals.failovers));
+    for (std::size_t i = 0; i < report.urls.size() && i < kMaxServers; ++i) {
+      const bool reached = i >= report.reachable_at_start.size() || report.reachable_at_start[i];
+      out += "  " + report.urls[i];
+      append(out, "  %s %llu  failovers from %llu%s\n", noun,
+             static_cast<unsigned long long>(totals.server_auths[i]),
+             static_cast<unsigned long long>(totals.server_failovers[i]),
+             reached ? "" : "  (unreachable at start)");
+    }
   }
   append(out, "errors       %llu\n", static_cast<unsigned long long>(totals.error_total()));
   for (std::size_t kind = 0; kind < kAuthErrorKinds; ++kind) {
@@ -185,6 +234,16 @@ std::string format_summary_json(const AuthrateReport& report) {
            static_cast<unsigned long long>(totals.tls_handshakes),
            static_cast<unsigned long long>(totals.tls_resumed));
   }
+  append(out, "\"failovers\": %llu, \"per_server\": [",
+         static_cast<unsigned long long>(totals.failovers));
+  for (std::size_t i = 0; i < report.urls.size() && i < kMaxServers; ++i) {
+    const bool reached = i >= report.reachable_at_start.size() || report.reachable_at_start[i];
+    out += (i == 0 ? "{\"url\": " : ", {\"url\": ") + json_string(report.urls[i]);
+    append(out, ", \"%s\": %llu, \"failovers_from\": %llu, \"reachable_at_start\": %s}", noun,
+           static_cast<unsigned long long>(totals.server_auths[i]),
+           static_cast<unsigned long long>(totals.server_failovers[i]), reached ? "true" : "false");
+  }
+  out += "], ";
   append(out, "\"connections\": %d, \"threads\": %d, \"duration_s\": %.3f, \"mode\": \"%s\"}\n",
          report.connections, report.threads, report.duration_s, report.mode.c_str());
   return out;

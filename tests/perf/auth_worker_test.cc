@@ -206,8 +206,11 @@ RunResult run(AuthMode mode, bool reconnect, double wrong_percent, ServerOptions
     TestServer server(server_options, stop_fd);
     WorkerConfig config;
     config.workload = &*workload;
-    config.address = server.address();
-    config.address_len = server.address_len();
+    ServerTarget target;
+    target.address = server.address();
+    target.address_len = server.address_len();
+    const ServerList servers({target});
+    config.servers = &servers;
     config.mode = mode;
     config.reconnect = reconnect;
     config.seed = seed;

@@ -293,10 +293,13 @@ RunResult run_against_server(const TestCertificate& server_certificate,
     TestTlsServer server(server_certificate, server_options, stop_fd);
     WorkerConfig config;
     config.workload = &*workload;
-    config.address = server.address();
-    config.address_len = server.address_len();
+    ServerTarget target;
+    target.address = server.address();
+    target.address_len = server.address_len();
+    target.tls = client->get();
+    const ServerList servers({target});
+    config.servers = &servers;
     config.reconnect = reconnect;
-    config.tls = client->get();
     config.stop_fd = stop_fd;
     WorkerStats stats;
     AuthWorker worker(config, stats);

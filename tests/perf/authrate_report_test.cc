@@ -207,5 +207,86 @@ TEST_CASE("format_interval_csv: one field per header column") {
   CHECK(format_interval_text(line).find("auths/s 1000") != std::string::npos);
 }
 
+TEST_CASE("AuthTotals: counts auths and failovers by server over a window") {
+  WorkerStats stats;
+  stats.count_auth(1000, 0);
+  stats.count_failover(0);
+  AuthTotals earlier;
+  earlier.add_live(stats);
+  stats.count_auth(1000, 1);
+  stats.count_auth(1000, 1);
+  stats.count_wrong_password_refused(1000, 1);
+  stats.count_failover(1);
+  AuthTotals later;
+  later.add_live(stats);
+  later.subtract(earlier);
+  CHECK(later.auths == 3);
+  CHECK(later.server_auths[0] == 0);
+  CHECK(later.server_auths[1] == 3);
+  CHECK(later.failovers == 1);
+  CHECK(later.server_failovers[0] == 0);
+  CHECK(later.server_failovers[1] == 1);
+  AuthTotals both = later;
+  both.add(earlier);
+  CHECK(both.server_auths[0] == 1);
+  CHECK(both.failovers == 2);
+}
+
+TEST_CASE("authrate report: failovers and per-server counts with several URLs") {
+  AuthrateReport report = sample_report();
+  SUBCASE("one URL: the summary text is as it was and the JSON has one entry") {
+    report.urls = {"ldap://127.0.0.1:3389"};
+    report.reachable_at_start = {true};
+    report.totals.server_auths[0] = 100;
+    CHECK(format_summary_text(report).find("failover") == std::string::npos);
+    const std::string json = format_summary_json(report);
+    CHECK(json.find("\"failovers\": 0, \"per_server\": [{\"url\": \"ldap://127.0.0.1:3389\", "
+                    "\"auths\": 100, \"failovers_from\": 0, \"reachable_at_start\": true}], ") !=
+          std::string::npos);
+  }
+  SUBCASE("two URLs, one down at the start") {
+    report.urls = {"ldap://a:389", "ldap://b\"q:389"};
+    report.reachable_at_start = {true, false};
+    report.totals.server_auths[0] = 70;
+    report.totals.server_auths[1] = 30;
+    report.totals.server_failovers[0] = 3;
+    report.totals.failovers = 3;
+    const std::string json = format_summary_json(report);
+    CHECK(json.find("\"failovers\": 3, \"per_server\": [{\"url\": \"ldap://a:389\", \"auths\": "
+                    "70, \"failovers_from\": 3, \"reachable_at_start\": true}, {\"url\": "
+                    "\"ldap://b\\\"q:389\", \"auths\": 30, \"failovers_from\": 0, "
+                    "\"reachable_at_start\": false}], ") != std::string::npos);
+    const std::string text = format_summary_text(report);
+    CHECK(text.find("failovers    3\n") != std::string::npos);
+    CHECK(text.find("  ldap://a:389  auths 70  failovers from 3\n") != std::string::npos);
+    CHECK(text.find("auths 30  failovers from 0  (unreachable at start)\n") != std::string::npos);
+    report.mode = "modify";
+    CHECK(format_summary_json(report).find("auths") == std::string::npos);
+    CHECK(format_summary_json(report).find("\"modifications\": 70, \"failovers_from\"") !=
+          std::string::npos);
+  }
+  SUBCASE("no URL list: an empty per_server") {
+    CHECK(format_summary_json(report).find("\"failovers\": 0, \"per_server\": [], ") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("authrate report: interval lines end with failovers and auths/s by server") {
+  IntervalLine line;
+  line.auths_per_sec = 1000;
+  const std::string plain = format_interval_text(line);
+  CHECK(plain.find("failovers") == std::string::npos);
+  line.failovers = 2;
+  line.server_auths_per_sec = {600, 400};
+  CHECK(format_interval_text(line).find("errors/s 0  failovers 2  by server/s 600 400\n") !=
+        std::string::npos);
+  const std::string header = interval_csv_header(/*wrong_passwords=*/false, 2);
+  const std::string row = format_interval_csv(line);
+  CHECK(header.find(",failovers,server0_per_sec,server1_per_sec\n") != std::string::npos);
+  CHECK(std::count(header.begin(), header.end(), ',') == std::count(row.begin(), row.end(), ','));
+  CHECK(row.find(",2,600.0,400.0\n") != std::string::npos);
+  CHECK(interval_csv_header(false, 1) == interval_csv_header());
+}
+
 }  // namespace
 }  // namespace numadir::perf
