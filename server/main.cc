@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
   std::filesystem::path check_path = kDefaultConfig;
   CLI::App* check = app.add_subcommand("check-config", "Check a config file and its schema");
   check->add_option("-c,--config", check_path, "Config file")->capture_default_str();
+  bool check_online = false;
+  check->add_flag("--online", check_online,
+                  "Also connect to each [[replication.consumer]]'s provider: TLS, bind, the Sync "
+                  "Request control, a base search of searchbase");
 
   TopologyOptions topology_options;
   std::string synthetic;
@@ -218,5 +222,5 @@ int main(int argc, char** argv) {
     }
     return run_topology(topology_options, std::cout, std::cerr);
   }
-  return run_check_config(check_path, std::cout, std::cerr);
+  return run_check_config(check_path, std::cout, std::cerr, check_online);
 }

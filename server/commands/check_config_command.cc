@@ -1,19 +1,50 @@
 // numadir check-config: compiles the config as `numadir serve` does (server_config.h: the
 // schema it names, the indexes, the rootdn, the access rules, the TLS certificate and key, the
-// thread plan, the user and group) and reports every problem and warning in the words serve
-// would use; neither the database nor the log is opened.
+// replication consumers' files and DNs, the thread plan, the user and group) and reports every
+// problem and warning in the words serve would use; neither the database nor the log is opened.
+// With --online it then reaches each [[replication.consumer]]'s provider
+// (server/replication/provider_check.h) and prints a line for each.
 #include <iostream>
 
 #include "server/commands/commands.h"
 #include "server/commands/server_config.h"
+#include "server/replication/provider_check.h"
 
 namespace numadir::server {
 
-int run_check_config(const std::filesystem::path& config_path, std::ostream& out,
-                     std::ostream& err) {
+int run_check_config(const std::filesystem::path& config_path, std::ostream& out, std::ostream& err,
+                     bool online) {
   const ServerConfigOutcome outcome = compile_server_config(config_path);
   report_server_config(outcome, err);
   if (!outcome.ok()) {
+    return 1;
+  }
+  bool failed = false;
+  if (online) {
+    const std::vector<ReplicationConsumerConfig>& consumers =
+        outcome.compiled->config.replication_consumers;
+    if (consumers.empty()) {
+      out << config_path.string()
+          << ": no [[replication.consumer]]: --online has no provider to reach\n";
+    }
+    for (const ReplicationConsumerConfig& consumer : consumers) {
+      Result<replication::ProviderCheck> check = replication::check_provider(consumer);
+      if (!check.ok()) {
+        err << "numadir: " << config_path.string() << ": replication.consumer rid=" << consumer.rid
+            << ": " << check.status().message() << "\n";
+        failed = true;
+      } else if (!check->offers_sync) {
+        err << "numadir: " << config_path.string() << ": "
+            << replication::describe_provider_check(consumer, *check) << "\n";
+        failed = true;
+      } else {
+        out << replication::describe_provider_check(consumer, *check) << "\n";
+      }
+      out.flush();
+      err.flush();
+    }
+  }
+  if (failed) {
     return 1;
   }
   out << config_path.string() << ": ok\n";

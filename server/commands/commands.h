@@ -61,7 +61,12 @@ struct ServeOptions {
 int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err);
 
 // Loads the config, the schema files it names and opens nothing else; reports every problem.
-int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err);
+// With `online` (--online), then connects to each [[replication.consumer]]'s provider as the
+// consumer would (TLS, bind), and checks that it offers the Sync Request control and that the
+// bind identity can read searchbase: one line per consumer on `out` ("replication.consumer
+// rid=1: ldap://...: ok, ..."), or on `err` for one that fails. Exits 1 on any failure.
+int run_check_config(const std::filesystem::path& config, std::ostream& out, std::ostream& err,
+                     bool online = false);
 
 struct TuneOptions {
   std::filesystem::path config;

@@ -1,5 +1,5 @@
-// server/commands/ldap_client.h: a minimal blocking LDAPv3 client over one TCP connection, on the
-// server's own codec (listener/wire): a simple bind and a search that collects its entries.
+// server/commands/ldap_client.h: a minimal blocking LDAPv3 client over one TCP connection
+// (server/client/ldap_connection.h): a simple bind and a search that collects its entries.
 // What `numadir stats` reads cn=Monitor with; not a general client (no referrals, no TLS, one
 // operation at a time).
 //
@@ -12,22 +12,22 @@
 #include <vector>
 
 #include "base/status.h"
-#include "listener/wire/ber_writer.h"
 #include "listener/wire/ldap_message.h"
 #include "schema/entry.h"
+#include "server/client/ldap_connection.h"
 
 namespace numadir::server {
 
 class LdapClient {
  public:
   // Connects to `url`: ldap://HOST[:PORT] (port 389 by default; HOST a name or an address,
-  // an IPv6 address in brackets). Every later send or receive waits at most `timeout_ms`.
+  // an IPv6 address in brackets; none: 127.0.0.1). Every later send or receive waits at most
+  // `timeout_ms`.
   // Errors: kInvalidArgument for a URL of another form (ldaps:// included: no TLS yet); kIo
   //   naming the URL when the host does not resolve or no address accepts the connection.
   static Result<std::unique_ptr<LdapClient>> connect(std::string_view url, int timeout_ms = 10000);
   LdapClient(const LdapClient&) = delete;
   LdapClient& operator=(const LdapClient&) = delete;
-  ~LdapClient();
 
   // A simple bind. Errors: kInvalidArgument with the result code and diagnostic when the server
   //   refuses it; kIo when the connection fails or times out; kMalformed for an answer that
@@ -44,16 +44,11 @@ class LdapClient {
                                             const std::vector<std::string_view>& attributes);
 
  private:
-  explicit LdapClient(int fd) : fd_(fd) {}
-  Status send(const listener::wire::LdapMessage& message);
-  // Reads the next message into `message` (which views pdu_ until the next call).
-  Status receive(listener::wire::LdapMessage& message);
+  LdapClient(std::unique_ptr<LdapConnection> connection, int timeout_ms)
+      : connection_(std::move(connection)), timeout_ms_(timeout_ms) {}
 
-  const int fd_;
-  std::int32_t next_id_ = 1;
-  listener::wire::BerWriter writer_;
-  std::string buffer_;  // Bytes read and not yet framed.
-  std::string pdu_;     // The last message received.
+  const std::unique_ptr<LdapConnection> connection_;
+  const int timeout_ms_;
 };
 
 }  // namespace numadir::server

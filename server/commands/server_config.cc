@@ -1,22 +1,35 @@
 // server/commands/server_config.cc: see server_config.h.
 #include "server/commands/server_config.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ostream>
 #include <span>
 #include <utility>
 
 #include "backend/attribute_index.h"
+#include "backend/dn_normalizer.h"
+#include "server/client/tls_client_context.h"
 #include "server/commands/opened_directory.h"
 #include "server/operations/operation_context.h"
 #include "threadpool/topology.h"
 
 namespace numadir::server {
 namespace {
+
+// Returns: "mode 0644" for `info`.
+std::string mode_text(const struct stat& info) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  return std::string("mode ") + mode;
+}
 
 // Returns: the warning for a config file holding server.rootpw that group or others may open;
 //   empty when its mode is private (or it cannot be examined: load_config read it already).
@@ -26,10 +39,110 @@ std::string rootpw_file_warning(const Config& config, const std::filesystem::pat
       (info.st_mode & 077) == 0) {
     return std::string();
   }
-  char mode[8];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
-  return path.string() + ": holds server.rootpw and is open to group or others (mode " + mode +
-         "): chmod 600 it";
+  return path.string() + ": holds server.rootpw and is open to group or others (" +
+         mode_text(info) + "): chmod 600 it";
+}
+
+// The most bytes a credentials_file may hold: a password, not a document.
+constexpr std::size_t kMaxCredentialsBytes = 4096;
+
+// Reads `consumer`'s credentials_file into consumer.credentials, less its trailing newline.
+// Returns: the error ("<key>: <problem>"), or "" (then a mode open to group or others is
+// added to `warnings`).
+std::string read_credentials(ReplicationConsumerConfig& consumer,
+                             std::vector<std::string>& warnings) {
+  const std::string key = consumer.origin + ".credentials_file";
+  const std::string name = consumer.credentials_file.string();
+  const int fd = ::open(consumer.credentials_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return key + ": " + name + ": cannot be read (" + std::strerror(errno) + ")";
+  }
+  struct stat info {};
+  std::string text;
+  std::string error;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    error = key + ": " + name + ": not a regular file";
+  } else {
+    char chunk[1024];
+    for (;;) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0) {
+        error = key + ": " + name + ": cannot be read (" + std::strerror(errno) + ")";
+        break;
+      }
+      if (n == 0) {
+        break;
+      }
+      text.append(chunk, static_cast<std::size_t>(n));
+      if (text.size() > kMaxCredentialsBytes) {
+        error = key + ": " + name + ": longer than " + std::to_string(kMaxCredentialsBytes) +
+                " bytes: not a password file";
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  if (!error.empty()) {
+    return error;
+  }
+  // The editor's final newline is not the password's.
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  if (text.empty()) {
+    return key + ": " + name + " is empty (a simple bind without a password is anonymous)";
+  }
+  if ((info.st_mode & 077) != 0) {
+    warnings.push_back(name + ": holds the password of " + consumer.origin + " (rid " +
+                       std::to_string(consumer.rid) + ") and is open to group or others (" +
+                       mode_text(info) + "): chmod 600 it");
+  }
+  consumer.credentials = std::move(text);
+  return std::string();
+}
+
+// [[replication.consumer]]: what parse_config could not check: each searchbase against the
+// schema and the suffix (the replica replicates into its own database), the credentials files
+// read, the TLS files loaded as a connection to the provider loads them.
+void compile_consumers(ServerConfig& compiled, const std::string& file,
+                       ServerConfigOutcome& outcome) {
+  Config& config = compiled.config;
+  if (config.replication_consumers.empty()) {
+    return;
+  }
+  const backend::SchemaDnNormalizer normalizer(*compiled.schema);
+  Result<schema::Dn> suffix = schema::Dn::parse(config.database.suffix);
+  const std::string suffix_ndn = suffix.ok() ? suffix->normalized(&normalizer) : std::string();
+  for (ReplicationConsumerConfig& consumer : config.replication_consumers) {
+    const std::string at = file + ": " + consumer.origin + ".";
+    if (Result<schema::Dn> base = parse_checked_dn(*compiled.schema, consumer.searchbase);
+        !base.ok()) {
+      outcome.errors.push_back(at + "searchbase: " + base.status().message());
+    } else if (!ndn_at_or_below(base->normalized(&normalizer), suffix_ndn)) {
+      outcome.errors.push_back(at + "searchbase: \"" + consumer.searchbase +
+                               "\" is not database.suffix (" + config.database.suffix +
+                               ") or under it: a replica replicates into its own database");
+    }
+    if (consumer.method == ReplicationBind::kSimple) {
+      std::vector<std::string> warnings;
+      if (std::string error = read_credentials(consumer, warnings); !error.empty()) {
+        outcome.errors.push_back(file + ": " + error);
+      }
+      for (std::string& warning : warnings) {
+        outcome.warnings.push_back(std::move(warning));
+      }
+    }
+    if (consumer.uses_tls()) {
+      Result<std::unique_ptr<TlsClientContext>> tls = TlsClientContext::create(TlsClientSettings{
+          consumer.ca_file, consumer.tls_verify, consumer.certificate, consumer.key});
+      if (!tls.ok()) {
+        outcome.errors.push_back(at + tls.status().message());
+      }
+    }
+  }
 }
 
 // Plans the threads on this machine or on threads.topology (mapped onto this machine).
@@ -111,6 +224,7 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
       outcome.errors.push_back(file + ": passwords.default_policy: " + policy.status().message());
     }
   }
+  compile_consumers(*compiled, file, outcome);
   Result<std::unique_ptr<AccessControl>> access =
       OperationContext::compile_access_rules(*compiled->catalog, config.access);
   if (access.ok()) {

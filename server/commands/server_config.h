@@ -3,13 +3,14 @@
 // the file parsed (server/formats/config.h), the schema files loaded, and every part that can
 // be checked without opening the database, the log or a socket compiled as the server uses
 // it: the indexes against the schema, the rootdn and the [[access]] rules with the DN checks
-// every operation applies, the [tls] certificate, key and CAs, the percpu thread plan on this
-// machine's topology, server.user and server.group. So check-config accepts exactly what serve
-// starts with, and both report a mistake in the same words; serve then uses the compiled parts
-// themselves (the rules are compiled once).
+// every operation applies, the [tls] certificate, key and CAs, each [[replication.consumer]]'s
+// searchbase (under the suffix), credentials_file (read into its `credentials`) and TLS files,
+// the percpu thread plan on this machine's topology, server.user and server.group. So check-config
+// accepts exactly what serve starts with, and both report a mistake in the same words; serve then
+// uses the compiled parts themselves (the rules are compiled once).
 //
-// Warnings do not fail: a config file that holds server.rootpw and that group or others may
-// read (mode & 077).
+// Warnings do not fail: a config file that holds server.rootpw, or a replication
+// credentials_file, that group or others may read (mode & 077).
 //
 // Thread contract: compiled and reported on the main thread at startup; a ServerConfig is
 // immutable afterwards (its TlsContext has its own contract) and outlives the server it feeds.

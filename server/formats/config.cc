@@ -2,11 +2,12 @@
 // raw text, the [database], [schema], [server], [limits], [log] and [threads] sections, and the
 // pieces config.h exports (sizes, index specs, the placement). The typed key readers are in
 // config_toml.cc; [passwords] in config_passwords.cc; [tls] and [[access]] in
-// config_security.cc.
+// config_security.cc; [replication] in config_replication.cc.
 //
 // Thread contract: as config.h; a config is parsed by one thread, once, at startup.
 #include "server/formats/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iterator>
@@ -458,10 +459,10 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   const toml::table& root = *parsed;
   Problems problems(origin);
-  check_keys(
-      root, "",
-      {"database", "schema", "passwords", "server", "limits", "log", "threads", "access", "tls"},
-      problems);
+  check_keys(root, "",
+             {"database", "schema", "passwords", "server", "limits", "log", "threads", "access",
+              "tls", "replication"},
+             problems);
 
   Config config;
   if (const toml::table* database = get_table(root, "database", problems)) {
@@ -521,6 +522,22 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
   }
   if (const toml::table* tls = get_table(root, "tls", problems)) {
     detail::parse_tls(*tls, base_dir, config, problems);
+  }
+  if (const toml::table* replication = get_table(root, "replication", problems)) {
+    detail::parse_replication(*replication, base_dir, config, problems);
+  }
+  // A replica finds the provider's entries by entryUUID: its eq index comes with any consumer
+  // (here, so that import, index and serve all keep it).
+  if (!config.replication_consumers.empty()) {
+    auto uuid = std::find_if(config.database.indexes.begin(), config.database.indexes.end(),
+                             [](const backend::IndexSpec& index) {
+                               return schema::ascii_iequals(index.attribute, "entryUUID");
+                             });
+    if (uuid == config.database.indexes.end()) {
+      config.database.indexes.push_back(backend::IndexSpec{"entryUUID", true, false, false, false});
+    } else {
+      uuid->equality = true;
+    }
   }
   if (config.server.listen.empty()) {
     config.server.listen.push_back(listener::ListenUrl{"ldap", "", 389});

@@ -90,11 +90,19 @@
 //   listeners = 1                        # 0 = auto
 //   workers = 2                          # 0 = auto
 //
+//   [[replication.consumer]]             # a provider to replicate from (RFC 4533): the keys
+//   rid = 1                              # of slapd's syncrepl; replication_consumer_config.h
+//   provider = "ldap://ldap1.example.com"
+//   searchbase = "dc=example,dc=com"
+//   binddn = "cn=replicator,dc=example,dc=com"
+//   credentials_file = "replicator.pw"
+//
 // Thread contract: parsed once at startup; immutable afterwards.
 #pragma once
 
 #include "listener/listen_url.h"
 #include "listener/tls.h"
+#include "server/formats/replication_consumer_config.h"
 #include "server/monitoring/access_log.h"
 #include "server/operations/access_control.h"
 
@@ -170,6 +178,9 @@ struct Config {
   std::optional<listener::TlsSettings> tls;  // [tls]; none: no ldaps://, no StartTLS.
   std::string external_map = "{subject}";    // SASL EXTERNAL: client certificate subject -> DN.
   bool simple_bind_requires_tls = false;     // RFC 4513 §5.1.3 / slapd `security simple_bind`.
+  // [[replication.consumer]], in file order, rids distinct; `numadir check-config --online`
+  // reaches each provider.
+  std::vector<ReplicationConsumerConfig> replication_consumers;
 };
 
 // Parses numadir.toml text. Relative paths are taken relative to `base_dir`.

@@ -1,8 +1,8 @@
 // server/formats/detail/config_toml.h: what the parts of the numadir.toml reader share: toml++
 // (included here, and only here, with the same settings in every file that reads it), the
 // collector of the first problem, the typed key readers, and the sections parsed in files of
-// their own (config_security.cc: [tls] and [[access]]; config_passwords.cc: [passwords]). Private
-// to server/formats.
+// their own (config_security.cc: [tls] and [[access]]; config_passwords.cc: [passwords];
+// config_replication.cc: [replication]). Private to server/formats.
 //
 // Thread contract: used only while a config is parsed, by the thread parsing it.
 #pragma once
@@ -93,5 +93,10 @@ void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, 
 // [[access]]: the ordered access rules (server/operations/access_control.h), appended to
 // config.access.
 void parse_access_rules(const toml::node& node, Config& config, Problems& problems);
+
+// [replication]: its [[replication.consumer]] tables (config_replication.cc), appended to
+// config.replication_consumers. Relative paths are taken from `base_dir`.
+void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
+                       Config& config, Problems& problems);
 
 }  // namespace numadir::server::detail

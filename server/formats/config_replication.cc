@@ -1,0 +1,418 @@
+// server/formats/config_replication.cc: the [replication] section of numadir.toml: its
+// [[replication.consumer]] tables (replication_consumer_config.h), each a provider to replicate
+// from, checked key by key; and slapd's interval and retry syntaxes. The DN checks that need the
+// schema (searchbase under the suffix) and the files (credentials, certificates, CAs) are
+// compile_server_config's (server/commands/server_config.cc).
+//
+// Thread contract: as detail/config_toml.h; the thread parsing a config.
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <string_view>
+
+#include "schema/dn.h"
+#include "schema/filter.h"
+#include "server/formats/detail/config_toml.h"
+#include "server/formats/replication_consumer_config.h"
+
+namespace numadir::server {
+namespace {
+
+// Parses all of `text` as a decimal number no larger than `max`.
+bool parse_number(std::string_view text, std::uint64_t max, std::uint64_t& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && error == std::errc() && end == text.data() + text.size() && out <= max;
+}
+
+// An attribute selector as a search request names it: a description ("cn", "cn;lang-en",
+// "2.5.4.3"), "*", "+", "1.1" or "@objectClass".
+bool is_attribute_selector(std::string_view text) {
+  if (text == "*" || text == "+") {
+    return true;
+  }
+  if (text.starts_with('@')) {
+    text.remove_prefix(1);
+  }
+  if (text.empty()) {
+    return false;
+  }
+  for (const char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.' || c == ';';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The least and greatest replication.consumer.*_ms.
+constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
+
+}  // namespace
+
+Result<std::uint64_t> parse_sync_interval(std::string_view text) {
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  std::uint64_t seconds = 0;
+  if (text.find(':') == std::string_view::npos) {
+    if (!parse_number(text, UINT32_MAX, seconds)) {
+      return invalid_argument(quoted + " is not \"dd:hh:mm:ss\" or a number of seconds");
+    }
+  } else {
+    std::string_view fields[4];
+    std::string_view rest = text;
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::size_t colon = rest.find(':');
+      if ((i < 3) == (colon == std::string_view::npos)) {
+        return invalid_argument(quoted + " is not \"dd:hh:mm:ss\" (e.g. \"01:00:00:00\": a day)");
+      }
+      fields[i] = rest.substr(0, colon);
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+    constexpr std::string_view kNames[] = {"days", "hours", "minutes", "seconds"};
+    constexpr std::uint64_t kMax[] = {49'710, 23, 59, 59};  // 49710 days: under 2^32 seconds.
+    constexpr std::uint64_t kUnit[] = {86400, 3600, 60, 1};
+    for (std::size_t i = 0; i < 4; ++i) {
+      std::uint64_t value = 0;
+      if (!parse_number(fields[i], kMax[i], value)) {
+        return invalid_argument(quoted + ": " + std::string(kNames[i]) +
+                                " must be a number from 0 to " + std::to_string(kMax[i]));
+      }
+      seconds += value * kUnit[i];
+    }
+  }
+  if (seconds == 0) {
+    return invalid_argument(quoted + " must be more than 0 seconds");
+  }
+  return seconds;
+}
+
+Result<std::vector<RetryStep>> parse_retry_schedule(std::string_view text) {
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  std::vector<std::string_view> fields;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t start = text.find_first_not_of(' ', at);
+    if (start == std::string_view::npos) {
+      break;
+    }
+    const std::size_t end = std::min(text.find(' ', start), text.size());
+    fields.push_back(text.substr(start, end - start));
+    at = end;
+  }
+  if (fields.empty() || fields.size() % 2 != 0) {
+    return invalid_argument(quoted +
+                            " must be pairs of \"<interval seconds> <count or +>\", "
+                            "e.g. \"5 10 60 +\"");
+  }
+  std::vector<RetryStep> steps;
+  for (std::size_t i = 0; i < fields.size(); i += 2) {
+    RetryStep step;
+    std::uint64_t number = 0;
+    if (!parse_number(fields[i], UINT32_MAX, number) || number == 0) {
+      return invalid_argument(quoted + ": interval \"" + std::string(fields[i]) +
+                              "\" must be a number of seconds from 1 to 4294967295");
+    }
+    step.interval_s = static_cast<std::uint32_t>(number);
+    if (fields[i + 1] == "+") {
+      if (i + 2 != fields.size()) {
+        return invalid_argument(quoted + ": \"+\" (forever) must be the last count");
+      }
+      step.forever = true;
+    } else if (!parse_number(fields[i + 1], UINT32_MAX, number) || number == 0) {
+      return invalid_argument(quoted + ": count \"" + std::string(fields[i + 1]) +
+                              "\" must be a number from 1 to 4294967295, or \"+\" (forever)");
+    } else {
+      step.count = static_cast<std::uint32_t>(number);
+    }
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+namespace detail {
+namespace {
+
+void parse_consumer(const toml::table& table, std::size_t index,
+                    const std::filesystem::path& base_dir, Config& config, Problems& problems) {
+  ReplicationConsumerConfig consumer;
+  consumer.origin = "replication.consumer[" + std::to_string(index) + "]";
+  const std::string& prefix = consumer.origin;
+  const auto key = [&](std::string_view name) { return prefix + "." + std::string(name); };
+  check_keys(table, prefix, {"rid",          "provider",  "starttls",   "searchbase",
+                             "scope",        "filter",    "attrs",      "type",
+                             "interval",     "method",    "binddn",     "credentials_file",
+                             "certificate",  "key",       "ca_file",    "tls_verify",
+                             "retry",        "keepalive", "timeout_ms", "network_timeout_ms",
+                             "max_pdu_size", "updateref"},
+             problems);
+  const auto path = [&](std::string_view name, std::filesystem::path& out) {
+    if (std::string text; get_string(table, prefix, name, text, problems)) {
+      if (text.empty()) {
+        problems.add(key(name), "must not be empty");
+        return;
+      }
+      const std::filesystem::path value(text);
+      out = value.is_absolute() ? value : base_dir / value;
+    }
+  };
+
+  if (const toml::node* rid = table.get("rid"); rid == nullptr) {
+    problems.add(key("rid"), "missing (a number from 1 to 999 naming this consumer)");
+  } else if (const auto* number = rid->as_integer();
+             number == nullptr || number->get() < 1 || number->get() > 999) {
+    problems.add(key("rid"), "must be an integer from 1 to 999");
+  } else {
+    consumer.rid = static_cast<int>(number->get());
+    for (const ReplicationConsumerConfig& earlier : config.replication_consumers) {
+      if (earlier.rid == consumer.rid) {
+        problems.add(key("rid"),
+                     std::to_string(consumer.rid) + " is " + earlier.origin + "'s rid already");
+      }
+    }
+  }
+
+  if (get_string(table, prefix, "provider", consumer.provider_text, problems)) {
+    Result<LdapUrl> url = parse_ldap_url(consumer.provider_text);
+    if (!url.ok()) {
+      problems.add(key("provider"), url.status().message());
+    } else if (url->host.empty()) {
+      problems.add(key("provider"), "\"" + consumer.provider_text + "\" needs a host");
+    } else {
+      consumer.provider = *url;
+    }
+  } else if (!problems.any()) {
+    problems.add(key("provider"), "missing (ldap://HOST[:PORT] or ldaps://HOST[:PORT])");
+  }
+
+  std::string text;
+  if (get_string(table, prefix, "starttls", text, problems)) {
+    if (text == "no") {
+      consumer.starttls = StartTlsMode::kNo;
+    } else if (text == "yes") {
+      consumer.starttls = StartTlsMode::kYes;
+    } else if (text == "critical") {
+      consumer.starttls = StartTlsMode::kCritical;
+    } else {
+      problems.add(key("starttls"), "must be \"no\", \"yes\" or \"critical\"");
+    }
+    if (consumer.starttls != StartTlsMode::kNo && consumer.provider.tls()) {
+      problems.add(key("starttls"),
+                   "not with an ldaps:// provider (it has TLS from the first byte)");
+    }
+  }
+
+  if (get_string(table, prefix, "searchbase", consumer.searchbase, problems)) {
+    if (Result<schema::Dn> dn = schema::Dn::parse(consumer.searchbase); !dn.ok()) {
+      problems.add(key("searchbase"), dn.status().message());
+    } else if (dn->is_root()) {
+      problems.add(key("searchbase"), "must not be empty (the database suffix or under it)");
+    }
+  } else if (!problems.any()) {
+    problems.add(key("searchbase"), "missing (the database suffix or a DN under it)");
+  }
+
+  if (get_string(table, prefix, "scope", text, problems)) {
+    if (text == "sub") {
+      consumer.scope = listener::wire::SearchScope::kWholeSubtree;
+    } else if (text == "one") {
+      consumer.scope = listener::wire::SearchScope::kSingleLevel;
+    } else if (text == "base") {
+      consumer.scope = listener::wire::SearchScope::kBaseObject;
+    } else {
+      problems.add(key("scope"), "must be \"sub\", \"one\" or \"base\"");
+    }
+  }
+
+  if (get_string(table, prefix, "filter", consumer.filter, problems)) {
+    if (Result<schema::Filter> filter = schema::Filter::parse(consumer.filter); !filter.ok()) {
+      problems.add(key("filter"), filter.status().message());
+    }
+  }
+
+  if (std::vector<std::string> attrs; get_strings(table, prefix, "attrs", attrs, problems)) {
+    if (attrs.empty()) {
+      problems.add(key("attrs"), "must name at least one attribute (default [\"*\", \"+\"])");
+    }
+    for (const std::string& attr : attrs) {
+      if (!is_attribute_selector(attr)) {
+        problems.add(key("attrs"), "\"" + attr +
+                                       "\" is not an attribute description, \"*\", \"+\" or "
+                                       "\"@objectClass\"");
+        break;
+      }
+    }
+    consumer.attrs = std::move(attrs);
+  }
+
+  if (get_string(table, prefix, "type", text, problems)) {
+    if (text == "refreshAndPersist") {
+      consumer.type = ReplicationType::kRefreshAndPersist;
+    } else if (text == "refreshOnly") {
+      consumer.type = ReplicationType::kRefreshOnly;
+    } else {
+      problems.add(key("type"), "must be \"refreshAndPersist\" or \"refreshOnly\"");
+    }
+  }
+  if (const toml::node* interval = table.get("interval")) {
+    Result<std::uint64_t> seconds = invalid_argument("must be \"dd:hh:mm:ss\" or seconds");
+    if (const auto* string = interval->as_string()) {
+      seconds = parse_sync_interval(string->get());
+    } else if (const auto* number = interval->as_integer()) {
+      seconds = number->get() > 0 && number->get() <= INT64_C(4294967295)
+                    ? Result<std::uint64_t>(static_cast<std::uint64_t>(number->get()))
+                    : invalid_argument("must be from 1 to 4294967295 seconds");
+    }
+    if (!seconds.ok()) {
+      problems.add(key("interval"), seconds.status().message());
+    } else if (consumer.type != ReplicationType::kRefreshOnly) {
+      problems.add(key("interval"),
+                   "only with type = \"refreshOnly\" (refreshAndPersist hears of each change as "
+                   "it happens)");
+    } else {
+      consumer.interval_s = *seconds;
+    }
+  }
+
+  if (get_string(table, prefix, "method", text, problems)) {
+    if (text == "simple") {
+      consumer.method = ReplicationBind::kSimple;
+    } else if (text == "external") {
+      consumer.method = ReplicationBind::kExternal;
+    } else {
+      problems.add(key("method"), "must be \"simple\" or \"external\"");
+    }
+  }
+  const bool simple = consumer.method == ReplicationBind::kSimple;
+  if (get_string(table, prefix, "binddn", consumer.binddn, problems)) {
+    if (!simple) {
+      problems.add(key("binddn"),
+                   "not with method = \"external\" (the certificate is the "
+                   "identity)");
+    } else if (consumer.binddn.empty()) {
+      problems.add(key("binddn"), "must not be empty (an anonymous consumer reads too little)");
+    } else if (Result<schema::Dn> dn = schema::Dn::parse(consumer.binddn); !dn.ok()) {
+      problems.add(key("binddn"), dn.status().message());
+    }
+  } else if (simple && !problems.any()) {
+    problems.add(key("binddn"), "missing (method = \"simple\" binds as this DN)");
+  }
+  if (table.contains("credentials_file") && !simple) {
+    problems.add(key("credentials_file"),
+                 "not with method = \"external\" (the certificate is the identity)");
+  }
+  path("credentials_file", consumer.credentials_file);
+  if (simple && consumer.credentials_file.empty() && !problems.any()) {
+    problems.add(key("credentials_file"), "missing (a file holding binddn's password, mode 0600)");
+  }
+
+  path("certificate", consumer.certificate);
+  path("key", consumer.key);
+  if (consumer.certificate.empty() != consumer.key.empty()) {
+    problems.add(key(consumer.certificate.empty() ? "certificate" : "key"),
+                 "missing (certificate and key go together)");
+  }
+  if (!simple) {
+    if (consumer.certificate.empty() && !problems.any()) {
+      problems.add(key("certificate"),
+                   "missing (method = \"external\" binds with a client certificate)");
+    }
+    if (!consumer.provider.tls() && consumer.starttls != StartTlsMode::kCritical) {
+      problems.add(key("method"),
+                   "\"external\" needs TLS: an ldaps:// provider or starttls = \"critical\"");
+    }
+  }
+  path("ca_file", consumer.ca_file);
+  const bool verify_given = get_bool(table, prefix, "tls_verify", consumer.tls_verify, problems);
+  if (consumer.uses_tls()) {
+    if (consumer.tls_verify && consumer.ca_file.empty() && !problems.any()) {
+      problems.add(key("ca_file"),
+                   "missing (the CAs to verify the provider's certificate with; or tls_verify = "
+                   "false, which checks nothing)");
+    }
+  } else if (!consumer.provider_text.empty()) {
+    for (const auto& [name, given] :
+         {std::pair<std::string_view, bool>{"ca_file", !consumer.ca_file.empty()},
+          {"tls_verify", verify_given},
+          {"certificate", !consumer.certificate.empty()}}) {
+      if (given) {
+        problems.add(key(name),
+                     "set, but the provider is reached without TLS (an ldap:// provider with "
+                     "starttls = \"no\")");
+      }
+    }
+  }
+
+  if (get_string(table, prefix, "retry", text, problems)) {
+    Result<std::vector<RetryStep>> retry = parse_retry_schedule(text);
+    if (retry.ok()) {
+      consumer.retry = std::move(*retry);
+    } else {
+      problems.add(key("retry"), retry.status().message());
+    }
+  }
+  if (get_string(table, prefix, "keepalive", text, problems)) {
+    Result<TcpKeepalive> keepalive = parse_keepalive(text);
+    if (keepalive.ok()) {
+      consumer.keepalive = *keepalive;
+    } else {
+      problems.add(key("keepalive"), keepalive.status().message());
+    }
+  }
+  const auto milliseconds = [&](std::string_view name, std::uint32_t& out) {
+    if (const toml::node* node = table.get(name)) {
+      const auto* value = node->as_integer();
+      if (value == nullptr || value->get() < 1 || value->get() > kMaxTimeoutMs) {
+        problems.add(key(name),
+                     "must be an integer from 1 to " + std::to_string(kMaxTimeoutMs) + " (ms)");
+      } else {
+        out = static_cast<std::uint32_t>(value->get());
+      }
+    }
+  };
+  milliseconds("timeout_ms", consumer.timeout_ms);
+  milliseconds("network_timeout_ms", consumer.network_timeout_ms);
+  if (get_string(table, prefix, "max_pdu_size", text, problems)) {
+    Result<std::uint64_t> bytes = parse_size_bytes(text);
+    if (!bytes.ok()) {
+      problems.add(key("max_pdu_size"), bytes.status().message());
+    } else if (*bytes < 1024 || *bytes > (std::uint64_t{1} << 31)) {
+      problems.add(key("max_pdu_size"), "must be from 1KiB to 2GiB");
+    } else {
+      consumer.max_pdu_bytes = *bytes;
+    }
+  }
+  consumer.updateref = consumer.provider;
+  if (get_string(table, prefix, "updateref", text, problems)) {
+    Result<LdapUrl> url = parse_ldap_url(text);
+    if (!url.ok()) {
+      problems.add(key("updateref"), url.status().message());
+    } else if (url->host.empty()) {
+      problems.add(key("updateref"), "\"" + text + "\" needs a host");
+    } else {
+      consumer.updateref = *url;
+    }
+  }
+  config.replication_consumers.push_back(std::move(consumer));
+}
+
+}  // namespace
+
+void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
+                       Config& config, Problems& problems) {
+  check_keys(table, "replication", {"consumer"}, problems);
+  const toml::node* consumers = table.get("consumer");
+  if (consumers == nullptr) {
+    return;
+  }
+  const toml::array* array = consumers->as_array();
+  if (array == nullptr || !array->is_array_of_tables()) {
+    problems.add("replication.consumer", "must be an array of tables ([[replication.consumer]])");
+    return;
+  }
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    parse_consumer(*array->get(i)->as_table(), i, base_dir, config, problems);
+  }
+}
+
+}  // namespace detail
+}  // namespace numadir::server
