@@ -3,9 +3,11 @@
 // tells systemd when it is ready (Type=notify) and writes a pid file on request.
 #include <grp.h>
 #include <signal.h>
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include <cerrno>
 #include <cstring>
@@ -23,6 +25,7 @@
 #include "server/monitoring/logging_handler.h"
 #include "server/monitoring/monitor.h"
 #include "server/operations/operation_handler.h"
+#include "server/replication/consumer.h"
 #include "threadpool/placement.h"
 
 namespace numadir::server {
@@ -140,6 +143,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   }
   handler_options.simple_bind_requires_tls = config.simple_bind_requires_tls;
   handler_options.password_limits = config.password_limits;
+  for (const ReplicationConsumerConfig& consumer : config.replication_consumers) {
+    handler_options.replicated.push_back({consumer.searchbase, consumer.updateref.to_string()});
+  }
   // The access log, when on, wraps the handler (and takes the binds' refusals of costly
   // values); off, requests go straight to it. Made first: it outlives the handler.
   std::unique_ptr<AccessLog> access_log;
@@ -221,6 +227,19 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     out << "numadir: listening on " << url.to_string() << " (" << threads_summary << ")"
         << std::endl;
   }
+  // The replication consumers, each on its thread, once the server answers: a long first
+  // refresh does not hold the listeners back, and readers see each batch as it commits.
+  std::vector<std::unique_ptr<replication::Consumer>> consumers;
+  for (const ReplicationConsumerConfig& consumer : config.replication_consumers) {
+    consumers.push_back(std::make_unique<replication::Consumer>(
+        consumer, **directory, [log = access_log.get()](const std::string& line) {
+          if (log != nullptr) {
+            log->message(line);
+          }
+          std::fprintf(stderr, "numadir: %s\n", line.c_str());  // From the consumer's thread.
+        }));
+    consumers.back()->start();
+  }
   notify_systemd("READY=1");
 
   for (;;) {
@@ -249,6 +268,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   }
   notify_systemd("STOPPING=1");
   out << "numadir: shutting down" << std::endl;
+  consumers.clear();  // Each stops, finishing the batch it is writing.
   monitor.detach();
   (*frontend)->stop();
   if (!options.pid_file.empty()) {

@@ -70,6 +70,8 @@ class SyncSession {
   SyncPhase phase() const { return phase_; }
   // Whether the pending batch reached batch_entries items (take it before reading more).
   bool batch_full() const { return items_.size() >= batch_entries_; }
+  // Whether changes or a cookie wait to be taken.
+  bool has_pending() const { return !items_.empty() || cookie_.has_value() || prune_.has_value(); }
   // Returns: the pending changes and cookie as one batch, or nullopt when nothing is pending.
   // The session starts a new batch.
   std::optional<backend::ReplicaChange> take_batch();

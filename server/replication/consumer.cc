@@ -1,0 +1,366 @@
+// server/replication/consumer.cc: see consumer.h.
+#include "server/replication/consumer.h"
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "backend/update_job.h"
+#include "backend/writer.h"
+#include "server/replication/provider_connection.h"
+#include "server/replication/sync_protocol.h"
+#include "server/replication/sync_session.h"
+
+namespace numadir::server::replication {
+
+using listener::wire::Control;
+using listener::wire::LdapMessage;
+using listener::wire::ProtocolOp;
+using listener::wire::ResultCode;
+
+namespace {
+
+const Control* find_control(const LdapMessage& message, std::string_view oid) {
+  for (const Control& control : message.controls) {
+    if (control.type == oid) {
+      return &control;
+    }
+  }
+  return nullptr;
+}
+
+backend::Scope backend_scope(listener::wire::SearchScope scope) {
+  switch (scope) {
+    case listener::wire::SearchScope::kBaseObject:
+      return backend::Scope::kBase;
+    case listener::wire::SearchScope::kSingleLevel:
+      return backend::Scope::kOneLevel;
+    default:
+      return backend::Scope::kSubtree;
+  }
+}
+
+// The retry schedule as slapd walks it: each step's interval, `count` times, the last one
+// forever when it says "+".
+class RetrySchedule {
+ public:
+  explicit RetrySchedule(const std::vector<RetryStep>& steps) : steps_(steps) {}
+  void reset() {
+    step_ = 0;
+    used_ = 0;
+  }
+  // Returns: the wait before the next try, or nullopt when the schedule is spent.
+  std::optional<std::chrono::seconds> next() {
+    while (step_ < steps_.size()) {
+      const RetryStep& step = steps_[step_];
+      if (step.forever || used_ < step.count) {
+        ++used_;
+        return std::chrono::seconds(step.interval_s);
+      }
+      ++step_;
+      used_ = 0;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const std::vector<RetryStep>& steps_;
+  std::size_t step_ = 0;
+  std::uint32_t used_ = 0;
+};
+
+}  // namespace
+
+const char* consumer_state_name(ConsumerState state) {
+  switch (state) {
+    case ConsumerState::kStarting:
+      return "starting";
+    case ConsumerState::kConnecting:
+      return "connecting";
+    case ConsumerState::kRefreshing:
+      return "refreshing";
+    case ConsumerState::kPersisting:
+      return "persisting";
+    case ConsumerState::kIdle:
+      return "idle";
+    case ConsumerState::kWaiting:
+      return "waiting to retry";
+    case ConsumerState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+Consumer::Consumer(const ReplicationConsumerConfig& config, backend::Directory& directory, Log log,
+                   std::size_t batch_entries)
+    : config_(config), directory_(directory), log_(std::move(log)), batch_entries_(batch_entries) {
+  status_.rid = config_.rid;
+  status_.provider = config_.provider_text;
+}
+
+Consumer::~Consumer() { stop(); }
+
+void Consumer::start() {
+  thread_ = std::thread([this] { main(); });
+}
+
+void Consumer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  stop_requested_.store(true, std::memory_order_relaxed);
+  wake_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+ConsumerStatus Consumer::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+void Consumer::set_state(ConsumerState state) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    changed = status_.state != state;
+    status_.state = state;
+  }
+  if (changed) {
+    log_("replication rid=" + std::to_string(config_.rid) + " " + config_.provider_text + ": " +
+         consumer_state_name(state));
+  }
+}
+
+void Consumer::note_failure(const Status& status) {
+  {
+    std::lock_guard lock(mu_);
+    ++status_.failures;
+    status_.last_error = status.message();
+  }
+  log_("replication rid=" + std::to_string(config_.rid) + " " + config_.provider_text + ": " +
+       status.message());
+}
+
+bool Consumer::wait(std::chrono::milliseconds delay) {
+  std::unique_lock lock(mu_);
+  wake_.wait_for(lock, delay, [this] { return stopping_; });
+  return !stopping_;
+}
+
+void Consumer::main() {
+  RetrySchedule retry(config_.retry);
+  bool reload = false;
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    set_state(ConsumerState::kConnecting);
+    Result<Outcome> outcome = run_connection(reload);
+    if (outcome.ok() && *outcome == Outcome::kStopped) {
+      break;
+    }
+    if (outcome.ok() && *outcome == Outcome::kRefreshDone) {
+      retry.reset();
+      set_state(ConsumerState::kIdle);
+      if (!wait(std::chrono::seconds(config_.interval_s))) {
+        break;
+      }
+      continue;
+    }
+    if (outcome.ok()) {
+      continue;  // kReload: at once, without a cookie.
+    }
+    note_failure(outcome.status());
+    const std::optional<std::chrono::seconds> delay = retry.next();
+    if (!delay.has_value()) {
+      log_("replication rid=" + std::to_string(config_.rid) +
+           ": retry schedule spent; the consumer stops until the server restarts");
+      break;
+    }
+    set_state(ConsumerState::kWaiting);
+    if (!wait(*delay)) {
+      break;
+    }
+  }
+  set_state(ConsumerState::kStopped);
+}
+
+Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
+  Result<std::unique_ptr<ProviderConnection>> connected = ProviderConnection::connect(config_);
+  if (!connected.ok()) {
+    return connected.status();
+  }
+  ProviderConnection& provider = **connected;
+  NUMADIR_RETURN_IF_ERROR(provider.bind());
+  {
+    std::lock_guard lock(mu_);
+    ++status_.connects;
+  }
+  std::string cookie;
+  if (!reload) {
+    Result<std::optional<std::string>> stored = directory_.replica_cookie(config_.rid);
+    if (!stored.ok()) {
+      return stored.status();
+    }
+    cookie = stored->value_or("");
+  }
+  reload = false;
+  const SyncMode mode = config_.type == ReplicationType::kRefreshOnly
+                            ? SyncMode::kRefreshOnly
+                            : SyncMode::kRefreshAndPersist;
+  // Without a stored cookie the request carries "rid=NNN" alone, as slapd's consumers send
+  // it: the provider's cookies then name this rid.
+  char rid_cookie[16];
+  std::snprintf(rid_cookie, sizeof rid_cookie, "rid=%03d", config_.rid);
+  const std::string request =
+      encode_sync_request(mode, cookie.empty() ? rid_cookie : cookie, /*reload_hint=*/false);
+  std::vector<std::string_view> attributes(config_.attrs.begin(), config_.attrs.end());
+  Result<std::int32_t> search =
+      provider.send_search(config_.searchbase, config_.scope, config_.filter, attributes,
+                           {Control{kSyncRequestOid, true, request}});
+  if (!search.ok()) {
+    return search.status();
+  }
+  SyncSession session(static_cast<std::uint32_t>(config_.rid),
+                      SyncScope{config_.searchbase, backend_scope(config_.scope)}, mode,
+                      cookie.empty(), batch_entries_);
+  set_state(ConsumerState::kRefreshing);
+
+  const auto apply = [&]() -> Status {
+    std::optional<backend::ReplicaChange> batch = session.take_batch();
+    if (!batch.has_value()) {
+      return Status();
+    }
+    const std::optional<std::string> batch_cookie = batch->cookie;
+    const std::size_t items = batch->items.size();
+    auto job = std::make_unique<backend::UpdateJob>();
+    job->change = std::move(*batch);
+    const Status applied = directory_.writer().run(std::move(job));
+    if (!applied.ok()) {
+      return Status(applied.code(),
+                    "applying the provider's changes failed, nothing of the "
+                    "batch was written: " +
+                        applied.message());
+    }
+    std::lock_guard lock(mu_);
+    ++status_.batches_applied;
+    status_.changes_applied += items;
+    status_.last_change = std::chrono::system_clock::now();
+    if (batch_cookie.has_value()) {
+      status_.cookie = *batch_cookie;
+    }
+    status_.entries_received = session.entries_received();
+    status_.deletes_received = session.deletes_received();
+    return Status();
+  };
+
+  LdapMessage message;
+  for (;;) {
+    if (stop_requested_.load(std::memory_order_relaxed)) {
+      NUMADIR_RETURN_IF_ERROR(apply());  // What was received and is whole is kept.
+      (void)provider.abandon(*search);
+      (void)provider.unbind();
+      return Outcome::kStopped;
+    }
+    // In the persist phase a change is written as soon as no other follows at once; a refresh
+    // fills its batches, written when full or when the provider pauses for kPollMs.
+    const bool write_now = session.phase() == SyncPhase::kPersist && session.has_pending();
+    const Status received = provider.receive(message, write_now ? 0 : kPollMs);
+    if (!received.ok()) {
+      if (!provider.usable()) {
+        return received;
+      }
+      NUMADIR_RETURN_IF_ERROR(apply());  // The provider has nothing more for now.
+      continue;
+    }
+    if (message.message_id == listener::wire::kUnsolicitedMessageId) {
+      return Status(StatusCode::kIo, provider.url() + ": the provider disconnected: " +
+                                         std::string(message.result.diagnostic_message));
+    }
+    if (message.message_id != *search) {
+      continue;
+    }
+    Status handled;
+    switch (message.op) {
+      case ProtocolOp::kSearchResultEntry: {
+        const Control* control = find_control(message, kSyncStateOid);
+        if (control == nullptr || !control->value.has_value()) {
+          return malformed(provider.url() + ": an entry without a Sync State control: " +
+                           std::string(message.search_entry.object_name));
+        }
+        Result<SyncState> state = decode_sync_state(*control->value);
+        if (!state.ok()) {
+          return malformed(provider.url() + ": " + state.status().message());
+        }
+        handled = session.on_entry(message.search_entry.object_name,
+                                   message.search_entry.attributes, *state);
+        break;
+      }
+      case ProtocolOp::kIntermediateResponse: {
+        if (message.extended.name != kSyncInfoOid) {
+          continue;
+        }
+        if (!message.extended.value.has_value()) {
+          return malformed(provider.url() + ": a Sync Info message without a value");
+        }
+        Result<SyncInfo> info = decode_sync_info(*message.extended.value);
+        if (!info.ok()) {
+          return malformed(provider.url() + ": " + info.status().message());
+        }
+        handled = session.on_info(*info);
+        break;
+      }
+      case ProtocolOp::kSearchResultDone: {
+        const auto code = static_cast<std::int32_t>(message.result.code);
+        if (code == kSyncRefreshRequired) {
+          // The cookie is too old for the provider: what came of this search is dropped and
+          // the content reloaded.
+          log_("replication rid=" + std::to_string(config_.rid) +
+               ": the provider requires a full reload (e-syncRefreshRequired)");
+          {
+            std::lock_guard lock(mu_);
+            ++status_.reloads;
+          }
+          reload = true;
+          (void)provider.unbind();
+          return Outcome::kReload;
+        }
+        if (message.result.code != ResultCode::kSuccess) {
+          return Status(StatusCode::kIo, provider.url() + ": the sync search ended with result " +
+                                             std::to_string(code) + ": " +
+                                             std::string(message.result.diagnostic_message));
+        }
+        SyncDone done;
+        if (const Control* control = find_control(message, kSyncDoneOid)) {
+          Result<SyncDone> decoded = decode_sync_done(control->value.value_or(""));
+          if (!decoded.ok()) {
+            return malformed(provider.url() + ": " + decoded.status().message());
+          }
+          done = *decoded;
+        }
+        NUMADIR_RETURN_IF_ERROR(session.on_done(done));
+        NUMADIR_RETURN_IF_ERROR(apply());
+        (void)provider.unbind();
+        if (mode == SyncMode::kRefreshOnly) {
+          return Outcome::kRefreshDone;
+        }
+        return Status(StatusCode::kIo, provider.url() + ": the provider ended the persist phase");
+      }
+      default:
+        continue;  // References, and anything else of this search, carry nothing to apply.
+    }
+    if (!handled.ok()) {
+      return Status(handled.code(), provider.url() + ": " + handled.message());
+    }
+    if (session.phase() == SyncPhase::kPersist) {
+      set_state(ConsumerState::kPersisting);
+    }
+    if (session.batch_full()) {
+      NUMADIR_RETURN_IF_ERROR(apply());
+    }
+  }
+}
+
+}  // namespace numadir::server::replication
