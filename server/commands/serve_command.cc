@@ -240,6 +240,15 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
         }));
     consumers.back()->start();
   }
+  if (!consumers.empty()) {
+    monitor.attach_consumers([&consumers] {
+      std::vector<replication::ConsumerStatus> statuses;
+      for (const std::unique_ptr<replication::Consumer>& consumer : consumers) {
+        statuses.push_back(consumer->status());
+      }
+      return statuses;
+    });
+  }
   notify_systemd("READY=1");
 
   for (;;) {
@@ -268,8 +277,8 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   }
   notify_systemd("STOPPING=1");
   out << "numadir: shutting down" << std::endl;
-  consumers.clear();  // Each stops, finishing the batch it is writing.
   monitor.detach();
+  consumers.clear();  // Each stops, finishing the batch it is writing.
   (*frontend)->stop();
   if (!options.pid_file.empty()) {
     std::error_code ignored;

@@ -137,6 +137,15 @@ Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries
       pool.queue_high_water = count_of(entry, "numadirQueueHighWater");
       pool.queue_capacity = count_of(entry, "numadirQueueCapacity");
       pool.workers = count_of(entry, "numadirWorkers");
+    } else if (auto r = index_in(ndn, "consumer", "cn=replication,cn=monitor"); r.has_value()) {
+      StatsConsumer& consumer = sample.consumers.emplace_back();
+      consumer.rid = *r;
+      consumer.state = text_of(entry, "numadirReplicationState");
+      consumer.provider = text_of(entry, "numadirProvider");
+      consumer.changes_applied = count_of(entry, "numadirChangesApplied");
+      consumer.failures = count_of(entry, "numadirFailures");
+      consumer.last_change = text_of(entry, "numadirLastChange");
+      consumer.last_error = text_of(entry, "numadirLastError");
     }
   }
   if (!server || !operations) {
@@ -198,6 +207,26 @@ std::string render_stats(const StatsSample& previous, const StatsSample& current
         percent(now.busy_ms, busy_before, dt_s).c_str(),
         percent(now.cpu_ms, before != nullptr ? before->cpu_ms : std::nullopt, dt_s).c_str(),
         before != nullptr ? format("%.1f", rate(now.parks, before->parks)).c_str() : "-");
+  }
+
+  if (!current.consumers.empty()) {
+    out += "\nCONSUMER  STATE             CHANGES/S  FAILURES  LAST CHANGE      PROVIDER\n";
+    for (const StatsConsumer& now : current.consumers) {
+      const StatsConsumer* before = nullptr;
+      for (const StatsConsumer& old : previous.consumers) {
+        before = old.rid == now.rid ? &old : before;
+      }
+      out += format("%-8llu  %-16s %10s %9llu  %-15s  %s\n",
+                    static_cast<unsigned long long>(now.rid), now.state.c_str(),
+                    before != nullptr
+                        ? format("%.1f", rate(now.changes_applied, before->changes_applied)).c_str()
+                        : "-",
+                    static_cast<unsigned long long>(now.failures),
+                    now.last_change.empty() ? "-" : now.last_change.c_str(), now.provider.c_str());
+      if (!now.last_error.empty() && now.state != "persisting" && now.state != "refreshing") {
+        out += "          last error: " + now.last_error + "\n";
+      }
+    }
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // server/commands/stats_view.h: what `numadir stats` shows: one reading of cn=Monitor (StatsSample,
 // parsed from its entries) and the top-like view of two readings (rates over the time between
 // them): auths/s, operations/s, connections, each pool's queue, each listener's and worker's
-// requests/s and each thread's CPU%.
+// requests/s and each thread's CPU%, each replication consumer's state and changes/s.
 //
 // Thread contract: plain values and functions of their arguments.
 #pragma once
@@ -36,6 +36,16 @@ struct StatsPool {
   std::uint64_t workers = 0;
 };
 
+struct StatsConsumer {
+  std::uint64_t rid = 0;
+  std::string state;  // numadirReplicationState.
+  std::string provider;
+  std::uint64_t changes_applied = 0;
+  std::uint64_t failures = 0;
+  std::string last_change;  // numadirLastChange (GeneralizedTime), "" if none.
+  std::string last_error;
+};
+
 struct StatsSample {
   double at_s = 0;  // When it was read (any monotonic clock, in seconds).
   std::string version;
@@ -47,9 +57,10 @@ struct StatsSample {
   std::uint64_t binds = 0;
   std::uint64_t auths = 0;
   std::uint64_t searches = 0;
-  std::vector<StatsThread> listeners;  // By index (cn=Listener <i>).
-  std::vector<StatsThread> workers;    // By index (cn=Worker <i>).
-  std::vector<StatsPool> pools;        // By index (cn=Pool <i>).
+  std::vector<StatsThread> listeners;    // By index (cn=Listener <i>).
+  std::vector<StatsThread> workers;      // By index (cn=Worker <i>).
+  std::vector<StatsPool> pools;          // By index (cn=Pool <i>).
+  std::vector<StatsConsumer> consumers;  // In cn=Monitor's order (cn=Consumer <rid>).
 };
 
 // Returns: the sample that the entries of a subtree search of cn=Monitor describe, read at

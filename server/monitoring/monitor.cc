@@ -8,7 +8,9 @@
 #include <sstream>
 #include <utility>
 
+#include "backend/operational.h"
 #include "base/heap_counter.h"
+#include "server/replication/sync_protocol.h"
 
 namespace numadir::server {
 namespace {
@@ -187,6 +189,46 @@ void add_pool_entries(const listener::FrontendSnapshot& frontend,
   }
 }
 
+// Appends cn=Replication and an entry per consumer.
+void add_consumer_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
+  const std::string replication_dn = child_dn("cn=Replication", kMonitorDn);
+  EntryBuilder replication(replication_dn, "numadirMonitor", "Replication");
+  replication.text("description", "replication consumers ([[replication.consumer]])");
+  entries.push_back(replication.take());
+  for (const replication::ConsumerStatus& consumer : data.consumers) {
+    const std::string cn = "Consumer " + std::to_string(consumer.rid);
+    EntryBuilder entry(child_dn("cn=" + cn, replication_dn), "numadirConsumerObject", cn);
+    entry.text("numadirReplicationState", replication::consumer_state_name(consumer.state))
+        .text("numadirProvider", consumer.provider);
+    if (!consumer.cookie.empty()) {
+      entry.text("numadirCookie", consumer.cookie);
+      if (Result<replication::SyncCookie> cookie = replication::parse_sync_cookie(consumer.cookie);
+          cookie.ok() && !cookie->csns.empty()) {
+        std::string csns;
+        for (std::string_view csn : cookie->csns) {
+          csns += csns.empty() ? "" : ";";
+          csns += csn;
+        }
+        entry.text("numadirContextCSN", csns);
+      }
+    }
+    entry.number("numadirEntriesReceived", consumer.entries_received)
+        .number("numadirDeletesReceived", consumer.deletes_received)
+        .number("numadirChangesApplied", consumer.changes_applied)
+        .number("numadirBatchesApplied", consumer.batches_applied)
+        .number("numadirConnects", consumer.connects)
+        .number("numadirFailures", consumer.failures)
+        .number("numadirReloads", consumer.reloads);
+    if (consumer.last_change.time_since_epoch().count() != 0) {
+      entry.text("numadirLastChange", backend::generalized_time(consumer.last_change));
+    }
+    if (!consumer.last_error.empty()) {
+      entry.text("numadirLastError", consumer.last_error);
+    }
+    entries.push_back(entry.take());
+  }
+}
+
 }  // namespace
 
 std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
@@ -196,6 +238,9 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
     add_listener_entries(data, entries);
     add_worker_entries(data, entries);
     add_pool_entries(*data.frontend, entries);
+  }
+  if (!data.consumers.empty()) {
+    add_consumer_entries(data, entries);
   }
   return entries;
 }
@@ -246,6 +291,12 @@ void Monitor::attach(Source source) {
 void Monitor::detach() {
   MutexLock lock(mu_);
   source_ = nullptr;
+  consumers_ = nullptr;
+}
+
+void Monitor::attach_consumers(std::function<std::vector<replication::ConsumerStatus>()> source) {
+  MutexLock lock(mu_);
+  consumers_ = std::move(source);
 }
 
 MonitorData Monitor::collect(const OperationTotals& operations) const {
@@ -262,6 +313,9 @@ MonitorData Monitor::collect(const OperationTotals& operations) const {
     MutexLock lock(mu_);
     if (source_) {
       data.frontend = source_();
+    }
+    if (consumers_) {
+      data.consumers = consumers_();
     }
   }
   if (data.frontend.has_value()) {

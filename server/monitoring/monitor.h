@@ -11,6 +11,9 @@
 //       cn=Worker <i>,cn=Workers,...         per worker thread: requests, parks, busy, CPU
 //     cn=Pools,cn=Monitor
 //       cn=Pool <i>,cn=Pools,...             per pool: queue depth, high-water mark, capacity
+//     cn=Replication,cn=Monitor              (with [[replication.consumer]] tables only)
+//       cn=Consumer <rid>,cn=Replication,... state, provider, cookie and contextCSN, entries
+//                                            received and applied, last change, errors
 //
 // The attributes and object classes are in schema/files/monitor.schema. The search itself
 // (rootdn only; noSuchObject for everyone else) is MonitorSearch (monitor_search.h).
@@ -33,6 +36,7 @@
 #include "listener/frontend_snapshot.h"
 #include "schema/entry.h"
 #include "server/monitoring/operation_counters.h"
+#include "server/replication/consumer.h"
 
 namespace numadir::server {
 
@@ -53,6 +57,8 @@ struct MonitorData {
   OperationTotals operations;
   // The directory's writer (cn=Writer is left out without it).
   std::optional<backend::WriterStats> writer;
+  // The replication consumers, by rid (cn=Replication is left out without any).
+  std::vector<replication::ConsumerStatus> consumers;
 };
 
 // Returns: the entries of cn=Monitor for `data`, parents before their children, each with its
@@ -78,6 +84,10 @@ class Monitor {
   // Main thread: stops calling the source; returns once no collect() is using it. Call before
   // the frontend stops.
   void detach() NUMADIR_EXCLUDES(mu_);
+  // Main thread: collect() also takes the replication consumers' status from `source`, until
+  // detach().
+  void attach_consumers(std::function<std::vector<replication::ConsumerStatus>()> source)
+      NUMADIR_EXCLUDES(mu_);
 
   // Any thread. Returns: the monitor's data now, with `operations` and each thread's CPU time.
   MonitorData collect(const OperationTotals& operations) const NUMADIR_EXCLUDES(mu_);
@@ -87,6 +97,7 @@ class Monitor {
   const std::chrono::steady_clock::time_point started_;
   mutable Mutex mu_;
   Source source_ NUMADIR_GUARDED_BY(mu_);
+  std::function<std::vector<replication::ConsumerStatus>()> consumers_ NUMADIR_GUARDED_BY(mu_);
 };
 
 }  // namespace numadir::server

@@ -13,7 +13,9 @@ in the suffix entry while numadir keeps the consumer's cookie instead).
    the provider with ldap-utils and python-ldap (add, modify of each kind, delete, ModifyDN with
    and without newSuperior, a subtree move, a Password Modify) appears on the replica.
 2. A write to the replica gets a referral to the provider (the rootdn's too), as slapd's
-   consumers answer; nothing is written.
+   consumers answer; nothing is written. cn=Monitor has the consumer's entry (state,
+   provider, cookie and contextCSN, changes applied, last change), numadir stats shows it, and
+   the state changes are on the server's standard error.
 3. The replica stopped while the provider takes adds, modifies, deletes and renames, then
    started again: it converges to the provider, the deleted entries gone.
 4. refreshOnly every 1 s, with a syncprov session log on the provider (deletes sent as a
@@ -243,6 +245,25 @@ def check_refresh_and_persist(c: Context):
             check(f"{p.url}/uid=user7,{PEOPLE}" in result.stdout + result.stderr,
                   "the referral names the provider and the entry", result.stdout + result.stderr)
         check_same(p, r, "nothing written by the refused writes", timeout=5)
+
+        # Visibility: cn=Monitor's entry for the consumer, and numadir stats.
+        monitor = subprocess.run(["ldapsearch", "-x", "-LLL", "-o", "ldif-wrap=no", "-H", r.url,
+                                  *root_bind(r), "-b", "cn=Consumer 1,cn=Replication,cn=Monitor",
+                                  "-s", "base"], capture_output=True, text=True, timeout=30)
+        check(monitor.returncode == 0, "cn=Monitor has the consumer's entry", monitor.stderr)
+        for line in ("numadirReplicationState: persisting", f"numadirProvider: {p.url}",
+                     "numadirCookie: rid=001,csn=", "numadirContextCSN: ", "numadirLastChange: "):
+            check(line in monitor.stdout, f"cn=Monitor shows {line.strip()}", monitor.stdout)
+        applied = re.search(r"numadirChangesApplied: (\d+)", monitor.stdout)
+        check(applied is not None and int(applied.group(1)) >= USERS,
+              "cn=Monitor counts the changes applied", monitor.stdout)
+        stats = subprocess.run([c.args.numadir, "stats", "-H", r.url, "-D", ROOT_DN, "-w",
+                                "secret", "--count", "2", "--interval", "0.2"],
+                               capture_output=True, text=True, timeout=30)
+        check(stats.returncode == 0 and re.search(r"\n1 +persisting ", stats.stdout) is not None,
+              "numadir stats shows the consumer persisting", stats.stdout + stats.stderr)
+        check("replication rid=1" in r.stderr_text() and "persisting" in r.stderr_text(),
+              "the state changes are on standard error", r.stderr_text()[-1000:])
 
 
 def check_restart_converges(c: Context):

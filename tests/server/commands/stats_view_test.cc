@@ -76,6 +76,40 @@ TEST_CASE("parse_stats_sample: reads what make_monitor_entries publishes") {
   CHECK(sample->pools[0].queue_high_water == 99);
 }
 
+TEST_CASE("render_stats: each replication consumer's state and changes per second") {
+  const auto sample_with = [](std::uint64_t applied, std::string error) {
+    MonitorData data;
+    data.operations.auths = 1;
+    replication::ConsumerStatus consumer;
+    consumer.rid = 3;
+    consumer.provider = "ldap://provider:389";
+    consumer.state = error.empty() ? replication::ConsumerState::kPersisting
+                                   : replication::ConsumerState::kWaiting;
+    consumer.changes_applied = applied;
+    consumer.last_error = std::move(error);
+    data.consumers.push_back(consumer);
+    return make_monitor_entries(data);
+  };
+  Result<StatsSample> before = parse_stats_sample(sample_with(100, ""), 10);
+  Result<StatsSample> after = parse_stats_sample(sample_with(150, ""), 12);
+  REQUIRE(before.ok());
+  REQUIRE(after.ok());
+  REQUIRE(after->consumers.size() == 1);
+  CHECK(after->consumers[0].rid == 3);
+  CHECK(after->consumers[0].state == "persisting");
+  const std::string view = render_stats(*before, *after, "ldap://replica");
+  CAPTURE(view);
+  CHECK(view.find("CONSUMER") != std::string::npos);
+  CHECK(view.find("persisting") != std::string::npos);
+  CHECK(view.find("25.0") != std::string::npos);  // 50 changes over 2 s.
+  CHECK(view.find("ldap://provider:389") != std::string::npos);
+  Result<StatsSample> failing = parse_stats_sample(sample_with(150, "connection refused"), 14);
+  REQUIRE(failing.ok());
+  const std::string waiting = render_stats(*after, *failing, "ldap://replica");
+  CHECK(waiting.find("waiting to retry") != std::string::npos);
+  CHECK(waiting.find("last error: connection refused") != std::string::npos);
+}
+
 TEST_CASE("parse_stats_sample: entries without cn=Monitor are refused") {
   std::vector<schema::Entry> entries = monitor_entries(0, 1);
   entries.erase(entries.begin());

@@ -181,6 +181,49 @@ TEST_CASE("make_monitor_entries: before the listeners run there are no thread en
   CHECK(entries[0].find("numadirDispatcher") == nullptr);
 }
 
+TEST_CASE("make_monitor_entries: an entry per replication consumer under cn=Replication") {
+  MonitorData data;
+  replication::ConsumerStatus consumer;
+  consumer.rid = 7;
+  consumer.provider = "ldap://ldap1.example.com:389";
+  consumer.state = replication::ConsumerState::kPersisting;
+  consumer.cookie =
+      "rid=007,csn=20261203120000.000000Z#000000#001#000000;"
+      "20261203120001.000000Z#000000#002#000000";
+  consumer.entries_received = 100;
+  consumer.changes_applied = 101;
+  consumer.batches_applied = 3;
+  consumer.connects = 2;
+  consumer.failures = 1;
+  consumer.last_error = "ldap://ldap1.example.com:389: Connection refused";
+  consumer.last_change = std::chrono::system_clock::time_point(std::chrono::seconds(1796299200));
+  data.consumers.push_back(consumer);
+  data.consumers.push_back(replication::ConsumerStatus{});  // Never connected: few attributes.
+  data.consumers.back().rid = 8;
+  const std::vector<schema::Entry> entries = make_monitor_entries(data);
+  REQUIRE(entries.size() == 6);
+  CHECK(entries[3].dn == "cn=Replication,cn=Monitor");
+  const schema::Entry& entry = entries[4];
+  CHECK(entry.dn == "cn=Consumer 7,cn=Replication,cn=Monitor");
+  REQUIRE(entry.find("objectClass") != nullptr);
+  CHECK(entry.find("objectClass")->values ==
+        std::vector<std::string>{"top", "numadirMonitor", "numadirConsumerObject"});
+  CHECK(value_of(entry, "numadirReplicationState") == "persisting");
+  CHECK(value_of(entry, "numadirProvider") == "ldap://ldap1.example.com:389");
+  CHECK(value_of(entry, "numadirCookie") == consumer.cookie);
+  CHECK(value_of(entry, "numadirContextCSN") ==
+        "20261203120000.000000Z#000000#001#000000;20261203120001.000000Z#000000#002#000000");
+  CHECK(value_of(entry, "numadirEntriesReceived") == "100");
+  CHECK(value_of(entry, "numadirChangesApplied") == "101");
+  CHECK(value_of(entry, "numadirBatchesApplied") == "3");
+  CHECK(value_of(entry, "numadirFailures") == "1");
+  CHECK(value_of(entry, "numadirLastChange") == "20261203120000Z");
+  CHECK(value_of(entry, "numadirLastError") == consumer.last_error);
+  CHECK(entries[5].find("numadirCookie") == nullptr);
+  CHECK(entries[5].find("numadirLastChange") == nullptr);
+  CHECK(value_of(entries[5], "numadirReplicationState") == "starting");
+}
+
 TEST_CASE("thread_cpu_ms: this thread's CPU time is readable and a bad tid is not") {
   CHECK(thread_cpu_ms(threadpool::os_thread_id()).has_value());
   CHECK_FALSE(thread_cpu_ms(0).has_value());
