@@ -22,6 +22,8 @@ in the suffix entry while numadir keeps the consumer's cookie instead).
    syncIdSet) and without one (a present phase, deletes found by what is not named).
 5. kill -9 of the replica in the middle of its initial refresh: restarted, it equals the
    provider.
+6. README's "Replication" example, exactly as written there (the provider's slapd.conf lines
+   and the replica's table, only the provider URL and the password file's path replaced).
 
 Standard library + python3-ldap (for the Password Modify and the modify kinds).
 """
@@ -330,6 +332,48 @@ def check_refresh_only(c: Context):
             check_same(p, r, f"{what}: a delete and a modify, one interval later")
 
 
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+
+
+def readme_block(name: str) -> str:
+    """The fenced block after README's `<!-- replication-example:NAME -->` marker."""
+    with open(README) as stream:
+        text = stream.read()
+    match = re.search(r"<!-- replication-example:" + re.escape(name) + r" -->\n```[a-z]*\n(.*?)```",
+                      text, re.S)
+    if match is None:
+        fail(f"README.md has no replication-example:{name} block")
+    return match.group(1)
+
+
+def check_readme_example(c: Context):
+    """README's Replication example, as written: the provider's slapd.conf lines and the
+    replica's [[replication.consumer]] table (only the provider's URL and the password file's
+    path replaced), with the replication identity it names."""
+    replicator = f"cn=replicator,{SUFFIX}"
+    ldif = os.path.join(c.work, "readme.ldif")
+    with open(c.ldif) as source, open(ldif, "w") as stream:
+        stream.write(source.read().rstrip("\n") + f"\n\ndn: {replicator}\nobjectClass: "
+                     "organizationalRole\nobjectClass: simpleSecurityObject\ncn: replicator\n"
+                     "userPassword: replicate-me\n")
+    password = os.path.join(c.work, "readme-replicator.pw")
+    with open(password, "w") as stream:
+        stream.write("replicate-me\n")
+    os.chmod(password, 0o600)
+    table = readme_block("replica")
+    check("ldap://ldap1.example.com" in table and "/etc/numadir/replicator.pw" in table,
+          "README's replica table names the provider and password file the test replaces", table)
+    with slapd_harness.SlapdServer(ldif, extra_conf=readme_block("provider-global"),
+                                   database_conf=readme_block("provider-database")) as p:
+        table = table.replace("ldap://ldap1.example.com", p.url).replace(
+            "/etc/numadir/replicator.pw", password)
+        with NumadirServer(c.args.numadir, c.args.gen, users=0, extra_toml=table) as r:
+            check_same(p, r, "README's example", timeout=120)
+            modify(p.url, f"dn: uid=user8,{PEOPLE}\nchangetype: modify\nreplace: sn\n"
+                          f"sn: FromTheReadme\n")
+            check_same(p, r, "README's example: a change on the provider")
+
+
 def check_kill_mid_refresh(c: Context):
     global BIG_USERS
     if sanitized(c.args.numadir):
@@ -382,6 +426,7 @@ def main() -> int:
              lambda: check_restart_converges(c)),
             ("refreshOnly with and without a session log", lambda: check_refresh_only(c)),
             ("kill -9 mid-refresh", lambda: check_kill_mid_refresh(c)),
+            ("README's example, as written", lambda: check_readme_example(c)),
         ])
     finally:
         shutil.rmtree(c.work, ignore_errors=True)
