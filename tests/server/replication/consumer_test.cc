@@ -1,0 +1,225 @@
+// tests/server/replication/consumer_test.cc: a Consumer (server/replication/consumer.h) on its
+// own thread against a scripted provider (fake_provider.h), writing into a real directory: a
+// refresh applied with its cookie and the state seen through status(); a provider that sends a
+// malformed Sync State: the reason kept, nothing of the batch written, the consumer retrying.
+// Under TSan this is the consumer's thread against the writer's and the test's.
+#include "server/replication/consumer.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/directory.h"
+#include "server/replication/sync_protocol.h"
+#include "tests/backend/backend_test_util.h"
+#include "tests/server/replication/fake_provider.h"
+
+namespace numadir::server::replication::testing {
+namespace {
+
+constexpr std::string_view kSuffix = "dc=example,dc=com";
+const std::string kCookie = "rid=001,csn=20261203120000.000000Z#000000#000#000000";
+
+std::string tlv(std::uint8_t tag, const std::string& content) {
+  REQUIRE(content.size() < 128);
+  return std::string(1, static_cast<char>(tag)) +
+         std::string(1, static_cast<char>(content.size())) + content;
+}
+
+std::string uuid_bytes(int n) {
+  std::string uuid(16, '\x11');
+  uuid[15] = static_cast<char>(n);
+  return uuid;
+}
+
+std::string sync_state(int kind, int n) {
+  return tlv(0x30, tlv(0x0a, std::string(1, static_cast<char>(kind))) + tlv(0x04, uuid_bytes(n)));
+}
+
+ReplicationConsumerConfig consumer_of(const std::string& url) {
+  ReplicationConsumerConfig consumer;
+  consumer.origin = "replication.consumer[0]";
+  consumer.rid = 1;
+  Result<LdapUrl> parsed = parse_ldap_url(url);
+  REQUIRE(parsed.ok());
+  consumer.provider = *parsed;
+  consumer.provider_text = url;
+  consumer.searchbase = std::string(kSuffix);
+  consumer.binddn = "cn=replicator,dc=example,dc=com";
+  consumer.credentials = "secret";
+  // Short: the retry after the provider's one connection waits out a bind nobody answers.
+  consumer.timeout_ms = 1000;
+  consumer.network_timeout_ms = 5000;
+  consumer.retry = {RetryStep{1, 0, true}};
+  return consumer;
+}
+
+// The provider's side: answers the bind, reads the sync search, runs `send` with its message
+// ID, then waits for the consumer to go (abandon, unbind or close).
+void serve_sync(FakeSession& session, const std::function<void(std::int32_t)>& send,
+                std::string& request_cookie) {
+  wire::LdapMessage request;
+  if (!session.read(request) || request.op != wire::ProtocolOp::kBindRequest) {
+    return;
+  }
+  session.answer(request.message_id, wire::ProtocolOp::kBindResponse);
+  if (!session.read(request) || request.op != wire::ProtocolOp::kSearchRequest) {
+    return;
+  }
+  for (const wire::Control& control : request.controls) {
+    if (control.type == kSyncRequestOid) {
+      request_cookie = std::string(control.value.value_or(""));
+    }
+  }
+  send(request.message_id);
+  while (session.read(request)) {
+  }
+}
+
+struct Entry {
+  std::string dn;
+  std::vector<std::pair<std::string, std::string>> attributes;
+};
+
+void send_entry(FakeSession& session, std::int32_t id, const Entry& entry,
+                const std::string& state) {
+  wire::LdapMessage message;
+  message.reset(id, wire::ProtocolOp::kSearchResultEntry);
+  message.search_entry.object_name = entry.dn;
+  for (const auto& [type, value] : entry.attributes) {
+    message.search_entry.attributes.add(type);
+    message.search_entry.attributes.add_value(value);
+  }
+  message.controls.push_back({kSyncStateOid, false, state});
+  session.write(message);
+}
+
+const std::vector<Entry>& tree() {
+  static const std::vector<Entry> entries = {
+      {std::string(kSuffix), {{"objectClass", "domain"}, {"dc", "example"}}},
+      {"ou=people,dc=example,dc=com", {{"objectClass", "organizationalUnit"}, {"ou", "people"}}},
+      {"uid=user1,ou=people,dc=example,dc=com",
+       {{"objectClass", "inetOrgPerson"}, {"uid", "user1"}, {"cn", "User 1"}, {"sn", "One"}}},
+  };
+  return entries;
+}
+
+struct Replica {
+  Replica() {
+    std::vector<backend::IndexSpec> indexes = backend::testing::default_indexes();
+    indexes.push_back(backend::IndexSpec{"entryUUID", true, false, false, false});
+    directory =
+        backend::testing::open_directory(backend::testing::test_options(dir.path(), indexes));
+  }
+  Consumer::Log log() {
+    return [this](const std::string& line) {
+      std::lock_guard lock(mu);
+      lines.push_back(line);
+    };
+  }
+  bool logged(std::string_view text) {
+    std::lock_guard lock(mu);
+    for (const std::string& line : lines) {
+      if (line.find(text) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+  bool has(std::string_view dn) {
+    auto txn = directory->begin_read();
+    return directory->get(*txn, dn).ok();
+  }
+
+  backend::testing::TempDir dir;
+  std::unique_ptr<backend::Directory> directory;
+  std::mutex mu;
+  std::vector<std::string> lines;  // Guarded by mu (the consumer's thread writes).
+};
+
+// Waits (bounded, generously: this is not a timing test) until `done` holds.
+bool eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+TEST_CASE("Consumer: a refresh is applied with its cookie and the consumer persists") {
+  Replica replica;
+  std::string request_cookie;
+  FakeProvider provider([&](FakeSession& session) {
+    serve_sync(
+        session,
+        [&](std::int32_t id) {
+          for (std::size_t i = 0; i < tree().size(); ++i) {
+            send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
+          }
+          wire::LdapMessage info;
+          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
+          info.extended.name = kSyncInfoOid;
+          const std::string present = tlv(0xa2, tlv(0x04, kCookie));
+          info.extended.value = present;
+          session.write(info);
+        },
+        request_cookie);
+  });
+  Consumer consumer(consumer_of(provider.url()), *replica.directory, replica.log());
+  consumer.start();
+  REQUIRE(eventually([&] { return consumer.status().cookie == kCookie; }));
+  const ConsumerStatus status = consumer.status();
+  CHECK(status.state == ConsumerState::kPersisting);
+  CHECK(status.changes_applied == 3);
+  CHECK(status.entries_received == 3);
+  CHECK(status.connects == 1);
+  CHECK(status.failures == 0);
+  CHECK(replica.has("uid=user1,ou=people,dc=example,dc=com"));
+  CHECK(replica.directory->replica_cookie(1)->value_or("") == kCookie);
+  consumer.stop();
+  provider.join();
+  CHECK(consumer.status().state == ConsumerState::kStopped);
+  // The first request carries the rid alone, as slapd's consumers send it.
+  CHECK(request_cookie.find("rid=001") != std::string::npos);
+  CHECK(request_cookie.find("csn=") == std::string::npos);
+  CHECK(replica.logged("refreshing"));
+  CHECK(replica.logged("persisting"));
+}
+
+TEST_CASE("Consumer: a malformed Sync State drops the connection and writes nothing") {
+  Replica replica;
+  std::string request_cookie;
+  FakeProvider provider([&](FakeSession& session) {
+    serve_sync(
+        session,
+        [&](std::int32_t id) {
+          send_entry(session, id, tree()[0], sync_state(1, 0));
+          send_entry(session, id, tree()[1], tlv(0x30, tlv(0x0a, "\x01") + tlv(0x04, "short")));
+        },
+        request_cookie);
+  });
+  Consumer consumer(consumer_of(provider.url()), *replica.directory, replica.log());
+  consumer.start();
+  REQUIRE(eventually([&] { return consumer.status().failures >= 1; }));
+  const ConsumerStatus status = consumer.status();
+  CHECK(status.last_error.find("Sync State") != std::string::npos);
+  CHECK(status.batches_applied == 0);
+  CHECK_FALSE(replica.has(kSuffix));  // The good entry before it was pending, not written.
+  CHECK_FALSE(replica.directory->replica_cookie(1)->has_value());
+  // It retries on its schedule (the provider took one connection only: refused now).
+  REQUIRE(eventually([&] { return consumer.status().failures >= 2; }));
+  consumer.stop();
+  provider.join();
+  CHECK(replica.logged("waiting to retry"));
+}
+
+}  // namespace
+}  // namespace numadir::server::replication::testing
