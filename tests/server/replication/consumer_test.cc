@@ -221,5 +221,63 @@ TEST_CASE("Consumer: a malformed Sync State drops the connection and writes noth
   CHECK(replica.logged("waiting to retry"));
 }
 
+TEST_CASE("Consumer: e-syncRefreshRequired reloads without a cookie and prunes what is gone") {
+  Replica replica;
+  std::vector<std::string> request_cookies;  // Written by the provider's thread until join().
+  int connection = 0;
+  FakeProvider provider(
+      [&](FakeSession& session) {
+        std::string cookie;
+        const int now = connection++;
+        serve_sync(
+            session,
+            [&](std::int32_t id) {
+              if (now == 0) {  // The first refresh: the whole tree and a cookie.
+                for (std::size_t i = 0; i < tree().size(); ++i) {
+                  send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
+                }
+                wire::LdapMessage done;
+                done.reset(id, wire::ProtocolOp::kSearchResultDone);
+                const std::string value = tlv(0x30, tlv(0x04, kCookie));
+                done.controls.push_back({kSyncDoneOid, false, value});
+                session.write(done);
+                return;
+              }
+              if (now == 1) {  // The stored cookie is too old: reload.
+                session.answer(id, wire::ProtocolOp::kSearchResultDone,
+                               static_cast<wire::ResultCode>(kSyncRefreshRequired));
+                return;
+              }
+              // The reload: user1 is gone from the provider.
+              for (std::size_t i = 0; i < 2; ++i) {
+                send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
+              }
+              wire::LdapMessage done;
+              done.reset(id, wire::ProtocolOp::kSearchResultDone);
+              const std::string value = tlv(0x30, tlv(0x04, kCookie + "9") + "\x01\x01\xff");
+              done.controls.push_back({kSyncDoneOid, false, value});
+              session.write(done);
+            },
+            cookie);
+        request_cookies.push_back(cookie);
+      },
+      nullptr, 3);
+  ReplicationConsumerConfig config = consumer_of(provider.url());
+  config.type = ReplicationType::kRefreshOnly;
+  config.interval_s = 1;
+  Consumer consumer(config, *replica.directory, replica.log());
+  consumer.start();
+  REQUIRE(eventually([&] { return consumer.status().cookie == kCookie + "9"; }));
+  CHECK(consumer.status().reloads == 1);
+  CHECK(replica.has("ou=people,dc=example,dc=com"));
+  CHECK_FALSE(replica.has("uid=user1,ou=people,dc=example,dc=com"));
+  consumer.stop();
+  provider.join();
+  REQUIRE(request_cookies.size() == 3);
+  CHECK(request_cookies[1].find(kCookie) != std::string::npos);  // The stored cookie.
+  CHECK(request_cookies[2].find("csn=") == std::string::npos);   // The reload: none.
+  CHECK(replica.logged("e-syncRefreshRequired"));
+}
+
 }  // namespace
 }  // namespace numadir::server::replication::testing

@@ -141,8 +141,10 @@ class FakeProvider {
   using Script = std::function<void(FakeSession&)>;
 
   // Listens, and runs `script` on the first connection accepted (within 10 s), after a TLS
-  // handshake if `ldaps` is given (it must outlive the provider).
-  explicit FakeProvider(Script script, const listener::TlsContext* ldaps = nullptr)
+  // handshake if `ldaps` is given (it must outlive the provider); with `connections` > 1, on
+  // each of that many connections in turn (a client that reconnects).
+  explicit FakeProvider(Script script, const listener::TlsContext* ldaps = nullptr,
+                        int connections = 1)
       : listen_fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
     REQUIRE(listen_fd_ >= 0);
     sockaddr_in address{};
@@ -153,7 +155,7 @@ class FakeProvider {
     socklen_t size = sizeof address;
     REQUIRE(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &size) == 0);
     port_ = ntohs(address.sin_port);
-    thread_ = std::thread([this, script = std::move(script), ldaps] {
+    thread_ = std::thread([this, script = std::move(script), ldaps, connections] {
       script_thread_ = std::this_thread::get_id();
       // OpenSSL writes without MSG_NOSIGNAL: a SIGPIPE for this thread stays pending, unseen.
       // The test's threads keep the default disposition, so the client shows it copes alone.
@@ -161,21 +163,23 @@ class FakeProvider {
       sigemptyset(&pipe);
       sigaddset(&pipe, SIGPIPE);
       pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 10'000) != 1) {
-        return;
+      for (int served = 0; served < connections; ++served) {
+        pollfd p{listen_fd_, POLLIN, 0};
+        if (::poll(&p, 1, 10'000) != 1) {
+          return;
+        }
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) {
+          return;
+        }
+        FakeSession session(fd);
+        accepted_ = true;
+        if (ldaps != nullptr && !session.start_tls(*ldaps)) {
+          handshake_failed_ = true;
+          return;
+        }
+        script(session);
       }
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) {
-        return;
-      }
-      FakeSession session(fd);
-      accepted_ = true;
-      if (ldaps != nullptr && !session.start_tls(*ldaps)) {
-        handshake_failed_ = true;
-        return;
-      }
-      script(session);
     });
   }
   ~FakeProvider() {
