@@ -24,6 +24,9 @@ in the suffix entry while numadir keeps the consumer's cookie instead).
    provider.
 6. README's "Replication" example, exactly as written there (the provider's slapd.conf lines
    and the replica's table, only the provider URL and the password file's path replaced).
+7. A change naming an object class and attribute type the replica's schema lacks (misc.schema,
+   on the provider only): the consumer names them, nothing of the change is stored; with the
+   schema file added and the replica restarted it converges.
 
 Standard library + python3-ldap (for the Password Modify and the modify kinds).
 """
@@ -332,6 +335,37 @@ def check_refresh_only(c: Context):
             check_same(p, r, f"{what}: a delete and a modify, one interval later")
 
 
+def check_schema_the_replica_lacks(c: Context):
+    """A change naming an attribute type the replica's schema lacks (misc.schema's, on the
+    provider only) stops the consumer with a message naming it, nothing of its batch written;
+    once the admin adds the schema file and restarts the replica, it converges."""
+    misc = "/etc/ldap/schema/misc.schema"
+    conf = "overlay syncprov\nsyncprov-checkpoint 100 1\n"
+    with slapd_harness.SlapdServer(c.ldif, extra_conf=f"moduleload syncprov\ninclude {misc}\n",
+                                   indexes=PROVIDER_INDEXES, database_conf=conf) as p:
+        with c.replica(p.url, keep=True) as r:
+            check_same(p, r, "before the change the schema lacks", timeout=120)
+            modify(p.url, f"dn: uid=user40,{PEOPLE}\nchangetype: modify\nadd: objectClass\n"
+                          f"objectClass: inetLocalMailRecipient\n-\nadd: mailLocalAddress\n"
+                          f"mailLocalAddress: user40@mail.example.com\n\n"
+                          f"dn: uid=user41,{PEOPLE}\nchangetype: modify\nreplace: sn\n"
+                          f"sn: AfterTheOddOne\n")
+            check(wait_for(lambda: "inetLocalMailRecipient" in r.stderr_text() or
+                           "mailLocalAddress" in r.stderr_text(), timeout=30),
+                  "the consumer names what the schema lacks", r.stderr_text()[-1500:])
+            after = dump(r.url, root_bind(r))
+            check("mailLocalAddress".lower() not in after[f"uid=user40,{PEOPLE}".lower()],
+                  "nothing of the refused change is stored")
+            replica_dir, config = r.dir, r.config
+        with open(config, "a") as stream:
+            stream.write(f"\n[schema]\nfiles = [\"{misc}\"]\n")
+        restarted = restart(c, replica_dir, config)
+        try:
+            check_same(p, restarted, "once the schema is added, after a restart")
+        finally:
+            restarted.stop()
+
+
 README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 
 
@@ -427,6 +461,7 @@ def main() -> int:
             ("refreshOnly with and without a session log", lambda: check_refresh_only(c)),
             ("kill -9 mid-refresh", lambda: check_kill_mid_refresh(c)),
             ("README's example, as written", lambda: check_readme_example(c)),
+            ("a change the replica's schema lacks", lambda: check_schema_the_replica_lacks(c)),
         ])
     finally:
         shutil.rmtree(c.work, ignore_errors=True)
