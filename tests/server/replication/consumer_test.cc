@@ -221,6 +221,106 @@ TEST_CASE("Consumer: a malformed Sync State drops the connection and writes noth
   CHECK(replica.logged("waiting to retry"));
 }
 
+// After a refresh of the tree (committed with its cookie), the provider sends `bad` in the
+// persist phase: the consumer must drop the connection with a reason naming it, and the
+// directory keep exactly what it had.
+void check_bad_persist_message(const std::function<void(FakeSession&, std::int32_t)>& bad,
+                               std::string_view reason) {
+  Replica replica;
+  std::string request_cookie;
+  FakeProvider provider([&](FakeSession& session) {
+    serve_sync(
+        session,
+        [&](std::int32_t id) {
+          for (std::size_t i = 0; i < tree().size(); ++i) {
+            send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
+          }
+          wire::LdapMessage info;
+          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
+          info.extended.name = kSyncInfoOid;
+          const std::string present = tlv(0xa2, tlv(0x04, kCookie));
+          info.extended.value = present;
+          session.write(info);
+          // The refresh is committed before the bad message comes.
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          bad(session, id);
+        },
+        request_cookie);
+  });
+  Consumer consumer(consumer_of(provider.url()), *replica.directory, replica.log());
+  consumer.start();
+  REQUIRE(eventually([&] { return consumer.status().failures >= 1; }));
+  const ConsumerStatus status = consumer.status();
+  CAPTURE(status.last_error);
+  CHECK(status.last_error.find(reason) != std::string::npos);
+  CHECK(status.cookie == kCookie);
+  CHECK(replica.directory->replica_cookie(1)->value_or("") == kCookie);
+  CHECK(replica.has("uid=user1,ou=people,dc=example,dc=com"));  // Unchanged by the bad message.
+  consumer.stop();
+  provider.join();
+}
+
+TEST_CASE("Consumer: a provider's bad messages in the persist phase change nothing") {
+  SUBCASE("a Sync Info value that does not decode") {
+    check_bad_persist_message(
+        [](FakeSession& session, std::int32_t id) {
+          wire::LdapMessage info;
+          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
+          info.extended.name = kSyncInfoOid;
+          const std::string value = tlv(0xa5, "");
+          info.extended.value = value;
+          session.write(info);
+        },
+        "Sync Info");
+  }
+  SUBCASE("a cookie of another rid") {
+    check_bad_persist_message(
+        [](FakeSession& session, std::int32_t id) {
+          wire::LdapMessage info;
+          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
+          info.extended.name = kSyncInfoOid;
+          const std::string value =
+              tlv(0x80, "rid=002,csn=20261203130000.000000Z#000000#000#000000");
+          info.extended.value = value;
+          session.write(info);
+        },
+        "rid 2");
+  }
+  SUBCASE("a delete of an entryUUID the replica does not have") {
+    check_bad_persist_message(
+        [](FakeSession& session, std::int32_t id) {
+          send_entry(session, id, Entry{"uid=ghost,ou=people,dc=example,dc=com", {}},
+                     sync_state(3, 99));
+        },
+        "no entry has entryUUID");
+  }
+  SUBCASE("an entry without its Sync State control") {
+    check_bad_persist_message(
+        [](FakeSession& session, std::int32_t id) {
+          wire::LdapMessage entry;
+          entry.reset(id, wire::ProtocolOp::kSearchResultEntry);
+          entry.search_entry.object_name = "uid=user1,ou=people,dc=example,dc=com";
+          session.write(entry);
+        },
+        "without a Sync State control");
+  }
+  SUBCASE("a message cut in the middle") {
+    check_bad_persist_message(
+        [](FakeSession& session, std::int32_t id) {
+          wire::LdapMessage entry;
+          entry.reset(id, wire::ProtocolOp::kSearchResultEntry);
+          entry.search_entry.object_name = "uid=user1,ou=people,dc=example,dc=com";
+          const std::string state = sync_state(2, 2);
+          entry.controls.push_back({kSyncStateOid, false, state});
+          wire::BerWriter writer;
+          wire::encode_message(entry, writer);
+          session.write_raw(writer.view().substr(0, writer.view().size() / 2));
+          session.close();
+        },
+        "closed the connection");
+  }
+}
+
 TEST_CASE("Consumer: e-syncRefreshRequired reloads without a cookie and prunes what is gone") {
   Replica replica;
   std::vector<std::string> request_cookies;  // Written by the provider's thread until join().
