@@ -130,6 +130,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   handler_options.allow_unauthenticated_bind = settings.allow_unauthenticated_bind;
   handler_options.size_limit_anonymous = settings.size_limit;
   handler_options.size_limit_users = settings.size_limit;
+  handler_options.size_limit_paged = settings.size_limit_paged;
   handler_options.time_limit_s = settings.time_limit_s;
   handler_options.vendor_version = "numadir " NUMADIR_VERSION;
   Monitor monitor(handler_options.vendor_version);  // cn=Monitor; outlives the handler.

@@ -371,11 +371,15 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
 constexpr std::size_t kMinOutputBytes = 64 * 1024;
 
 void parse_limits(const toml::table& table, Config& config, Problems& problems) {
-  check_keys(table, "limits", {"size_limit", "time_limit", "max_output_bytes", "write_timeout"},
+  check_keys(table, "limits",
+             {"size_limit", "size_limit_paged", "time_limit", "max_output_bytes", "write_timeout"},
              problems);
   std::uint64_t number = 0;
   if (get_count(table, "limits", "size_limit", UINT32_MAX, number, problems)) {
     config.server.size_limit = number;
+  }
+  if (get_count(table, "limits", "size_limit_paged", UINT32_MAX, number, problems)) {
+    config.server.size_limit_paged = number;
   }
   if (get_count(table, "limits", "time_limit", UINT32_MAX, number, problems)) {
     config.server.time_limit_s = static_cast<std::uint32_t>(number);

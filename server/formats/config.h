@@ -30,6 +30,7 @@
 //
 //   [limits]
 //   size_limit = 500                     # entries per search for anonymous and users (0 = none)
+//   size_limit_paged = 0                 # a paged search over all its pages (default: size_limit)
 //   time_limit = 3600                    # seconds per search (0 = none); rootdn: unlimited
 //   max_output_bytes = "1MiB"            # responses queued per connection before it pauses
 //   write_timeout = 60                   # seconds a client may read nothing (0 = no limit)
@@ -136,6 +137,9 @@ struct ServerSettings {
   std::string user;   // Empty: keep the starting user.
   std::string group;  // Empty: the user's primary group (or keep the starting group).
   std::uint64_t size_limit = 500;
+  // A paged search's entries over all its pages (slapd's size.prtotal); absent: size_limit;
+  // 0: no limit (each page is still the page size the client asked for).
+  std::optional<std::uint64_t> size_limit_paged;
   std::uint32_t time_limit_s = 3600;
   std::size_t max_output_bytes = 1024 * 1024;
   std::uint32_t write_timeout_s = 60;  // 0: no limit.

@@ -47,6 +47,9 @@ struct HandlerOptions {
   // Server-side limits per identity class (0 = none), like slapd's `limits`. The client's own
   // limits apply on top (the smaller one wins); the rootdn has no time limit of the server's.
   std::uint64_t size_limit_anonymous = 500, size_limit_users = 500, size_limit_root = 0;
+  // Anonymous and users, a paged search over all its pages (slapd's size.prtotal): nullopt,
+  // the size limit above; 0, none (NSS and PAM daemons enumerate a directory in pages).
+  std::optional<std::uint64_t> size_limit_paged;
   std::uint32_t time_limit_s = 3600;
   std::string vendor_version;  // e.g. "numadir 0.1.0"; vendorVersion of the root DSE.
   // cn=Monitor's data (server/monitoring/monitor.h), outliving the handler; nullptr: no cn=Monitor.

@@ -90,11 +90,14 @@ void SearchOperation::run(const LdapMessage& request, ServerSession& session,
 }
 
 SearchOperation::Limits SearchOperation::limits_for(const Identity& who,
-                                                    const SearchRequest& search) const {
+                                                    const SearchRequest& search, bool paged) const {
   const HandlerOptions& options = context_.options();
-  const std::uint64_t server_size_limit = who.root          ? options.size_limit_root
-                                          : who.anonymous() ? options.size_limit_anonymous
-                                                            : options.size_limit_users;
+  std::uint64_t server_size_limit = who.root          ? options.size_limit_root
+                                    : who.anonymous() ? options.size_limit_anonymous
+                                                      : options.size_limit_users;
+  if (paged && !who.root && options.size_limit_paged.has_value()) {
+    server_size_limit = *options.size_limit_paged;
+  }
   Limits limits;
   limits.size =
       min_limit(server_size_limit, static_cast<std::uint64_t>(std::max(search.size_limit, 0)));
@@ -145,7 +148,7 @@ void SearchOperation::search_directory(const LdapMessage& request, const Operati
                                        ServerSession& session, ServerWorkerState& state,
                                        SearchPage& page, ResultSender& sender) const {
   const SearchRequest& search = request.search_request;
-  const Limits limits = limits_for(access.requester().identity, search);
+  const Limits limits = limits_for(access.requester().identity, search, page.paged());
   // Items on attributes the client may not search are made Undefined entry by entry
   // (SearchEntrySender), as slapd evaluates them; typeless extensible items here, at once.
   schema::Filter restricted;

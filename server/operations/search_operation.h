@@ -42,7 +42,8 @@ class SearchOperation {
     std::uint64_t size = 0;
     std::uint64_t time_s = 0;
   };
-  Limits limits_for(const Identity& who, const listener::wire::SearchRequest& search) const;
+  Limits limits_for(const Identity& who, const listener::wire::SearchRequest& search,
+                    bool paged) const;
 
   // Sends the entries of a search of the root DSE or cn=Subschema (`base_ndn`); returns false,
   // sending nothing, if the base is neither.

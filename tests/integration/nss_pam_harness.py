@@ -439,6 +439,7 @@ workers = 2
 
 [limits]
 size_limit = {self.size_limit}
+size_limit_paged = 0
 
 [log]
 level = "stats"

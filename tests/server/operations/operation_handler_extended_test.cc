@@ -219,6 +219,47 @@ TEST_CASE("OperationHandler: paged results over three pages") {
   }
 }
 
+// Anonymous pages through the five users with a size limit of 3: the limit counts every page
+// (slapd's size.prtotal defaulting to the size limit) unless limits.size_limit_paged lifts it;
+// an unpaged search keeps the size limit either way.
+TEST_CASE("OperationHandler: the size limit of a paged search over all its pages") {
+  const auto pages = [](std::optional<std::uint64_t> paged_limit) {
+    HandlerOptions options = default_handler_options();
+    options.size_limit_anonymous = 3;
+    options.size_limit_paged = paged_limit;
+    HandlerFixture fixture(std::move(options));
+    auto session = fixture.open_session();
+    std::size_t entries = 0;
+    std::string cookie;
+    ResultCode last = ResultCode::kSuccess;
+    for (std::int32_t id = 1; id <= 5; ++id) {
+      LdapMessage request =
+          search_request(id, kPeople, SearchScope::kSingleLevel, "(objectClass=person)", {"uid"});
+      const std::string value = paged_value(2, cookie);
+      request.controls.push_back({kPagedResultsOid, true, value});
+      auto responses = fixture.run(request, *session);
+      entries += entries_of(responses).size();
+      last = done_of(responses).result.code;
+      if (last != ResultCode::kSuccess) {
+        break;
+      }
+      cookie = response_cookie(done_of(responses));
+      if (cookie.empty()) {
+        break;
+      }
+    }
+    const auto unpaged = fixture.run(
+        search_request(9, kPeople, SearchScope::kSingleLevel, "(objectClass=person)", {"uid"}),
+        *session);
+    CHECK(done_of(unpaged).result.code == ResultCode::kSizeLimitExceeded);
+    CHECK(entries_of(unpaged).size() == 3);
+    return std::make_pair(entries, last);
+  };
+  CHECK(pages(std::nullopt) == std::make_pair(std::size_t{3}, ResultCode::kSizeLimitExceeded));
+  CHECK(pages(0) == std::make_pair(std::size_t{5}, ResultCode::kSuccess));
+  CHECK(pages(4) == std::make_pair(std::size_t{4}, ResultCode::kSizeLimitExceeded));
+}
+
 TEST_CASE("OperationHandler: paged results size zero abandons the paged search") {
   HandlerFixture fixture;
   auto session = fixture.open_session();
