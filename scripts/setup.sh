@@ -19,6 +19,9 @@ packages=(
   # OpenLDAP's slapd, the reference: tests start private instances with their own config, and
   # slappasswd / slapcat / slapadd make the hashes and LDIF the round-trip tests compare with.
   slapd
+  # ip netns and ss: tests/integration/replication_hosts_test.py puts slapd, the replicas and
+  # the clients in network namespaces of their own (slim images lack iproute2).
+  iproute2
   # The NSS and PAM daemons tests/integration/nss_pam_test.py runs against numadir and slapd,
   # each in a private mount namespace with its own nsswitch.conf, daemon config and PAM service
   # (the host's configuration is neither used nor changed: see below), and pamtester, which it

@@ -109,7 +109,10 @@ def main():
             first.process = None
             check(status == 0, "the first server stopped on SIGTERM with exit status 0",
                   f"exit {status}")
-            stdout, _ = process.communicate(timeout=60)
+            # Not communicate(): it would read standard error too, taking interval lines from
+            # the reader thread.
+            stdout = process.stdout.read()
+            process.wait(timeout=60)
         finally:
             if process.poll() is None:
                 process.kill()
