@@ -5,6 +5,7 @@
 
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
+#include "schema/ascii.h"
 
 namespace numadir::server::replication {
 
@@ -63,19 +64,6 @@ bool read_optional_boolean(BerReader& reader, bool& value) {
     return reader.read_boolean(ber::kBoolean, value);
   }
   return true;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 // Returns: the number `text` spells in `base`, within [0, max], or nullopt.
@@ -207,8 +195,8 @@ std::optional<SyncUuid> parse_uuid(std::string_view text) {
       }
       ++pos;
     }
-    const int high = hex_digit(text[pos]);
-    const int low = hex_digit(text[pos + 1]);
+    const int high = schema::ascii_hex_value(text[pos]);
+    const int low = schema::ascii_hex_value(text[pos + 1]);
     if (high < 0 || low < 0) {
       return std::nullopt;
     }

@@ -55,7 +55,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (PEOPLE, ROOT_DN, ROOT_PW, SUFFIX, CheckFailed,  # noqa: E402
                              check, check_equal, fail, parse_args, run_checks, user_dn, wait_for)
-from replication_test import COMPUTED, PROVIDER_INDEXES, consumer_toml  # noqa: E402
+from replication_test import PROVIDER_INDEXES, consumer_toml, parse_dump  # noqa: E402
 import slapd_harness  # noqa: E402
 
 USERS = 2000
@@ -201,22 +201,7 @@ def dump(net: Network, url: str) -> dict:
                              SUFFIX, "(objectClass=*)", "*", "+", timeout=120)
     if rc != 0:
         fail(f"ldapsearch of {url} failed ({rc}): {err}")
-    entries = {}
-    for block in out.strip().split("\n\n"):
-        if not block.strip():
-            continue
-        dn = None
-        attributes = {}
-        for line in block.splitlines():
-            name, _, value = line.partition(":")
-            if name == "dn":
-                dn = value.strip().lower()
-                continue
-            if name.lower() in COMPUTED:
-                continue
-            attributes.setdefault(name.lower(), []).append(value.strip())
-        entries[dn] = {name: sorted(values) for name, values in attributes.items()}
-    return entries
+    return parse_dump(out)
 
 
 def check_same(net: Network, provider, replica, what: str, timeout: float = 60) -> dict:

@@ -88,8 +88,14 @@ def dump(url: str, bind=()) -> dict:
                             capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         fail(f"ldapsearch of {url} failed ({result.returncode}): {result.stderr}")
+    return parse_dump(result.stdout)
+
+
+def parse_dump(ldif: str) -> dict:
+    """`ldapsearch -LLL -o ldif-wrap=no "*" "+"` output as dump() returns it, the attributes
+    each server computes or keeps of its own (COMPUTED) left out."""
     entries = {}
-    for block in result.stdout.strip().split("\n\n"):
+    for block in ldif.strip().split("\n\n"):
         if not block.strip():
             continue
         dn = None

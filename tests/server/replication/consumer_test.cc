@@ -109,6 +109,19 @@ const std::vector<Entry>& tree() {
   return entries;
 }
 
+// The whole tree as added entries, then the end of the present phase with kCookie.
+void send_refresh(FakeSession& session, std::int32_t id) {
+  for (std::size_t i = 0; i < tree().size(); ++i) {
+    send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
+  }
+  wire::LdapMessage info;
+  info.reset(id, wire::ProtocolOp::kIntermediateResponse);
+  info.extended.name = kSyncInfoOid;
+  const std::string present = tlv(0xa2, tlv(0x04, kCookie));
+  info.extended.value = present;
+  session.write(info);
+}
+
 struct Replica {
   Replica() {
     std::vector<backend::IndexSpec> indexes = backend::testing::default_indexes();
@@ -159,19 +172,7 @@ TEST_CASE("Consumer: a refresh is applied with its cookie and the consumer persi
   std::string request_cookie;
   FakeProvider provider([&](FakeSession& session) {
     serve_sync(
-        session,
-        [&](std::int32_t id) {
-          for (std::size_t i = 0; i < tree().size(); ++i) {
-            send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
-          }
-          wire::LdapMessage info;
-          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
-          info.extended.name = kSyncInfoOid;
-          const std::string present = tlv(0xa2, tlv(0x04, kCookie));
-          info.extended.value = present;
-          session.write(info);
-        },
-        request_cookie);
+        session, [&](std::int32_t id) { send_refresh(session, id); }, request_cookie);
   });
   Consumer consumer(consumer_of(provider.url()), *replica.directory, replica.log());
   consumer.start();
@@ -232,15 +233,7 @@ void check_bad_persist_message(const std::function<void(FakeSession&, std::int32
     serve_sync(
         session,
         [&](std::int32_t id) {
-          for (std::size_t i = 0; i < tree().size(); ++i) {
-            send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
-          }
-          wire::LdapMessage info;
-          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
-          info.extended.name = kSyncInfoOid;
-          const std::string present = tlv(0xa2, tlv(0x04, kCookie));
-          info.extended.value = present;
-          session.write(info);
+          send_refresh(session, id);
           // The refresh is committed before the bad message comes.
           std::this_thread::sleep_for(std::chrono::milliseconds(300));
           bad(session, id);
