@@ -17,7 +17,9 @@ in the suffix entry while numadir keeps the consumer's cookie instead).
    provider, cookie and contextCSN, changes applied, last change), numadir stats shows it, and
    the state changes are on the server's standard error.
 3. The replica stopped while the provider takes adds, modifies, deletes and renames, then
-   started again: it converges to the provider, the deleted entries gone.
+   started again: it converges to the provider, the deleted entries gone; with a syncprov
+   session log on the provider (deletes sent as a syncIdSet) and without one (a present
+   phase).
 4. refreshOnly every 1 s, with a syncprov session log on the provider (deletes sent as a
    syncIdSet) and without one (a present phase, deletes found by what is not named).
 5. kill -9 of the replica in the middle of its initial refresh: restarted, it equals the
@@ -278,9 +280,17 @@ def check_refresh_and_persist(c: Context):
 
 
 def check_restart_converges(c: Context):
-    with provider(c.ldif) as p:
+    for sessionlog in (False, True):
+        restart_converges(c, sessionlog)
+
+
+def restart_converges(c: Context, sessionlog: bool):
+    """refreshAndPersist stopped and started again: without a session log the provider names
+    what is present, with one it sends the deletes (a syncIdSet)."""
+    with provider(c.ldif, sessionlog=sessionlog) as p:
         with c.replica(p.url, keep=True) as r:
-            check_same(p, r, "initial refresh", timeout=120)
+            check_same(p, r, "initial refresh" + (" (session log)" if sessionlog else ""),
+                       timeout=120)
             replica_dir = r.dir
             config = r.config
         # Stopped (SIGTERM by the harness): the provider takes changes meanwhile.
@@ -293,7 +303,8 @@ def check_restart_converges(c: Context):
                f"uid: added-away\n")
         restarted = restart(c, replica_dir, config)
         try:
-            check_same(p, restarted, "after a restart, changes made while it was stopped")
+            check_same(p, restarted, "after a restart, changes made while it was stopped" +
+                       (" (session log)" if sessionlog else ""))
         finally:
             restarted.stop()
 
