@@ -27,6 +27,8 @@ packages=(
   # (the host's configuration is neither used nor changed: see below), and pamtester, which it
   # runs there beside getent and id.
   nslcd libnss-ldapd libpam-ldapd sssd-ldap libnss-sss libpam-sss pamtester
+  # perf/nss_pam_bench.py drives PAM logins from long-lived Python processes (libpam in-process).
+  python3-pam
 )
 
 missing=()
