@@ -161,6 +161,12 @@ Status upsert(DirectoryCore& core, MDB_txn* txn, UuidIndex& uuids, const Replica
   Attributes attributes;
   NUMADIR_RETURN_IF_ERROR(
       canonicalize_attributes(core.catalog, item.entry.attributes, &attributes));
+  // What this server computes on read (entryDN, hasSubordinates, numSubordinates,
+  // subschemaSubentry) is not stored, whatever the provider sent of its own.
+  std::erase_if(attributes, [&](const schema::EntryAttribute& attribute) {
+    return core.op_types.computed(core.catalog.resolve(description_type(attribute.description))) !=
+           ComputedAttribute::kNone;
+  });
   // The Sync State control's UUID is the entry's identity, whatever the attributes say.
   set_single(attributes, core.op_types.entry_uuid, item.uuid);
 

@@ -130,6 +130,26 @@ TEST_CASE("Replica: entries are stored as the provider sent them") {
   CHECK(f.changes[2].kind == ChangeKind::kAdd);
 }
 
+TEST_CASE("Replica: attributes the server computes are not stored from the provider") {
+  ReplicaFixture f;
+  f.refresh();
+  schema::Entry sent = user(1);
+  sent.attributes.push_back({"entryDN", {"uid=user1,ou=people,dc=example,dc=com"}});
+  sent.attributes.push_back({"hasSubordinates", {"FALSE"}});
+  sent.attributes.push_back({"subschemaSubentry", {"cn=Subschema"}});
+  sent.attributes.push_back({"numSubordinates", {"0"}});
+  require_ok(f.apply({upsert(sent, 3)}));
+  const schema::Entry entry = f.get(user_dn(1));
+  // Each once, as this server computes it.
+  CHECK(values_of(entry, "entryDN").size() == 1);
+  CHECK(values_of(entry, "hasSubordinates") == std::vector<std::string>{"FALSE"});
+  CHECK(values_of(entry, "subschemaSubentry").size() == 1);
+  // A child added below it: the computed value follows, no stored FALSE beside it.
+  schema::Entry child = ou_entry("ou=child," + user_dn(1), "child");
+  require_ok(f.apply({upsert(child, 7)}));
+  CHECK(values_of(f.get(user_dn(1)), "hasSubordinates") == std::vector<std::string>{"TRUE"});
+}
+
 TEST_CASE("Replica: an upsert of a known entryUUID replaces the entry in place") {
   ReplicaFixture f;
   f.refresh();
