@@ -173,6 +173,10 @@ void Consumer::main() {
       continue;  // kReload: at once, without a cookie.
     }
     note_failure(outcome.status());
+    if (persisted_) {
+      retry.reset();  // A connection that reached the persist phase starts the schedule over.
+      persisted_ = false;
+    }
     const std::optional<std::chrono::seconds> delay = retry.next();
     if (!delay.has_value()) {
       log_("replication rid=" + std::to_string(config_.rid) +
@@ -356,6 +360,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
     }
     if (session.phase() == SyncPhase::kPersist) {
       set_state(ConsumerState::kPersisting);
+      persisted_ = true;
     }
     if (session.batch_full()) {
       NUMADIR_RETURN_IF_ERROR(apply());

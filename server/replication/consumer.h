@@ -12,8 +12,9 @@
 // end prunes what the provider no longer has (the entries stay served meanwhile: readers see
 // the last committed state). A failure (the provider unreachable, a bad message, a change the
 // schema refuses) is logged with its reason, the connection dropped, and the consumer tries
-// again on its retry schedule ("5 10 60 +"); once a schedule without "+" is spent it stops, as
-// slapd's does, until the server restarts.
+// again on its retry schedule ("5 10 60 +"), from its start again after a connection that
+// reached the persist phase; once a schedule without "+" is spent it stops, as slapd's does,
+// until the server restarts.
 //
 // Every state change and failure goes to `log` (the server's standard error and access log).
 //
@@ -111,7 +112,8 @@ class Consumer {
   bool stopping_ = false;                    // Guarded by mu_.
   ConsumerStatus status_;                    // Guarded by mu_.
   std::atomic<bool> stop_requested_{false};  // Read by the thread between messages (relaxed).
-  std::thread thread_;                       // Owner: the thread that calls start() and stop().
+  bool persisted_ = false;  // Owner: the consumer's thread. This connection reached persist.
+  std::thread thread_;      // Owner: the thread that calls start() and stop().
 };
 
 }  // namespace numadir::server::replication
