@@ -5,11 +5,11 @@
 //
 // Thread contract: as detail/update_util.h: the writer thread, holding DirectoryCore::write_mu.
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 
 #include "backend/detail/directory_core.h"
 #include "backend/detail/update_util.h"
+#include "schema/ascii.h"
 
 namespace numadir::backend::detail {
 namespace {
@@ -62,13 +62,6 @@ class UuidIndex {
   IdList ids_;
 };
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // Returns: the stored entryUUID of `view`, lower-case, or "" when it has none.
 Result<std::string> stored_uuid(const DirectoryCore& core, const EntryView& view) {
   AttributeView attribute;
@@ -80,7 +73,7 @@ Result<std::string> stored_uuid(const DirectoryCore& core, const EntryView& view
   if (!*found || !attribute.values.next(&value)) {
     return std::string();
   }
-  return lower(value);
+  return schema::ascii_lowered(value);
 }
 
 Result<EntryView> read_view(const DirectoryCore& core, MDB_txn* txn, EntryId id) {
@@ -291,7 +284,7 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
   }
   EntryId next = *next_id;
   for (const ReplicaItem& item : change.items) {
-    const std::string uuid = lower(item.uuid);
+    const std::string uuid = schema::ascii_lowered(item.uuid);
     if (item.kind == ReplicaItem::Kind::kUpsert) {
       NUMADIR_RETURN_IF_ERROR(upsert(core, txn, uuids, item, stamp, next, changes));
       continue;

@@ -29,6 +29,8 @@ std::uint64_t min_limit(std::uint64_t a, std::uint64_t b) {
   return b == 0 ? a : std::min(a, b);
 }
 
+}  // namespace
+
 backend::Scope backend_scope(SearchScope scope) {
   switch (scope) {
     case SearchScope::kBaseObject:
@@ -42,8 +44,6 @@ backend::Scope backend_scope(SearchScope scope) {
   }
   return backend::Scope::kSubtree;
 }
-
-}  // namespace
 
 void SearchOperation::run(const LdapMessage& request, ServerSession& session,
                           ServerWorkerState& state, ResultSender& sender) const {

@@ -24,6 +24,10 @@
 
 namespace numadir::server {
 
+// Returns: the backend's scope for a SearchRequest's (RFC 4511 scopes and RFC 4512's
+// subordinateSubtree, which the backend calls kChildren).
+backend::Scope backend_scope(listener::wire::SearchScope scope);
+
 class SearchOperation {
  public:
   // Requires: `context` and `monitor` outlive this object.

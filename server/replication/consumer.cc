@@ -9,6 +9,7 @@
 
 #include "backend/update_job.h"
 #include "backend/writer.h"
+#include "server/operations/search_operation.h"
 #include "server/replication/provider_connection.h"
 #include "server/replication/sync_protocol.h"
 #include "server/replication/sync_session.h"
@@ -29,17 +30,6 @@ const Control* find_control(const LdapMessage& message, std::string_view oid) {
     }
   }
   return nullptr;
-}
-
-backend::Scope backend_scope(listener::wire::SearchScope scope) {
-  switch (scope) {
-    case listener::wire::SearchScope::kBaseObject:
-      return backend::Scope::kBase;
-    case listener::wire::SearchScope::kSingleLevel:
-      return backend::Scope::kOneLevel;
-    default:
-      return backend::Scope::kSubtree;
-  }
 }
 
 // The retry schedule as slapd walks it: each step's interval, `count` times, the last one

@@ -109,17 +109,21 @@ const std::vector<Entry>& tree() {
   return entries;
 }
 
+// A Sync Info IntermediateResponse whose value is `value`.
+void send_sync_info(FakeSession& session, std::int32_t id, const std::string& value) {
+  wire::LdapMessage info;
+  info.reset(id, wire::ProtocolOp::kIntermediateResponse);
+  info.extended.name = kSyncInfoOid;
+  info.extended.value = value;
+  session.write(info);
+}
+
 // The whole tree as added entries, then the end of the present phase with kCookie.
 void send_refresh(FakeSession& session, std::int32_t id) {
   for (std::size_t i = 0; i < tree().size(); ++i) {
     send_entry(session, id, tree()[i], sync_state(1, static_cast<int>(i)));
   }
-  wire::LdapMessage info;
-  info.reset(id, wire::ProtocolOp::kIntermediateResponse);
-  info.extended.name = kSyncInfoOid;
-  const std::string present = tlv(0xa2, tlv(0x04, kCookie));
-  info.extended.value = present;
-  session.write(info);
+  send_sync_info(session, id, tlv(0xa2, tlv(0x04, kCookie)));
 }
 
 struct Replica {
@@ -256,26 +260,14 @@ void check_bad_persist_message(const std::function<void(FakeSession&, std::int32
 TEST_CASE("Consumer: a provider's bad messages in the persist phase change nothing") {
   SUBCASE("a Sync Info value that does not decode") {
     check_bad_persist_message(
-        [](FakeSession& session, std::int32_t id) {
-          wire::LdapMessage info;
-          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
-          info.extended.name = kSyncInfoOid;
-          const std::string value = tlv(0xa5, "");
-          info.extended.value = value;
-          session.write(info);
-        },
+        [](FakeSession& session, std::int32_t id) { send_sync_info(session, id, tlv(0xa5, "")); },
         "Sync Info");
   }
   SUBCASE("a cookie of another rid") {
     check_bad_persist_message(
         [](FakeSession& session, std::int32_t id) {
-          wire::LdapMessage info;
-          info.reset(id, wire::ProtocolOp::kIntermediateResponse);
-          info.extended.name = kSyncInfoOid;
-          const std::string value =
-              tlv(0x80, "rid=002,csn=20261203130000.000000Z#000000#000#000000");
-          info.extended.value = value;
-          session.write(info);
+          send_sync_info(session, id,
+                         tlv(0x80, "rid=002,csn=20261203130000.000000Z#000000#000#000000"));
         },
         "rid 2");
   }
