@@ -45,9 +45,8 @@ machine's non-idle CPU time over the window (/proc/stat) as a share of all its C
 operations per login come from the server's counters (numadir: cn=Operations and
 cn=Connections,cn=Monitor; slapd: back-monitor's cn=Operations and cn=Total,cn=Connections),
 read just after the window opens and just after it closes, less the counter read's own
-bind, search and connection, divided by the logins completed between the two reads. (numadir's
-numadirExtendedOperations does not count StartTLS, which its listener answers; slapd's
-cn=Extended does.) The run fails (exit status 1) if a login failed or a point made fewer than
+bind, search and connection, divided by the logins completed between the two reads (StartTLS
+counts as an extended operation on both: numadirExtendedOperations, slapd's cn=Extended). The run fails (exit status 1) if a login failed or a point made fewer than
 0.9 binds per login, i.e. if logins did not reach the server.
 
 Daemon settings (each daemon's own defaults otherwise): nslcd with `threads` (--nslcd-threads,
@@ -680,16 +679,11 @@ def tables(points: dict, daemons: list, servers: list, driver: str) -> str:
                          f"{p['client_cpu']:.0f} | {p['busy'] * 100:.0f}% | {p['failed']} |")
             o = p["ops"]
             auths = f"{o['auths']:.2f}" if "auths" in o else "(no counter)"
-            extended = f"{o['extended']:.2f}" + (" †" if server == "numadir" else "")
+            extended = f"{o['extended']:.2f}"
             ops.append(f"| {daemon} | {server} | {o['searches']:.2f} | {o['binds']:.2f} | "
                        f"{auths} | {extended} | {o['connections']:.2f} |")
     text = "\n".join(lines) + "\n\nLDAP operations per login, from each server's counters:\n\n" + \
         "\n".join(ops)
-    if "numadir" in servers:
-        text += "\n\n" + textwrap.fill(
-            "† numadir's numadirExtendedOperations leaves StartTLS out (the listener answers it, "
-            "outside the operation counters): where slapd counts one StartTLS per login, "
-            "numadir ran one too (its access log shows it) but counts none.", 100)
     if "numadir" in servers and "slapd" in servers:
         versus = ["| daemon | numadir/slapd logins/s | numadir/slapd server CPU per login | "
                   "numadir/slapd p99 |", "|---|---:|---:|---:|"]

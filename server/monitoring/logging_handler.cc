@@ -269,6 +269,7 @@ void LoggingHandler::notice(const LdapMessage& request, listener::Session& sessi
   if (response != nullptr) {
     record.note(*response);
   }
+  inner_.notice(request, logged.inner(), origin, response);
 }
 
 void LoggingHandler::not_run(const LdapMessage& request, listener::Session& session,

@@ -28,7 +28,7 @@ class LoggingHandler final : public listener::RequestHandler {
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink, threadpool::WorkerState& state) override;
   // Logs UNBIND, ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`), or StartTLS
-  // (EXT) and its result.
+  // (EXT) and its result, then tells the inner handler.
   void notice(const listener::wire::LdapMessage& request, listener::Session& session,
               const listener::RequestOrigin& origin,
               const listener::wire::LdapMessage* response) override;

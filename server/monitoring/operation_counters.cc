@@ -62,8 +62,17 @@ void OperationCounters::count(Slot& slot, ProtocolOp op) {
 
 void OperationCounters::count_auth(Slot& slot) { threadpool::owner_add(slot.auths); }
 
+void OperationCounters::count_shared(ProtocolOp op) {
+  if (const std::optional<OperationKind> kind = kind_of(op); kind.has_value()) {
+    shared_.operations[static_cast<std::size_t>(*kind)].fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 OperationTotals OperationCounters::totals() const {
   OperationTotals totals;
+  for (std::size_t i = 0; i < kOperationKinds; ++i) {
+    totals.operations[i] = shared_.operations[i].load(std::memory_order_relaxed);
+  }
   MutexLock lock(mu_);
   for (const std::unique_ptr<Slot>& slot : slots_) {
     for (std::size_t i = 0; i < kOperationKinds; ++i) {

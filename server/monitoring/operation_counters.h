@@ -6,8 +6,8 @@
 //
 // Thread contract: add_slot() and totals() may be called from any thread at once (a mutex
 // guards the list of slots). count() and count_auth() write the given slot: only its owner
-// calls them. Slots live as long as the OperationCounters (a worker's counts outlive it);
-// destroy it only once no thread counts any more.
+// calls them; count_shared() any thread. Slots live as long as the OperationCounters (a
+// worker's counts outlive it); destroy it only once no thread counts any more.
 #pragma once
 
 #include <array>
@@ -63,12 +63,16 @@ class OperationCounters {
   static void count(Slot& slot, listener::wire::ProtocolOp op);
   // Counts one successful bind with a name and password in `slot`.
   static void count_auth(Slot& slot);
+  // Counts one operation of the request kind `op` that a listener carried out itself (StartTLS),
+  // from any thread: a locked add on a shared counter, for requests made once per connection.
+  void count_shared(listener::wire::ProtocolOp op);
   // Returns: the sums over every slot, read now.
   OperationTotals totals() const NUMADIR_EXCLUDES(mu_);
 
  private:
   mutable Mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_ NUMADIR_GUARDED_BY(mu_);
+  Slot shared_;  // count_shared()'s: any thread, fetch_add.
 };
 
 }  // namespace numadir::server

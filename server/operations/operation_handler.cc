@@ -157,6 +157,15 @@ std::unique_ptr<threadpool::WorkerState> OperationHandler::make_worker_state() {
   return std::make_unique<ServerWorkerState>(this, context_.directory(), counters_.add_slot());
 }
 
+void OperationHandler::notice(const LdapMessage& request, listener::Session& session,
+                              const listener::RequestOrigin& origin, const LdapMessage* response) {
+  (void)session;
+  (void)origin;
+  if (response != nullptr) {
+    counters_.count_shared(request.op);
+  }
+}
+
 void OperationHandler::tls_established(listener::Session& session, const listener::TlsPeer& peer) {
   static_cast<ServerSession&>(session).set_tls(peer);
 }

@@ -58,9 +58,15 @@ class OperationHandler final : public listener::RequestHandler {
   // dropped.
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink, threadpool::WorkerState& state) override;
+  // Counts the StartTLS requests the listener answers itself (`response` set) as extended
+  // operations; unbind and abandon are not operations (as handle() has them).
+  void notice(const listener::wire::LdapMessage& request, listener::Session& session,
+              const listener::RequestOrigin& origin,
+              const listener::wire::LdapMessage* response) override;
   // Records the connection's TLS (and client certificate) in its ServerSession.
   void tls_established(listener::Session& session, const listener::TlsPeer& peer) override;
-  // Returns: the operations handle() ran so far, by kind, and the successful binds.
+  // Returns: the operations handle() ran (and notice() counted) so far, by kind, and the
+  //   successful binds.
   OperationTotals operation_totals() const { return counters_.totals(); }
 
  private:

@@ -113,6 +113,23 @@ TEST_CASE("OperationHandler: StartTLS and unknown extended operations") {
   CHECK(unknown->message.message_id == 3);
 }
 
+TEST_CASE("OperationHandler: a StartTLS the listener answered counts as an extended operation") {
+  HandlerFixture fixture;
+  auto session = fixture.open_session();
+  const OperationTotals before = fixture.handler().operation_totals();
+  const LdapMessage start = extended_request(2, kStartTlsOid);
+  LdapMessage response;
+  response.reset(2, ProtocolOp::kExtendedResponse);
+  response.extended.name = kStartTlsOid;
+  fixture.handler().notice(start, *session, listener::RequestOrigin{}, &response);
+  LdapMessage unbind;
+  unbind.reset(3, ProtocolOp::kUnbindRequest);
+  fixture.handler().notice(unbind, *session, listener::RequestOrigin{}, nullptr);
+  const OperationTotals after = fixture.handler().operation_totals();
+  CHECK(after.of(OperationKind::kExtended) == before.of(OperationKind::kExtended) + 1);
+  CHECK(after.total() == before.total() + 1);  // The unbind is not an operation.
+}
+
 TEST_CASE("OperationHandler: controls") {
   HandlerFixture fixture;
   auto session = fixture.open_session();
