@@ -408,9 +408,13 @@ plot for [i=0:{len(servers) - 1}] "{data}" index i using 1:2 with linespoints ti
 
 def write_section(path, begin, end, heading, section):
     """Replaces the text between `begin` and `end` in `path` with `section` (which carries the
-    markers), or appends it under `heading` when the markers are not there yet."""
-    with open(path) as stream:
-        text = stream.read()
+    markers), or appends it under `heading` when the markers are not there yet (a file that
+    does not exist yet starts empty)."""
+    try:
+        with open(path) as stream:
+            text = stream.read()
+    except FileNotFoundError:
+        text = ""
     if begin in text and end in text:
         text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
     else:

@@ -900,9 +900,9 @@ def main() -> int:
     section = (f"{BEGIN}\n### NSS and PAM logins: {now}\n\n" +
                textwrap.fill(setup, 100, break_long_words=False, break_on_hyphens=False) +
                quick + f"\n\n{tables(points, daemons, servers, driver)}\n{END}")
+    print(section, flush=True)  # First: a long run's figures survive a failed write.
     if args.results:
         bench.write_section(args.results, BEGIN, END, HEADING, section)
-    print(section)
     if failed or low_binds:
         print("nss_pam_bench: " + ("; ".join(
             ([f"{failed} logins failed"] if failed else []) +
