@@ -4,7 +4,9 @@
 // into the same Schema and live as long as it does.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,10 +29,17 @@ struct ObjectClass {
   // The closure over all superiors (no duplicates): what an entry of this class must / may hold.
   std::vector<const AttributeType*> all_must;
   std::vector<const AttributeType*> all_may;
+  // all_must and all_may together, sorted by address: allows() looks a type up in it.
+  std::vector<const AttributeType*> allowed;
   std::string definition;  // As published (objectClasses value).
   std::string source;      // "file:line"
 
   std::string_view primary_name() const { return names.empty() ? oid : names.front(); }
+  // Returns: whether an entry of this class may hold `type` (in all_must or all_may).
+  bool allows(const AttributeType* type) const {
+    return std::binary_search(allowed.begin(), allowed.end(), type,
+                              std::less<const AttributeType*>());
+  }
   // Returns: true if this class is `other` or inherits from it.
   bool is_subclass_of(const ObjectClass& other) const;
 };

@@ -481,6 +481,11 @@ class SchemaBuilder {
     for (const ObjectClass* superior : object_class.superiors) {
       std::for_each(superior->all_may.begin(), superior->all_may.end(), add_may);
     }
+    object_class.allowed = object_class.all_must;
+    object_class.allowed.insert(object_class.allowed.end(), object_class.all_may.begin(),
+                                object_class.all_may.end());
+    std::sort(object_class.allowed.begin(), object_class.allowed.end(),
+              std::less<const AttributeType*>());
     return Status();
   }
 

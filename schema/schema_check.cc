@@ -42,10 +42,15 @@ struct AttributeGroup {
   std::vector<const ObjectClass*> classes;
 };
 
-// Up to this many groups (or values of one group) are searched linearly: an entry's usual
-// size, where hash tables cost more to build than they save. Larger ones get a hash table, so
-// that a client sending many still costs linear time.
+// Up to this many values of one group are searched linearly: an attribute's usual size, where
+// hash tables cost more to build than they save. Larger ones get a hash table, so that a client
+// sending many still costs linear time.
 constexpr std::size_t kLinearLimit = 16;
+// The same for an entry's groups (attribute descriptions): an entry with its operational
+// attributes (a replica's, a slapcat export's) has 20 or more.
+constexpr std::size_t kGroupLinearLimit = 64;
+// check_allowed's lookups in the classes' lists, past which it builds one set instead.
+constexpr std::size_t kAllowedLookups = 1024;
 
 // Returns: the options of `options` (";lang-en;binary") in canonical form ("binary;lang-en"),
 // or false if one is empty or has a character that is not a keychar.
@@ -183,7 +188,7 @@ class EntryChecker {
                                          .classes = {}});
         if (!group_index_.empty()) {
           group_index_.emplace(group_key(type, options), index);
-        } else if (groups_.size() > kLinearLimit) {
+        } else if (groups_.size() > kGroupLinearLimit) {
           for (std::size_t i = 0; i < groups_.size(); ++i) {
             group_index_.emplace(group_key(groups_[i].type, groups_[i].options), i);
           }
@@ -432,25 +437,19 @@ class EntryChecker {
   }
 
   // Every user attribute must be in the MUST or MAY of a class of the entry ('top' included,
-  // as every entry belongs to it), unless the entry is an extensibleObject.
+  // as every entry belongs to it), unless the entry is an extensibleObject. Each class's
+  // sorted list answers in log time; only an entry whose classes times attributes is past
+  // kAllowedLookups (a client sending hundreds of each) gathers the lists into one set first.
   Status check_allowed() {
     if (impl_.extensible_object != nullptr &&
         std::find(classes_.begin(), classes_.end(), impl_.extensible_object) != classes_.end()) {
       return Status();
     }
-    auto lists = [](const ObjectClass* object_class, const AttributeType* type) {
-      return std::find(object_class->all_must.begin(), object_class->all_must.end(), type) !=
-                 object_class->all_must.end() ||
-             std::find(object_class->all_may.begin(), object_class->all_may.end(), type) !=
-                 object_class->all_may.end();
-    };
-    // A few attributes: look each up in the classes' lists; many: gather the lists once.
     std::unordered_set<const AttributeType*> allowed;
-    const bool hashed = groups_.size() > kLinearLimit;
+    const bool hashed = (classes_.size() + 1) * groups_.size() > kAllowedLookups;
     if (hashed) {
       auto allow = [&](const ObjectClass* object_class) {
-        allowed.insert(object_class->all_must.begin(), object_class->all_must.end());
-        allowed.insert(object_class->all_may.begin(), object_class->all_may.end());
+        allowed.insert(object_class->allowed.begin(), object_class->allowed.end());
       };
       if (impl_.top != nullptr) {
         allow(impl_.top);
@@ -463,9 +462,9 @@ class EntryChecker {
       }
       const bool is_allowed =
           hashed ? allowed.contains(group.type)
-                 : (impl_.top != nullptr && lists(impl_.top, group.type)) ||
+                 : (impl_.top != nullptr && impl_.top->allows(group.type)) ||
                        std::any_of(classes_.begin(), classes_.end(),
-                                   [&](const ObjectClass* c) { return lists(c, group.type); });
+                                   [&](const ObjectClass* c) { return c->allows(group.type); });
       if (!is_allowed) {
         return status_error(StatusCode::kObjectClassViolation,
                             "attribute " + in_quotes(group.description) + " not allowed");
