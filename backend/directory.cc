@@ -284,6 +284,10 @@ Status Directory::rebuild_indexes() { return detail::run_rebuild_indexes(*impl_)
 Status Directory::verify_indexes() const { return detail::run_verify_indexes(*impl_); }
 Result<std::uint64_t> Directory::entry_count() const { return detail::run_entry_count(*impl_); }
 
+Status Directory::prepare_replica(ReplicaChange& change) const {
+  return detail::run_prepare_replica(*impl_, change);
+}
+
 Result<std::optional<std::string>> Directory::replica_cookie(std::uint32_t rid) const {
   return detail::run_replica_cookie(*impl_, rid);
 }

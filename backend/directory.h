@@ -145,6 +145,7 @@ class EntryRef {
 
 class Directory;
 class Writer;
+struct ReplicaChange;  // update_job.h
 
 // Copies the LMDB environment of a directory (its database.path) into `destination`, an
 // existing directory without a data file, compacted, as one consistent snapshot: a copy to
@@ -237,6 +238,14 @@ class Directory {
   // The single writer: submit UpdateJobs to it for updates that must not hold the calling
   // thread (and for checks inside the write transaction).
   Writer& writer();
+  // Prepares every upsert of `change` (a replication consumer's batch, update_job.h) for the
+  // writer: canonicalizes and checks its entry against the schema, encodes it and computes its
+  // index keys (ReplicaItem::prepared), on the calling thread; `change` is then queued as an
+  // UpdateJob. Errors: those that would refuse the whole job (ReplicaChange's list) for an
+  // entry: kInvalidDnSyntax, kNoSuchObject (outside the suffix), kUndefinedAttributeType naming
+  // the type, the schema's codes. Thread contract: any thread, at any time (reads only what
+  // does not change while the directory is open).
+  Status prepare_replica(ReplicaChange& change) const;
   // Returns: the cookie a replication consumer stored with its last batch (ReplicaChange,
   //   update_job.h) for replica id `rid`, or nullopt when it stored none. Errors: kStorage.
   Result<std::optional<std::string>> replica_cookie(std::uint32_t rid) const;

@@ -14,9 +14,7 @@
 #include "backend/detail/update_util.h"
 
 namespace numadir::backend::detail {
-namespace {
 
-// canonicalize_attributes, in place: the import owns its entries, so values are not copied.
 Status canonicalize_in_place(const AttributeCatalog& catalog,
                              std::vector<schema::EntryAttribute>& attributes) {
   for (std::size_t i = 0; i < attributes.size(); ++i) {
@@ -49,6 +47,8 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
   }
   return Status();
 }
+
+namespace {
 
 Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scratch) {
   NUMADIR_RETURN_IF_ERROR(dn_key_into(item.entry.dn, core.normalizer, item.key, scratch.dn));
@@ -97,7 +97,11 @@ Status ImportWriter::open() {
 
 Status ImportWriter::store(const ImportItem& item) {
   NUMADIR_RETURN_IF_ERROR(item.status);
-  const std::string_view key = item.key;
+  return store(item.key, item.encoded, item.keys);
+}
+
+Status ImportWriter::store(std::string_view key, std::string_view encoded_entry,
+                           const IndexKeys& keys) {
   // An entry that exists has its parent too (or is the suffix), so checking the parent first
   // and letting dn2id's put find the entry gives the result codes of Directory::add.
   EntryId parent_id = 0;
@@ -131,9 +135,9 @@ Status ImportWriter::store(const ImportItem& item) {
     return Status(StatusCode::kEntryAlreadyExists, "entry already exists");
   }
   ++next_id_;
-  std::string_view encoded = item.encoded;
+  std::string_view encoded = encoded_entry;
   if (parent_id != 0) {
-    set_encoded_parent(item.encoded, parent_id, with_parent_);
+    set_encoded_parent(encoded_entry, parent_id, with_parent_);
     encoded = with_parent_;
   }
   put = id2entry_.put(id_value, encoded, MDB_APPEND);
@@ -146,7 +150,7 @@ Status ImportWriter::store(const ImportItem& item) {
   if (!*put) {
     return internal_error("children: id already listed under its parent");
   }
-  for (const auto& [slot, index_key] : item.keys) {
+  for (const auto& [slot, index_key] : keys) {
     put = indexes_[slot].put(index_key, id_value, MDB_APPENDDUP);
     NUMADIR_RETURN_IF_ERROR(put.status());
     if (!*put && core_.indexes.built(slot)) {

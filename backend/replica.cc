@@ -1,13 +1,19 @@
 // backend/replica.cc: a replication consumer's changes (ReplicaChange, update_job.h) applied in
 // the writer's transaction: entries found by their entryUUID through its eq index, stored as the
 // provider sent them, moved with their subtree when their DN changed, removed, the entries a
-// present phase did not name pruned, and the consumer's cookie stored beside them.
+// present phase did not name pruned, and the consumer's cookie stored beside them. New entries
+// are stored as an import stores them (detail/import_stages.h); every upsert's entry is prepared
+// (canonical, checked, encoded, keyed) ahead of the writer by run_prepare_replica.
 //
-// Thread contract: as detail/update_util.h: the writer thread, holding DirectoryCore::write_mu.
+// Thread contract: run_prepare_replica on any thread (it reads only the directory's immutable
+// parts); the rest as detail/update_util.h: the writer thread, holding DirectoryCore::write_mu.
 #include <algorithm>
 #include <cstdio>
+#include <future>
+#include <utility>
 
 #include "backend/detail/directory_core.h"
+#include "backend/detail/import_stages.h"
 #include "backend/detail/update_util.h"
 #include "schema/ascii.h"
 
@@ -98,11 +104,43 @@ ChangeRecord record(ChangeKind kind, EntryId id, std::string dn, const Stamp& st
   return change;
 }
 
-// Replaces the stored content of entry `id` (under dn key `key`) with `attributes` (canonical),
-// keeping its place in the tree. The DN is stored as `dn` spells it.
-Status replace_in_place(DirectoryCore& core, MDB_txn* txn, EntryId id, const std::string& dn,
-                        std::string_view key, const Stamp& stamp, Attributes attributes,
-                        std::vector<ChangeRecord>& changes) {
+// Prepares the upsert of `uuid` with `entry` (owned: canonicalized and stamped in place) into
+// `out`, as Directory::prepare_replica documents.
+Status prepare_upsert(const DirectoryCore& core, const Stamp& stamp, std::string_view uuid,
+                      schema::Entry& entry, ReplicaItem::Prepared& out) {
+  DnKeyScratch dn_scratch;
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(entry.dn, core.normalizer, out.key, dn_scratch));
+  if (!key_in_subtree(out.key, core.suffix_key)) {
+    return Status(StatusCode::kNoSuchObject,
+                  entry.dn + " is not under the database suffix " + core.options.suffix);
+  }
+  Attributes& attributes = entry.attributes;
+  NUMADIR_RETURN_IF_ERROR(canonicalize_in_place(core.catalog, attributes));
+  // What this server computes on read (entryDN, hasSubordinates, numSubordinates,
+  // subschemaSubentry) is not stored, whatever the provider sent of its own.
+  std::erase_if(attributes, [&](const schema::EntryAttribute& attribute) {
+    return core.op_types.computed(core.catalog.resolve(description_type(attribute.description))) !=
+           ComputedAttribute::kNone;
+  });
+  // The Sync State control's UUID is the entry's identity, whatever the attributes say.
+  set_single(attributes, core.op_types.entry_uuid, uuid);
+  const schema::ObjectClass* structural = nullptr;
+  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
+  // Operational values are kept as the provider sent them; those it did not send are stamped.
+  stamp_new_entry(core.op_types, stamp,
+                  structural != nullptr ? structural->primary_name() : std::string_view(),
+                  /*keep_existing=*/true, attributes);
+  encode_entry(EntryHeader{0, entry.dn, out.key}, attributes, out.encoded);
+  out.keys.clear();
+  core.indexes.entry_keys(core.catalog, attributes, &out.keys);
+  return Status();
+}
+
+// Replaces the stored content of entry `id` with the prepared one, keeping its place in the
+// tree.
+Status replace_in_place(const DirectoryCore& core, MDB_txn* txn, EntryId id, const std::string& dn,
+                        const ReplicaItem::Prepared& prepared, const Stamp& stamp,
+                        std::string& scratch, std::vector<ChangeRecord>& changes) {
   Result<EntryView> view = read_view(core, txn, id);
   if (!view.ok()) {
     return view.status();
@@ -110,22 +148,10 @@ Status replace_in_place(DirectoryCore& core, MDB_txn* txn, EntryId id, const std
   const EntryId parent_id = view->parent_id();
   IndexKeys before;
   NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, *view, &before));
-  schema::Entry entry;
-  entry.dn = dn;
-  entry.attributes = std::move(attributes);
-  const schema::ObjectClass* structural = nullptr;
-  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
-  stamp_new_entry(core.op_types, stamp,
-                  structural != nullptr ? structural->primary_name() : std::string_view(),
-                  /*keep_existing=*/true, entry.attributes);
-  IndexKeys after;
-  core.indexes.entry_keys(core.catalog, entry.attributes, &after);
-  NUMADIR_RETURN_IF_ERROR(core.indexes.apply(txn, id, before, after));
-  std::string encoded;
-  const std::string stored_key(key);
-  const EntryHeader header{parent_id, entry.dn, stored_key};
-  NUMADIR_RETURN_IF_ERROR(put_entry(core, txn, id, header, entry.attributes, 0, encoded));
-  changes.push_back(record(ChangeKind::kModify, id, entry.dn, stamp));
+  NUMADIR_RETURN_IF_ERROR(core.indexes.apply(txn, id, before, prepared.keys));
+  set_encoded_parent(prepared.encoded, parent_id, scratch);
+  NUMADIR_RETURN_IF_ERROR(db_put(txn, core.id2entry, id_bytes(id), scratch, 0).status());
+  changes.push_back(record(ChangeKind::kModify, id, dn, stamp));
   return Status();
 }
 
@@ -140,40 +166,30 @@ Status remove_entry(DirectoryCore& core, MDB_txn* txn, EntryId id, const Stamp& 
   return Status();
 }
 
-Status upsert(DirectoryCore& core, MDB_txn* txn, UuidIndex& uuids, const ReplicaItem& item,
-              const Stamp& stamp, EntryId& next_id, std::vector<ChangeRecord>& changes) {
-  Result<schema::Dn> dn = schema::Dn::parse(item.entry.dn);
-  if (!dn.ok()) {
-    return Status(StatusCode::kInvalidDnSyntax, dn.status().message());
-  }
-  const std::string key = dn_key(*dn, core.normalizer);
-  if (!key_in_subtree(key, core.suffix_key)) {
-    return Status(StatusCode::kNoSuchObject,
-                  item.entry.dn + " is not under the database suffix " + core.options.suffix);
-  }
-  Attributes attributes;
-  NUMADIR_RETURN_IF_ERROR(
-      canonicalize_attributes(core.catalog, item.entry.attributes, &attributes));
-  // What this server computes on read (entryDN, hasSubordinates, numSubordinates,
-  // subschemaSubentry) is not stored, whatever the provider sent of its own.
-  std::erase_if(attributes, [&](const schema::EntryAttribute& attribute) {
-    return core.op_types.computed(core.catalog.resolve(description_type(attribute.description))) !=
-           ComputedAttribute::kNone;
-  });
-  // The Sync State control's UUID is the entry's identity, whatever the attributes say.
-  set_single(attributes, core.op_types.entry_uuid, item.uuid);
+// What one batch's upserts share: the entryUUID index, the adder of new entries (an import's
+// store: append-only ids, the parent found last remembered) and a buffer.
+struct UpsertState {
+  UuidIndex& uuids;
+  ImportWriter& adder;
+  std::string scratch;
+};
 
-  Result<EntryId> by_uuid = uuids.find(item.uuid);
+Status upsert(DirectoryCore& core, MDB_txn* txn, UpsertState& state, const ReplicaItem& item,
+              const ReplicaItem::Prepared& prepared, const Stamp& stamp,
+              std::vector<ChangeRecord>& changes) {
+  const std::string& dn = item.entry.dn;
+  Result<EntryId> by_uuid = state.uuids.find(item.uuid);
   if (!by_uuid.ok()) {
     return by_uuid.status();
   }
-  Result<EntryId> by_dn = core.dns.find(txn, key);
+  Result<EntryId> by_dn = core.dns.find(txn, prepared.key);
   if (!by_dn.ok()) {
     return by_dn.status();
   }
   EntryId target = *by_dn;
   if (*by_uuid != 0 && *by_uuid != *by_dn) {
     // Renamed or moved on the provider: move ours, subtree and all, to the new DN first.
+    state.adder.forget_parent();
     if (*by_dn != 0) {
       Result<bool> children = has_children(core, txn, *by_dn);
       if (!children.ok()) {
@@ -181,35 +197,32 @@ Status upsert(DirectoryCore& core, MDB_txn* txn, UuidIndex& uuids, const Replica
       }
       if (*children) {
         return Status(StatusCode::kEntryAlreadyExists,
-                      item.entry.dn + " is held by an entry of another entryUUID with children");
+                      dn + " is held by an entry of another entryUUID with children");
       }
       NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *by_dn, stamp, changes));
+    }
+    Result<schema::Dn> parsed = schema::Dn::parse(dn);
+    if (!parsed.ok()) {
+      return Status(StatusCode::kInvalidDnSyntax, parsed.status().message());
     }
     Result<EntryView> view = read_view(core, txn, *by_uuid);
     if (!view.ok()) {
       return view.status();
     }
     const std::string old_dn(view->dn());
-    const std::string new_rdn = dn->rdn_string(0);
-    const std::string superior = dn->parent().to_string();
+    const std::string new_rdn = parsed->rdn_string(0);
+    const std::string superior = parsed->parent().to_string();
     ChangeRecord& renamed = changes.emplace_back();
     NUMADIR_RETURN_IF_ERROR(apply_rename(core, txn, old_dn, new_rdn, /*delete_old_rdn=*/false,
                                          std::string_view(superior), stamp, &renamed));
     target = *by_uuid;
   }
   if (target != 0) {
-    return replace_in_place(core, txn, target, item.entry.dn, key, stamp, std::move(attributes),
-                            changes);
+    return replace_in_place(core, txn, target, dn, prepared, stamp, state.scratch, changes);
   }
-  schema::Entry entry;
-  entry.dn = item.entry.dn;
-  entry.attributes = std::move(attributes);
-  AddOptions options;
-  options.import = true;  // Operational values kept as the provider sent them.
-  AddScratch scratch;
-  const EntryId id = next_id;
-  NUMADIR_RETURN_IF_ERROR(add_in_txn(core, txn, entry, stamp, options, scratch, &next_id));
-  changes.push_back(record(ChangeKind::kAdd, id, entry.dn, stamp));
+  const EntryId id = state.adder.next_id();
+  NUMADIR_RETURN_IF_ERROR(state.adder.store(prepared.key, prepared.encoded, prepared.keys));
+  changes.push_back(record(ChangeKind::kAdd, id, dn, stamp));
   return Status();
 }
 
@@ -282,26 +295,40 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
   if (!next_id.ok()) {
     return next_id.status();
   }
-  EntryId next = *next_id;
-  for (const ReplicaItem& item : change.items) {
-    const std::string uuid = schema::ascii_lowered(item.uuid);
-    if (item.kind == ReplicaItem::Kind::kUpsert) {
-      NUMADIR_RETURN_IF_ERROR(upsert(core, txn, uuids, item, stamp, next, changes));
-      continue;
-    }
-    Result<EntryId> id = uuids.find(uuid);
-    if (!id.ok()) {
-      return id.status();
-    }
-    if (*id == 0) {
-      if (change.skip_missing_deletes) {
+  {
+    // New entries take ids past every stored one, in order: appended as an import appends.
+    ImportWriter adder(core, txn, *next_id);
+    NUMADIR_RETURN_IF_ERROR(adder.open());
+    UpsertState state{uuids, adder, std::string()};
+    ReplicaItem::Prepared own;  // For an item the consumer did not prepare.
+    schema::Entry copy;
+    for (const ReplicaItem& item : change.items) {
+      if (item.kind == ReplicaItem::Kind::kUpsert) {
+        const ReplicaItem::Prepared* prepared = item.prepared ? &*item.prepared : nullptr;
+        if (prepared == nullptr) {
+          copy = item.entry;
+          NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, stamp, item.uuid, copy, own));
+          prepared = &own;
+        }
+        NUMADIR_RETURN_IF_ERROR(upsert(core, txn, state, item, *prepared, stamp, changes));
         continue;
       }
-      return Status(StatusCode::kNoSuchObject, "no entry has entryUUID " + uuid);
+      const std::string uuid = schema::ascii_lowered(item.uuid);
+      Result<EntryId> id = uuids.find(uuid);
+      if (!id.ok()) {
+        return id.status();
+      }
+      if (*id == 0) {
+        if (change.skip_missing_deletes) {
+          continue;
+        }
+        return Status(StatusCode::kNoSuchObject, "no entry has entryUUID " + uuid);
+      }
+      adder.forget_parent();
+      NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *id, stamp, changes));
     }
-    NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *id, stamp, changes));
-  }
-  NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn, next));
+    NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn, adder.next_id()));
+  }  // The adder's cursors are closed before the prune writes.
   if (change.prune.has_value()) {
     NUMADIR_RETURN_IF_ERROR(prune(core, txn, *change.prune, stamp, changes));
   }
@@ -310,6 +337,49 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
         db_put(txn, core.meta, replica_cookie_key(change.rid), *change.cookie, 0).status());
   }
   return Status();
+}
+
+namespace {
+
+// Prepares the upserts of items[begin, end). Returns: the first refusal, with its item's index.
+std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const Stamp& stamp,
+                                             std::vector<ReplicaItem>& items, std::size_t begin,
+                                             std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i) {
+    ReplicaItem& item = items[i];
+    if (item.kind != ReplicaItem::Kind::kUpsert) {
+      continue;
+    }
+    ReplicaItem::Prepared& prepared = item.prepared.emplace();
+    if (Status status = prepare_upsert(core, stamp, item.uuid, item.entry, prepared);
+        !status.ok()) {
+      item.prepared.reset();
+      return {status, i};
+    }
+    // The writer needs the DN only: the values go now, on this thread, not on the writer's.
+    std::vector<schema::EntryAttribute>().swap(item.entry.attributes);
+  }
+  return {Status(), end};
+}
+
+// Batches of at least this many items are prepared in two halves, one on a helper thread.
+constexpr std::size_t kSplitItems = 64;
+
+}  // namespace
+
+Status run_prepare_replica(const DirectoryCore& core, ReplicaChange& change) {
+  const Stamp stamp = make_stamp(core, UpdateContext{});
+  std::vector<ReplicaItem>& items = change.items;
+  if (items.size() < kSplitItems) {
+    return prepare_items(core, stamp, items, 0, items.size()).first;
+  }
+  const std::size_t half = items.size() / 2;
+  auto second = std::async(std::launch::async,
+                           [&] { return prepare_items(core, stamp, items, half, items.size()); });
+  std::pair<Status, std::size_t> first = prepare_items(core, stamp, items, 0, half);
+  std::pair<Status, std::size_t> rest = second.get();
+  // The first refusal in item order, as one thread preparing them in order would report.
+  return !first.first.ok() ? first.first : rest.first;
 }
 
 Result<std::optional<std::string>> run_replica_cookie(const DirectoryCore& core,

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "backend/attribute_index.h"
 #include "backend/directory.h"
 #include "base/status.h"
 #include "schema/entry.h"
@@ -72,9 +73,20 @@ struct ReplicaItem {
     kUpsert,
     kDelete,  // Remove the entry that has `uuid` (a leaf).
   };
+  // kUpsert: what the writer stores, made from `entry` ahead of the writer (by
+  // Directory::prepare_replica, on the consumer's thread), so that the writer thread only looks
+  // entries up and writes: the dn key, the entry encoded (parent id 0) with its attributes
+  // canonical and checked, and its index keys. Absent: the writer prepares the item itself.
+  struct Prepared {
+    std::string key;
+    std::string encoded;
+    IndexKeys keys;
+  };
+
   Kind kind = Kind::kUpsert;
   std::string uuid;     // The entryUUID, lower-case 8-4-4-4-12 hex (RFC 4530).
   schema::Entry entry;  // kUpsert only.
+  std::optional<Prepared> prepared;
 };
 // The end of a refresh's present phase (RFC 4533 §3.4.1.1): entries in scope that the
 // provider did not name are gone from it.

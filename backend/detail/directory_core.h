@@ -229,6 +229,8 @@ Status apply_rename(DirectoryCore& core, MDB_txn* txn, std::string_view dn,
 // record per entry added, modified, renamed or deleted is appended to `changes`.
 Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& change,
                      const Stamp& stamp, std::vector<ChangeRecord>& changes);
+// Directory::prepare_replica.
+Status run_prepare_replica(const DirectoryCore& core, ReplicaChange& change);
 // Returns: the cookie stored for consumer `rid`, or nullopt. Errors: kStorage.
 Result<std::optional<std::string>> run_replica_cookie(const DirectoryCore& core, std::uint32_t rid);
 // The meta key a consumer's cookie is stored under.

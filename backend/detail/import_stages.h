@@ -33,6 +33,11 @@ struct ImportItem {
   IndexKeys keys;
 };
 
+// canonicalize_attributes (update_util.h), in place: for a caller that owns its entries (an
+// import, a replication batch), so values are not copied. Errors: as canonicalize_attributes.
+Status canonicalize_in_place(const AttributeCatalog& catalog,
+                             std::vector<schema::EntryAttribute>& attributes);
+
 // Per-thread state of prepare_import_item.
 struct PrepareScratch {
   Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
@@ -60,6 +65,12 @@ class ImportWriter {
   // (message: the matched DN) when the parent is missing; kUnwillingToPerform for a dn key
   // over LMDB's key size; kStorage; kInternal. After an error the transaction must be aborted.
   Status store(const ImportItem& item);
+  // Stores an entry prepared as prepare_import_item does: its dn key, its encoding (parent id 0)
+  // and its index keys. Errors: as above.
+  Status store(std::string_view key, std::string_view encoded_entry, const IndexKeys& keys);
+  // Forgets the parent found last: for a caller that also deletes or renames entries in the
+  // transaction (a replication batch), after which that key may name another entry or none.
+  void forget_parent() { last_parent_id_ = 0; }
   EntryId next_id() const { return next_id_; }
 
  private:

@@ -77,6 +77,9 @@ struct ReplicaFixture {
     change.items = std::move(items);
     change.cookie = std::move(cookie);
     change.prune = std::move(prune);
+    if (prepare_ahead) {
+      NUMADIR_RETURN_IF_ERROR(directory->prepare_replica(change));
+    }
     job->change = std::move(change);
     return directory->writer().run(std::move(job));
   }
@@ -102,6 +105,7 @@ struct ReplicaFixture {
   TempDir dir;
   std::unique_ptr<Directory> directory;
   std::unique_ptr<ReadTxn> txn;
+  bool prepare_ahead = false;  // apply() prepares as a consumer does (Directory::prepare_replica).
   std::vector<ChangeRecord> changes;  // Written by the writer thread, read after run() returns.
   std::unique_ptr<ChangeSubscription> subscription;
 };
@@ -244,6 +248,68 @@ TEST_CASE("Replica: a batch with a bad change is refused whole and its cookie is
   CHECK_FALSE(f.exists(user_dn(6)));
   CHECK(f.cookie() == "rid=007,csn=1");
   CHECK(f.changes.size() == changes);  // Nothing of the refused batch was published.
+}
+
+TEST_CASE("Replica: a batch prepared ahead is stored as the writer stores an unprepared one") {
+  // Enough items that prepare_replica splits the batch over two threads.
+  constexpr int kUsers = 150;
+  ReplicaFixture plain;
+  ReplicaFixture ahead;
+  ahead.prepare_ahead = true;
+  for (ReplicaFixture* f : {&plain, &ahead}) {
+    f->refresh();
+    std::vector<ReplicaItem> batch;
+    for (int n = 5; n < 5 + kUsers; ++n) {
+      batch.push_back(upsert(user(n), 100 + n));
+    }
+    schema::Entry changed = user(1);
+    changed.attributes.erase(changed.attributes.begin() + 3);  // sn, as person_entry lays it out.
+    changed.attributes.push_back({"sn", {"Changed"}});
+    batch.push_back(upsert(changed, 3));  // Replaced in place.
+    schema::Entry moved = user(2);
+    moved.dn = "uid=user2," + std::string(kSuffix);
+    batch.push_back(upsert(moved, 4));  // Moved.
+    batch.push_back(remove(105));       // user5, added above.
+    require_ok(f->apply(std::move(batch), "rid=007,csn=2"));
+    f->txn = f->directory->begin_read();
+  }
+  CHECK(ahead.cookie() == plain.cookie());
+  std::vector<std::string> dns = {std::string(kSuffix), std::string(kPeople), user_dn(1),
+                                  "uid=user2," + std::string(kSuffix)};
+  for (int n = 6; n < 5 + kUsers; ++n) {
+    dns.push_back(user_dn(n));
+  }
+  for (const std::string& dn : dns) {
+    const schema::Entry expected = plain.get(dn);
+    const schema::Entry got = ahead.get(dn);
+    CHECK_MESSAGE(got.attributes == expected.attributes, dn);
+  }
+  CHECK_FALSE(ahead.exists(user_dn(5)));
+  CHECK_FALSE(ahead.exists(user_dn(2)));
+  CHECK(values_of(ahead.get(user_dn(1)), "sn") == std::vector<std::string>{"Changed"});
+  CHECK(ahead.changes.size() == plain.changes.size());
+}
+
+TEST_CASE("Replica: prepare_replica refuses a batch with its first bad entry's error") {
+  ReplicaFixture f;
+  f.refresh();
+  ReplicaChange change;
+  change.rid = 7;
+  for (int n = 5; n < 105; ++n) {
+    change.items.push_back(upsert(user(n), 100 + n));
+  }
+  schema::Entry bad_dn = user(200);
+  bad_dn.dn = "uid=user200,,";
+  change.items[80].entry = bad_dn;  // In the second half: another thread prepares it.
+  SUBCASE("the first in item order wins") {
+    change.items[10].entry.attributes.push_back({"noSuchAttribute", {"x"}});
+    const Status status = f.directory->prepare_replica(change);
+    CHECK(status.code() == StatusCode::kUndefinedAttributeType);
+    CHECK(status.message().find("noSuchAttribute") != std::string::npos);
+  }
+  SUBCASE("alone in the second half") {
+    CHECK(f.directory->prepare_replica(change).code() == StatusCode::kInvalidDnSyntax);
+  }
 }
 
 TEST_CASE("Replica: the present phase prunes what the provider did not name") {
