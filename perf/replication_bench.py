@@ -878,6 +878,10 @@ def main():
     parser.add_argument("--skip-refresh", action="store_true",
                         help="only one refresh of each consumer (not timed), then the load "
                         "points")
+    parser.add_argument("--refresh-only", default="",
+                        help="only the refresh rounds of these (comma-separated: numadir, "
+                        "slapd, import, import-slapcat), their table printed, nothing written: "
+                        "for working on the refresh path")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: " + ", ".join(f"{k} {v:g}" for k, v in QUICK.items()) +
                         " unless given")
@@ -921,7 +925,8 @@ def main():
         print(f"replication_bench: {args.users} users ({expected} entries) on the provider, "
               f"pid {b.provider.process.pid}, {b.provider.url}; load average {load_before}",
               flush=True)
-        refresh_keys = ["numadir", "slapd", "import", "import-slapcat"]
+        refresh_keys = (args.refresh_only.split(",") if args.refresh_only else
+                        ["numadir", "slapd", "import", "import-slapcat"])
         rounds = 1 if args.skip_refresh else args.rounds
         for round_index in range(rounds):
             order = refresh_keys if round_index % 2 == 0 else list(reversed(refresh_keys))
@@ -954,6 +959,9 @@ def main():
                     remarks.append(f"{key}, round {round_index + 1}, at {remark}")
         if args.skip_refresh:
             refresh = {}
+        if args.refresh_only:
+            print(refresh_tables(refresh, expected))
+            return 0
         for round_index in range(args.rounds):
             order = LOAD_KEYS if round_index % 2 == 0 else list(reversed(LOAD_KEYS))
             for key in order:

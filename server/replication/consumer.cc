@@ -1,8 +1,10 @@
 // server/replication/consumer.cc: see consumer.h.
 #include "server/replication/consumer.h"
 
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -59,6 +61,72 @@ class RetrySchedule {
   const std::vector<RetryStep>& steps_;
   std::size_t step_ = 0;
   std::uint32_t used_ = 0;
+};
+
+// What a batch handed to the writer carries, for the consumer's counters once it is committed.
+struct BatchNote {
+  std::size_t items = 0;
+  std::optional<std::string> cookie;
+  std::uint64_t entries_received = 0;
+  std::uint64_t deletes_received = 0;
+};
+
+// A connection's batches on their way to the writer: at most one handed over and not yet known
+// committed, so a refresh receives and decodes its next batch while the writer stores the last
+// (the two run on two threads). Destruction waits for the batch in flight (the writer completes
+// every job), so nothing of a connection is still being written once it has ended and the
+// consumer reads its stored cookie again.
+class WriterPipe {
+ public:
+  explicit WriterPipe(backend::Writer& writer) : writer_(writer) {}
+  WriterPipe(const WriterPipe&) = delete;
+  WriterPipe& operator=(const WriterPipe&) = delete;
+  ~WriterPipe() { (void)settle(); }
+
+  // Waits for the batch in flight. Returns: its note once it is committed, nullopt when none was
+  // in flight. Errors: the writer's, nothing of that batch written.
+  Result<std::optional<BatchNote>> settle() {
+    if (flight_ == nullptr) {
+      return std::optional<BatchNote>();
+    }
+    Status status;
+    {
+      std::unique_lock lock(flight_->mu);
+      flight_->done_cv.wait(lock, [this] { return flight_->done; });
+      status = flight_->status;
+    }
+    flight_.reset();
+    if (!status.ok()) {
+      return status;
+    }
+    return std::optional<BatchNote>(std::move(note_));
+  }
+
+  // Hands `job` to the writer. Requires: nothing in flight (settle() returned).
+  void submit(std::unique_ptr<backend::UpdateJob> job, BatchNote note) {
+    flight_ = std::make_shared<Flight>();
+    note_ = std::move(note);
+    job->done = [flight = flight_](Status status) {
+      std::lock_guard lock(flight->mu);
+      flight->status = std::move(status);
+      flight->done = true;
+      flight->done_cv.notify_all();
+    };
+    writer_.submit(std::move(job));
+  }
+
+ private:
+  // Shared with the job's completion, which runs on the writer thread.
+  struct Flight {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;  // Guarded by mu.
+    Status status;      // Guarded by mu.
+  };
+
+  backend::Writer& writer_;
+  std::shared_ptr<Flight> flight_;
+  BatchNote note_;
 };
 
 }  // namespace
@@ -222,38 +290,58 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
                       cookie.empty(), batch_entries_);
   set_state(ConsumerState::kRefreshing);
 
-  const auto apply = [&]() -> Status {
-    std::optional<backend::ReplicaChange> batch = session.take_batch();
-    if (!batch.has_value()) {
+  WriterPipe pipe(directory_.writer());
+  // Waits for the batch in flight and counts it once committed.
+  const auto settle = [&]() -> Status {
+    Result<std::optional<BatchNote>> applied = pipe.settle();
+    if (!applied.ok()) {
+      return Status(applied.status().code(),
+                    "applying the provider's changes failed, nothing of the batch was written: " +
+                        applied.status().message());
+    }
+    if (!applied->has_value()) {
       return Status();
     }
-    const std::optional<std::string> batch_cookie = batch->cookie;
-    const std::size_t items = batch->items.size();
-    auto job = std::make_unique<backend::UpdateJob>();
-    job->change = std::move(*batch);
-    const Status applied = directory_.writer().run(std::move(job));
-    if (!applied.ok()) {
-      return Status(applied.code(),
-                    "applying the provider's changes failed, nothing of the "
-                    "batch was written: " +
-                        applied.message());
-    }
+    const BatchNote& note = **applied;
     std::lock_guard lock(mu_);
     ++status_.batches_applied;
-    status_.changes_applied += items;
+    status_.changes_applied += note.items;
     status_.last_change = std::chrono::system_clock::now();
-    if (batch_cookie.has_value()) {
-      status_.cookie = *batch_cookie;
+    if (note.cookie.has_value()) {
+      status_.cookie = *note.cookie;
     }
-    status_.entries_received = session.entries_received();
-    status_.deletes_received = session.deletes_received();
+    status_.entries_received = note.entries_received;
+    status_.deletes_received = note.deletes_received;
     return Status();
+  };
+  // Hands the batch collected so far to the writer once the one before it is committed; with
+  // `wait`, returns once it is committed too.
+  const auto apply = [&](bool wait) -> Status {
+    std::optional<backend::ReplicaChange> batch = session.take_batch();
+    if (!batch.has_value()) {
+      return settle();
+    }
+    // Prepared here, while the writer stores the batch before: the writer only looks up and
+    // writes. An entry refused now refuses the batch as the writer would.
+    if (Status prepared = directory_.prepare_replica(*batch); !prepared.ok()) {
+      NUMADIR_RETURN_IF_ERROR(settle());
+      return Status(prepared.code(),
+                    "applying the provider's changes failed, nothing of the batch was written: " +
+                        prepared.message());
+    }
+    BatchNote note{batch->items.size(), batch->cookie, session.entries_received(),
+                   session.deletes_received()};
+    NUMADIR_RETURN_IF_ERROR(settle());
+    auto job = std::make_unique<backend::UpdateJob>();
+    job->change = std::move(*batch);
+    pipe.submit(std::move(job), std::move(note));
+    return wait ? settle() : Status();
   };
 
   LdapMessage message;
   for (;;) {
     if (stop_requested_.load(std::memory_order_relaxed)) {
-      NUMADIR_RETURN_IF_ERROR(apply());  // What was received and is whole is kept.
+      NUMADIR_RETURN_IF_ERROR(apply(true));  // What was received and is whole is kept.
       (void)provider.abandon(*search);
       (void)provider.unbind();
       return Outcome::kStopped;
@@ -266,7 +354,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
       if (!provider.usable()) {
         return received;
       }
-      NUMADIR_RETURN_IF_ERROR(apply());  // The provider has nothing more for now.
+      NUMADIR_RETURN_IF_ERROR(apply(true));  // The provider has nothing more for now.
       continue;
     }
     if (message.message_id == listener::wire::kUnsolicitedMessageId) {
@@ -335,7 +423,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
           done = *decoded;
         }
         NUMADIR_RETURN_IF_ERROR(session.on_done(done));
-        NUMADIR_RETURN_IF_ERROR(apply());
+        NUMADIR_RETURN_IF_ERROR(apply(true));
         (void)provider.unbind();
         if (mode == SyncMode::kRefreshOnly) {
           return Outcome::kRefreshDone;
@@ -353,7 +441,8 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
       persisted_ = true;
     }
     if (session.batch_full()) {
-      NUMADIR_RETURN_IF_ERROR(apply());
+      // A refresh goes on receiving while the writer stores the batch.
+      NUMADIR_RETURN_IF_ERROR(apply(session.phase() == SyncPhase::kPersist));
     }
   }
 }

@@ -6,7 +6,10 @@
 // batches (SyncSession) that the directory's single writer applies, each in one transaction
 // with the cookie that covers it, so a crash at any moment resumes with nothing lost and nothing
 // applied twice. It batches a refresh (SyncSession's batch_entries, default 500 entries per
-// transaction) and writes a persist phase's change as soon as no other one follows at once.
+// transaction), prepares each batch's entries itself (Directory::prepare_replica: the schema
+// check, the encoding, the index keys) and hands it to the writer without waiting, receiving the
+// next one while the writer stores it (one batch in flight); a persist phase's change is written
+// as soon as no other one follows at once, and waited for.
 // refreshOnly: a refresh every `interval`; refreshAndPersist: the refresh, then the changes as
 // they come. e-syncRefreshRequired (4096) makes it reload: a search without a cookie, whose
 // end prunes what the provider no longer has (the entries stay served meanwhile: readers see
