@@ -46,8 +46,9 @@ bool is_attribute_selector(std::string_view text) {
   return true;
 }
 
-// The least and greatest replication.consumer.*_ms.
+// The greatest replication.consumer.*_ms (timeout_ms, network_timeout_ms; persist_batch_ms).
 constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
+constexpr std::int64_t kMaxPersistBatchMs = 1000;
 
 }  // namespace
 
@@ -138,12 +139,12 @@ void parse_consumer(const toml::table& table, std::size_t index,
   consumer.origin = "replication.consumer[" + std::to_string(index) + "]";
   const std::string& prefix = consumer.origin;
   const auto key = [&](std::string_view name) { return prefix + "." + std::string(name); };
-  check_keys(table, prefix, {"rid",          "provider",  "starttls",   "searchbase",
-                             "scope",        "filter",    "attrs",      "type",
-                             "interval",     "method",    "binddn",     "credentials_file",
-                             "certificate",  "key",       "ca_file",    "tls_verify",
-                             "retry",        "keepalive", "timeout_ms", "network_timeout_ms",
-                             "max_pdu_size", "updateref"},
+  check_keys(table, prefix, {"rid",          "provider",  "starttls",        "searchbase",
+                             "scope",        "filter",    "attrs",           "type",
+                             "interval",     "method",    "binddn",          "credentials_file",
+                             "certificate",  "key",       "ca_file",         "tls_verify",
+                             "retry",        "keepalive", "timeout_ms",      "network_timeout_ms",
+                             "max_pdu_size", "updateref", "persist_batch_ms"},
              problems);
   const auto path = [&](std::string_view name, std::filesystem::path& out) {
     if (std::string text; get_string(table, prefix, name, text, problems)) {
@@ -371,6 +372,15 @@ void parse_consumer(const toml::table& table, std::size_t index,
   };
   milliseconds("timeout_ms", consumer.timeout_ms);
   milliseconds("network_timeout_ms", consumer.network_timeout_ms);
+  if (const toml::node* node = table.get("persist_batch_ms")) {
+    const auto* value = node->as_integer();
+    if (value == nullptr || value->get() < 0 || value->get() > kMaxPersistBatchMs) {
+      problems.add(key("persist_batch_ms"),
+                   "must be an integer from 0 to " + std::to_string(kMaxPersistBatchMs) + " (ms)");
+    } else {
+      consumer.persist_batch_ms = static_cast<std::uint32_t>(value->get());
+    }
+  }
   if (get_string(table, prefix, "max_pdu_size", text, problems)) {
     Result<std::uint64_t> bytes = parse_size_bytes(text);
     if (!bytes.ok()) {

@@ -26,6 +26,8 @@
 //   keepalive = ""                           # "idle:probes:interval" seconds; "": off
 //   timeout_ms = 10000                       # an answer to bind, StartTLS, a check's search
 //   network_timeout_ms = 10000               # TCP connect and TLS handshake
+//   persist_batch_ms = 10                    # a persist change waits for others to share
+//                                            # its commit (0: each committed on its own)
 //   max_pdu_size = "16MiB"                   # the largest message taken from the provider
 //   updateref = "ldap://ldap1.example.com"   # where writes are referred (default: provider)
 //
@@ -93,6 +95,9 @@ struct ReplicationConsumerConfig {
   TcpKeepalive keepalive;  // Off by default.
   std::uint32_t timeout_ms = 10000;
   std::uint32_t network_timeout_ms = 10000;
+  // The persist phase: the longest a change received waits for the next ones to share its
+  // commit (one flush for several under durability "sync"). 0: each change on its own.
+  std::uint32_t persist_batch_ms = 10;
   std::size_t max_pdu_bytes = 16 * 1024 * 1024;
   LdapUrl updateref;  // Default: the provider.
 

@@ -1,6 +1,7 @@
 // server/replication/consumer.cc: see consumer.h.
 #include "server/replication/consumer.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
@@ -339,6 +340,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
   };
 
   LdapMessage message;
+  std::optional<std::chrono::steady_clock::time_point> pending_since;  // Of the persist batch.
   for (;;) {
     if (stop_requested_.load(std::memory_order_relaxed)) {
       NUMADIR_RETURN_IF_ERROR(apply(true));  // What was received and is whole is kept.
@@ -346,10 +348,23 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
       (void)provider.unbind();
       return Outcome::kStopped;
     }
-    // In the persist phase a change is written as soon as no other follows at once; a refresh
-    // fills its batches, written when full or when the provider pauses for kPollMs.
-    const bool write_now = session.phase() == SyncPhase::kPersist && session.has_pending();
-    const Status received = provider.receive(message, write_now ? 0 : kPollMs);
+    // In the persist phase a change is written once no other has come within persist_batch_ms
+    // of the first one pending, those that did sharing its commit; a refresh fills its batches,
+    // written when full or when the provider pauses for kPollMs.
+    int timeout_ms = kPollMs;
+    if (session.phase() == SyncPhase::kPersist && session.has_pending()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!pending_since.has_value()) {
+        pending_since = now;
+      }
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - *pending_since).count();
+      timeout_ms = static_cast<int>(
+          std::max<std::int64_t>(0, std::int64_t{config_.persist_batch_ms} - waited));
+    } else {
+      pending_since.reset();
+    }
+    const Status received = provider.receive(message, timeout_ms);
     if (!received.ok()) {
       if (!provider.usable()) {
         return received;

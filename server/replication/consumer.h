@@ -8,8 +8,9 @@
 // applied twice. It batches a refresh (SyncSession's batch_entries, default 500 entries per
 // transaction), prepares each batch's entries itself (Directory::prepare_replica: the schema
 // check, the encoding, the index keys) and hands it to the writer without waiting, receiving the
-// next one while the writer stores it (one batch in flight); a persist phase's change is written
-// as soon as no other one follows at once, and waited for.
+// next one while the writer stores it (one batch in flight); in the persist phase the changes
+// that come within persist_batch_ms (default 10 ms) of the first one pending share its commit,
+// which is waited for.
 // refreshOnly: a refresh every `interval`; refreshAndPersist: the refresh, then the changes as
 // they come. e-syncRefreshRequired (4096) makes it reload: a search without a cookie, whose
 // end prunes what the provider no longer has (the entries stay served meanwhile: readers see

@@ -65,6 +65,7 @@ TEST_CASE("Config replication: a consumer with the required keys gets slapd's de
   CHECK_FALSE(c.keepalive.enabled());
   CHECK(c.timeout_ms == 10000);
   CHECK(c.network_timeout_ms == 10000);
+  CHECK(c.persist_batch_ms == 10);
   CHECK(c.max_pdu_bytes == 16u * 1024 * 1024);
   CHECK(c.updateref.to_string() == "ldap://ldap1:389");
 
@@ -94,6 +95,7 @@ retry = "5 10 300 +"
 keepalive = "240:10:30"
 timeout_ms = 2500
 network_timeout_ms = 1500
+persist_batch_ms = 0
 max_pdu_size = "64MiB"
 updateref = "ldaps://master.example.com"
 
@@ -131,6 +133,7 @@ retry = "60 3"
   CHECK(a.keepalive == TcpKeepalive{240, 10, 30});
   CHECK(a.timeout_ms == 2500);
   CHECK(a.network_timeout_ms == 1500);
+  CHECK(a.persist_batch_ms == 0);
   CHECK(a.max_pdu_bytes == 64u * 1024 * 1024);
   CHECK(a.updateref.to_string() == "ldaps://master.example.com:636");
 
@@ -348,6 +351,12 @@ TEST_CASE("Config replication: retry keepalive timeouts and sizes") {
                 ": must be an integer from 1 to 3600000 (ms)");
     }
   }
+  for (const char* value : {"-1", "1001", "\"10ms\""}) {
+    CHECK(error_of(consumer(std::string("persist_batch_ms = ") + value + "\n")) ==
+          "test.toml: replication.consumer[0].persist_batch_ms: must be an integer from 0 to "
+          "1000 (ms)");
+  }
+  CHECK(error_of(consumer("persist_batch_ms = 1000\n")).empty());
   CHECK(error_of(consumer("max_pdu_size = \"512\"\n")) ==
         "test.toml: replication.consumer[0].max_pdu_size: must be from 1KiB to 2GiB");
   CHECK(

@@ -199,6 +199,59 @@ TEST_CASE("Consumer: a refresh is applied with its cookie and the consumer persi
   CHECK(replica.logged("persisting"));
 }
 
+// The persist phase's commits: changes that come within persist_batch_ms of the first one
+// pending share its commit; with 0, each is committed once no other follows at once.
+void check_persist_batches(std::uint32_t batch_ms, int gap_ms, bool one_commit) {
+  CAPTURE(batch_ms);
+  Replica replica;
+  std::string request_cookie;
+  std::atomic<bool> go{false};
+  FakeProvider provider([&](FakeSession& session) {
+    serve_sync(
+        session,
+        [&](std::int32_t id) {
+          send_refresh(session, id);
+          while (!go.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          }
+          for (int n = 2; n <= 4; ++n) {
+            const std::string dn = "uid=user" + std::to_string(n) + ",ou=people,dc=example,dc=com";
+            send_entry(session, id,
+                       {dn,
+                        {{"objectClass", "inetOrgPerson"},
+                         {"uid", "user" + std::to_string(n)},
+                         {"cn", "User"},
+                         {"sn", "N"}}},
+                       sync_state(1, 10 + n));
+            std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+          }
+        },
+        request_cookie);
+  });
+  ReplicationConsumerConfig config = consumer_of(provider.url());
+  config.persist_batch_ms = batch_ms;
+  Consumer consumer(config, *replica.directory, replica.log());
+  consumer.start();
+  REQUIRE(eventually([&] { return consumer.status().cookie == kCookie; }));
+  REQUIRE(eventually([&] { return consumer.status().state == ConsumerState::kPersisting; }));
+  const std::uint64_t batches = consumer.status().batches_applied;
+  go.store(true);
+  REQUIRE(eventually([&] { return consumer.status().changes_applied == 6; }));
+  CHECK(replica.has("uid=user4,ou=people,dc=example,dc=com"));
+  if (one_commit) {
+    CHECK(consumer.status().batches_applied == batches + 1);
+  } else {
+    CHECK(consumer.status().batches_applied >= batches + 2);
+  }
+  consumer.stop();
+  provider.join();
+}
+
+TEST_CASE("Consumer: persist changes within persist_batch_ms share one commit") {
+  check_persist_batches(/*batch_ms=*/1000, /*gap_ms=*/40, /*one_commit=*/true);
+  check_persist_batches(/*batch_ms=*/0, /*gap_ms=*/300, /*one_commit=*/false);
+}
+
 TEST_CASE("Consumer: a malformed Sync State drops the connection and writes nothing") {
   Replica replica;
   std::string request_cookie;
