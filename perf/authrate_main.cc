@@ -24,7 +24,8 @@
 // TLS: ldaps:// URLs (TLS from the first byte) or --starttls (the StartTLS extended operation
 // on each new connection, before its first request); --tls-ca to verify the server (without
 // it the server's certificate is not checked), --tls-cert/--tls-key for a client certificate,
-// --tls-resume to resume each slot's previous session on its next connection.
+// --tls-resume to resume each slot's previous session on its next connection, --tls-max-version
+// 1.2 to keep to TLS 1.2.
 //
 // Several servers (a replicated set, as nslcd and SSSD take a URI list):
 //
@@ -624,6 +625,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", options.tls.key_file, "PEM client private key (with --tls-cert)");
   app.add_flag("--tls-resume", options.tls.resume,
                "resume each slot's previous TLS session on its next connection (--reconnect)");
+  app.add_option("--tls-max-version", options.tls.max_version,
+                 "the newest TLS version offered: 1.2 (its resumption is an abbreviated "
+                 "handshake without a key exchange) or 1.3 (default: OpenSSL's, 1.3)")
+      ->check(CLI::IsMember({"1.2", "1.3"}));
   app.add_option("--rate", options.rate, "open loop: auths/s in total (0 = closed loop)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", options.warmup_s, "seconds before measuring")

@@ -93,6 +93,10 @@ Result<std::unique_ptr<TlsClient>> TlsClient::create(const TlsClientOptions& opt
   }
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> owned(ctx, SSL_CTX_free);
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (!options.max_version.empty()) {
+    SSL_CTX_set_max_proto_version(ctx,
+                                  options.max_version == "1.2" ? TLS1_2_VERSION : TLS1_3_VERSION);
+  }
   // Partial writes: flush() keeps its own offset, as with send(). A moving buffer: the output
   // BerWriter may reallocate between a write that wanted to be retried and its retry.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);

@@ -38,7 +38,8 @@ struct TlsClientOptions {
   std::string ca_file;    // Verify the server against these CAs; empty: no verification.
   std::string cert_file;  // Client certificate (PEM, leaf then chain); needs key_file.
   std::string key_file;
-  bool resume = false;  // Keep each connection's session and offer it on the slot's next one.
+  bool resume = false;      // Keep each connection's session and offer it on the slot's next one.
+  std::string max_version;  // "1.2" or "1.3": the newest protocol offered; empty: OpenSSL's.
 };
 
 // The last resumable session of a connection slot. Non-copyable; frees the session it holds.
