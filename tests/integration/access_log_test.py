@@ -257,6 +257,28 @@ def run_clients(url: str, count: int, rounds: int, during=None) -> list:
     return clients
 
 
+def wait_until_closed(port: int):
+    """Waits until the server has closed every client connection to `port` (none of its sockets
+    on that port ESTABLISHED or CLOSE_WAIT in /proc/net/tcp*). A client's last Unbind is sent
+    without waiting for anything: a server stopped before it read it would log no UNBIND."""
+    def still_open():
+        count = 0
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(name) as stream:
+                    rows = stream.read().splitlines()[1:]
+            except FileNotFoundError:
+                continue
+            for row in rows:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] in ("01", "08"):
+                    count += 1
+        return count
+    check(wait_for(lambda: still_open() == 0, timeout=30),
+          "the server closed every client connection before it was stopped",
+          f"{still_open()} still open")
+
+
 # -- the log -------------------------------------------------------------------------------------
 class Line:
     """One log line: its index in the file(s), time (seconds), conn, op, msgid (None where the
@@ -522,6 +544,7 @@ def check_stress_text():
     path = os.path.join(WORK, "stress.log")
     with server(path) as running:
         clients = run_clients(running.url, THREADS, ROUNDS)
+        wait_until_closed(running.port)
     connections = [c for client in clients for c in client.connections]
     stats = check_log(read_log([path]), connections, running.port)
     searches = sum(op.abandoned for c in connections for op in c.ops)
@@ -534,6 +557,7 @@ def check_json():
     path = os.path.join(WORK, "json.log")
     with server(path, "json") as running:
         clients = run_clients(running.url, 4, 10)
+        wait_until_closed(running.port)
     lines = read_log([path], "json")
     connections = [c for client in clients for c in client.connections]
     check_log(lines, connections, running.port)
@@ -565,6 +589,7 @@ def check_rotation():
                       f"after rename and SIGHUP {target[-1]} the server made a new "
                       f"{os.path.basename(path)}")
         clients = run_clients(running.url, THREADS, ROUNDS, during=rotate)
+        wait_until_closed(running.port)
     sizes = [os.path.getsize(p) for p in rotated + [path]]
     check(all(size > 0 for size in sizes), f"every file has lines (bytes: {sizes})")
     check_log(read_log(rotated + [path]), [c for client in clients for c in client.connections],
