@@ -340,7 +340,9 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
   };
 
   LdapMessage message;
-  std::optional<std::chrono::steady_clock::time_point> pending_since;  // Of the persist batch.
+  // When the persist batch collecting now began (valid while `collecting`).
+  std::chrono::steady_clock::time_point pending_since{};
+  bool collecting = false;
   for (;;) {
     if (stop_requested_.load(std::memory_order_relaxed)) {
       NUMADIR_RETURN_IF_ERROR(apply(true));  // What was received and is whole is kept.
@@ -354,15 +356,16 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
     int timeout_ms = kPollMs;
     if (session.phase() == SyncPhase::kPersist && session.has_pending()) {
       const auto now = std::chrono::steady_clock::now();
-      if (!pending_since.has_value()) {
+      if (!collecting) {
         pending_since = now;
+        collecting = true;
       }
       const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - *pending_since).count();
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - pending_since).count();
       timeout_ms = static_cast<int>(
           std::max<std::int64_t>(0, std::int64_t{config_.persist_batch_ms} - waited));
     } else {
-      pending_since.reset();
+      collecting = false;
     }
     const Status received = provider.receive(message, timeout_ms);
     if (!received.ok()) {
