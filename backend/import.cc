@@ -55,21 +55,25 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
   if (!key_in_subtree(item.key, core.suffix_key)) {
     return Status(StatusCode::kNoSuchObject, "");
   }
-  std::vector<schema::EntryAttribute>& attributes = item.entry.attributes;
-  NUMADIR_RETURN_IF_ERROR(canonicalize_in_place(core.catalog, attributes));
-  const schema::ObjectClass* structural = nullptr;
-  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, item.entry, &structural));
+  NUMADIR_RETURN_IF_ERROR(canonicalize_in_place(core.catalog, item.entry.attributes));
   scratch.stamp.csn.assign(item.csn);
-  stamp_new_entry(core.op_types, scratch.stamp,
-                  structural != nullptr ? structural->primary_name() : std::string_view(),
-                  /*keep_existing=*/true, attributes);
-  encode_entry(EntryHeader{0, item.entry.dn, item.key}, attributes, item.encoded);
-  item.keys.clear();
-  core.indexes.entry_keys(core.catalog, attributes, &item.keys);
-  return Status();
+  return check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded, item.keys);
 }
 
 }  // namespace
+
+Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
+                        std::string_view key, std::string& encoded, IndexKeys& keys) {
+  const schema::ObjectClass* structural = nullptr;
+  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
+  stamp_new_entry(core.op_types, stamp,
+                  structural != nullptr ? structural->primary_name() : std::string_view(),
+                  /*keep_existing=*/true, entry.attributes);
+  encode_entry(EntryHeader{0, entry.dn, key}, entry.attributes, encoded);
+  keys.clear();
+  core.indexes.entry_keys(core.catalog, entry.attributes, &keys);
+  return Status();
+}
 
 void prepare_import_item(const DirectoryCore& core, ImportItem& item, PrepareScratch& scratch) {
   item.status = prepare(core, item, scratch);

@@ -124,16 +124,8 @@ Status prepare_upsert(const DirectoryCore& core, const Stamp& stamp, std::string
   });
   // The Sync State control's UUID is the entry's identity, whatever the attributes say.
   set_single(attributes, core.op_types.entry_uuid, uuid);
-  const schema::ObjectClass* structural = nullptr;
-  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
   // Operational values are kept as the provider sent them; those it did not send are stamped.
-  stamp_new_entry(core.op_types, stamp,
-                  structural != nullptr ? structural->primary_name() : std::string_view(),
-                  /*keep_existing=*/true, attributes);
-  encode_entry(EntryHeader{0, entry.dn, out.key}, attributes, out.encoded);
-  out.keys.clear();
-  core.indexes.entry_keys(core.catalog, attributes, &out.keys);
-  return Status();
+  return check_and_encode(core, stamp, entry, out.key, out.encoded, out.keys);
 }
 
 // Replaces the stored content of entry `id` with the prepared one, keeping its place in the

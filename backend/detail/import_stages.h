@@ -38,6 +38,13 @@ struct ImportItem {
 Status canonicalize_in_place(const AttributeCatalog& catalog,
                              std::vector<schema::EntryAttribute>& attributes);
 
+// prepare's second half, shared with a replication batch's (replica.cc): for `entry`, whose
+// attributes are canonical, under dn key `key`: the schema check, the operational attributes
+// stamped where the entry lacks them, the encoding (parent id 0) into `encoded` and the index
+// keys into `keys`. Errors: the schema's check_entry codes.
+Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
+                        std::string_view key, std::string& encoded, IndexKeys& keys);
+
 // Per-thread state of prepare_import_item.
 struct PrepareScratch {
   Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
