@@ -8,7 +8,9 @@
 // Thread contract: run_prepare_replica on any thread (it reads only the directory's immutable
 // parts); the rest as detail/update_util.h: the writer thread, holding DirectoryCore::write_mu.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <utility>
 
@@ -16,6 +18,67 @@
 #include "backend/detail/import_stages.h"
 #include "backend/detail/update_util.h"
 #include "schema/ascii.h"
+
+namespace numadir::backend {
+namespace {
+
+void put_length(std::string& out, std::size_t length) {
+  const auto value = static_cast<std::uint32_t>(length);
+  char bytes[sizeof value];
+  std::memcpy(bytes, &value, sizeof value);
+  out.append(bytes, sizeof value);
+}
+
+// Reads a length written by put_length at `at`, and moves past it.
+std::uint32_t take_length(std::string_view packed, std::size_t& at) {
+  std::uint32_t value = 0;
+  std::memcpy(&value, packed.data() + at, sizeof value);
+  at += sizeof value;
+  return value;
+}
+
+std::string_view take_bytes(std::string_view packed, std::size_t& at) {
+  const std::uint32_t length = take_length(packed, at);
+  const std::string_view bytes = packed.substr(at, length);
+  at += length;
+  return bytes;
+}
+
+}  // namespace
+
+// The packing: per attribute, its description's length and octets, the number of values, and
+// each value's length and octets (lengths as 4-byte host-order integers: the packing never
+// leaves the process).
+void pack_replica_attribute(std::string& packed, std::string_view description,
+                            std::span<const std::string_view> values) {
+  put_length(packed, description.size());
+  packed.append(description);
+  put_length(packed, values.size());
+  for (const std::string_view value : values) {
+    put_length(packed, value.size());
+    packed.append(value);
+  }
+}
+
+void unpack_replica_attributes(std::string_view packed, std::vector<schema::EntryAttribute>& out) {
+  std::size_t count = 0;
+  std::size_t at = 0;
+  while (at < packed.size()) {
+    if (count == out.size()) {
+      out.emplace_back();
+    }
+    schema::EntryAttribute& attribute = out[count++];
+    attribute.description.assign(take_bytes(packed, at));
+    const std::uint32_t values = take_length(packed, at);
+    attribute.values.resize(values);
+    for (std::string& value : attribute.values) {
+      value.assign(take_bytes(packed, at));
+    }
+  }
+  out.resize(count);
+}
+
+}  // namespace numadir::backend
 
 namespace numadir::backend::detail {
 namespace {
@@ -298,7 +361,12 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
       if (item.kind == ReplicaItem::Kind::kUpsert) {
         const ReplicaItem::Prepared* prepared = item.prepared ? &*item.prepared : nullptr;
         if (prepared == nullptr) {
-          copy = item.entry;
+          copy.dn = item.entry.dn;
+          if (item.packed.empty()) {
+            copy.attributes = item.entry.attributes;
+          } else {
+            unpack_replica_attributes(item.packed, copy.attributes);
+          }
           NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, stamp, item.uuid, copy, own));
           prepared = &own;
         }
@@ -337,18 +405,26 @@ namespace {
 std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const Stamp& stamp,
                                              std::vector<ReplicaItem>& items, std::size_t begin,
                                              std::size_t end) {
+  // Packed items are unpacked here, into strings this thread reuses from one item to the next.
+  schema::Entry unpacked;
   for (std::size_t i = begin; i < end; ++i) {
     ReplicaItem& item = items[i];
     if (item.kind != ReplicaItem::Kind::kUpsert) {
       continue;
     }
+    schema::Entry* entry = &item.entry;
+    if (!item.packed.empty()) {
+      unpacked.dn.assign(item.entry.dn);
+      unpack_replica_attributes(item.packed, unpacked.attributes);
+      entry = &unpacked;
+    }
     ReplicaItem::Prepared& prepared = item.prepared.emplace();
-    if (Status status = prepare_upsert(core, stamp, item.uuid, item.entry, prepared);
-        !status.ok()) {
+    if (Status status = prepare_upsert(core, stamp, item.uuid, *entry, prepared); !status.ok()) {
       item.prepared.reset();
       return {status, i};
     }
     // The writer needs the DN only: the values go now, on this thread, not on the writer's.
+    std::string().swap(item.packed);
     std::vector<schema::EntryAttribute>().swap(item.entry.attributes);
   }
   return {Status(), end};

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -84,10 +85,22 @@ struct ReplicaItem {
   };
 
   Kind kind = Kind::kUpsert;
-  std::string uuid;     // The entryUUID, lower-case 8-4-4-4-12 hex (RFC 4530).
-  schema::Entry entry;  // kUpsert only.
+  std::string uuid;  // The entryUUID, lower-case 8-4-4-4-12 hex (RFC 4530).
+  // kUpsert only: the DN, and the attributes unless `packed` holds them.
+  schema::Entry entry;
+  // kUpsert: the attributes in one buffer (pack_replica_attribute), as a consumer fills them
+  // from what it received: one allocation per entry where entry.attributes takes about one per
+  // value, made on the consumer's thread and freed on another. Empty: entry.attributes holds
+  // them. Unpacked where the item is prepared, into storage that thread reuses.
+  std::string packed;
   std::optional<Prepared> prepared;
 };
+// Appends one attribute, its description and values, to `packed` (ReplicaItem::packed).
+void pack_replica_attribute(std::string& packed, std::string_view description,
+                            std::span<const std::string_view> values);
+// Unpacks `packed` (a whole packing) into `out`, reusing the storage of the strings and
+// vectors `out` already holds.
+void unpack_replica_attributes(std::string_view packed, std::vector<schema::EntryAttribute>& out);
 // The end of a refresh's present phase (RFC 4533 §3.4.1.1): entries in scope that the
 // provider did not name are gone from it.
 struct ReplicaPrune {

@@ -35,6 +35,20 @@ const Control* find_control(const LdapMessage& message, std::string_view oid) {
   return nullptr;
 }
 
+// Returns: whether the replica holds no entry at `base` (and so none in a scope under it).
+// Errors: kStorage, kInvalidDnSyntax.
+Result<bool> scope_is_empty(const backend::Directory& directory, std::string_view base) {
+  std::unique_ptr<backend::ReadTxn> txn = directory.begin_read();
+  const Status found = directory.lookup(*txn, base, [](const backend::EntryRef&) {});
+  if (found.code() == StatusCode::kNoSuchObject) {
+    return true;
+  }
+  if (!found.ok()) {
+    return found;
+  }
+  return false;
+}
+
 // The retry schedule as slapd walks it: each step's interval, `count` times, the last one
 // forever when it says "+".
 class RetrySchedule {
@@ -289,6 +303,14 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
   SyncSession session(static_cast<std::uint32_t>(config_.rid),
                       SyncScope{config_.searchbase, backend_scope(config_.scope)}, mode,
                       cookie.empty(), batch_entries_);
+  // A first refresh (or one after the scope was emptied) has nothing of its own to prune.
+  Result<bool> empty = scope_is_empty(directory_, config_.searchbase);
+  if (!empty.ok()) {
+    return empty.status();
+  }
+  if (*empty) {
+    session.set_scope_empty();
+  }
   set_state(ConsumerState::kRefreshing);
 
   WriterPipe pipe(directory_.writer());

@@ -19,6 +19,8 @@ SyncSession::SyncSession(std::uint32_t rid, SyncScope scope, SyncMode mode, bool
   NUMADIR_CHECK(batch_entries >= 1, "SyncSession: empty batches");
 }
 
+void SyncSession::set_scope_empty() { scope_empty_ = true; }
+
 Status SyncSession::take_cookie(const std::optional<std::string_view>& cookie) {
   if (!cookie.has_value()) {
     return Status();
@@ -46,7 +48,11 @@ Status SyncSession::require_refresh(const char* what) const {
       (phase_ == SyncPhase::kPersist ? " in the persist phase" : " after the search was done"));
 }
 
-void SyncSession::note_present(const SyncUuid& uuid) { named_.push_back(format_uuid(uuid)); }
+void SyncSession::note_present(const SyncUuid& uuid) {
+  if (!scope_empty_) {
+    named_.push_back(format_uuid(uuid));
+  }
+}
 
 void SyncSession::add_delete(const SyncUuid& uuid) {
   backend::ReplicaItem& item = items_.emplace_back();
@@ -57,6 +63,10 @@ void SyncSession::add_delete(const SyncUuid& uuid) {
 }
 
 void SyncSession::end_present_phase() {
+  if (scope_empty_) {
+    named_.clear();
+    return;
+  }
   backend::ReplicaPrune prune;
   prune.base = scope_.base;
   prune.scope = scope_.scope;
@@ -92,15 +102,20 @@ Status SyncSession::on_entry(std::string_view dn, const listener::wire::Attribut
   item.kind = backend::ReplicaItem::Kind::kUpsert;
   item.uuid = format_uuid(state.uuid);
   item.entry.dn.assign(dn);
-  item.entry.attributes.reserve(attributes.size());
+  // Packed: one allocation here, where copies of each value would take one each (and be freed
+  // on the thread that prepares the batch).
+  std::size_t bytes = 0;
   for (const listener::wire::AttributeList::Attribute& attribute : attributes.attributes()) {
-    schema::EntryAttribute& out = item.entry.attributes.emplace_back();
-    out.description.assign(attribute.type);
+    bytes += 8 + attribute.type.size();
     for (std::string_view value : attributes.values(attribute)) {
-      out.values.emplace_back(value);
+      bytes += 4 + value.size();
     }
   }
-  if (phase_ == SyncPhase::kRefresh) {
+  item.packed.reserve(bytes);
+  for (const listener::wire::AttributeList::Attribute& attribute : attributes.attributes()) {
+    backend::pack_replica_attribute(item.packed, attribute.type, attributes.values(attribute));
+  }
+  if (phase_ == SyncPhase::kRefresh && !scope_empty_) {
     named_.push_back(item.uuid);
   }
   ++entries_received_;

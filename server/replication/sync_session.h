@@ -57,6 +57,11 @@ class SyncSession {
   SyncSession(const SyncSession&) = delete;
   SyncSession& operator=(const SyncSession&) = delete;
 
+  // Tells the session that the replica holds nothing in its scope (the base entry is
+  // absent): everything in scope at its end is then what it stored, so it prunes nothing and
+  // keeps no list of the entryUUIDs named. Requires: before the first message.
+  void set_scope_empty();
+
   // A SearchResultEntry with its Sync State control value (`state`, decoded by the caller).
   // Errors: kMalformed (see above).
   Status on_entry(std::string_view dn, const listener::wire::AttributeList& attributes,
@@ -95,6 +100,7 @@ class SyncSession {
   const SyncMode mode_;
   const bool full_refresh_;
   const std::size_t batch_entries_;
+  bool scope_empty_ = false;  // set_scope_empty() was called: nothing to prune.
 
   SyncPhase phase_ = SyncPhase::kRefresh;
   std::vector<backend::ReplicaItem> items_;

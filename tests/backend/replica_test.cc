@@ -77,6 +77,16 @@ struct ReplicaFixture {
     change.items = std::move(items);
     change.cookie = std::move(cookie);
     change.prune = std::move(prune);
+    if (pack) {
+      for (ReplicaItem& item : change.items) {
+        for (const schema::EntryAttribute& attribute : item.entry.attributes) {
+          const std::vector<std::string_view> values(attribute.values.begin(),
+                                                     attribute.values.end());
+          pack_replica_attribute(item.packed, attribute.description, values);
+        }
+        item.entry.attributes.clear();
+      }
+    }
     if (prepare_ahead) {
       NUMADIR_RETURN_IF_ERROR(directory->prepare_replica(change));
     }
@@ -106,6 +116,7 @@ struct ReplicaFixture {
   std::unique_ptr<Directory> directory;
   std::unique_ptr<ReadTxn> txn;
   bool prepare_ahead = false;  // apply() prepares as a consumer does (Directory::prepare_replica).
+  bool pack = false;           // apply() packs the upserts' attributes, as a consumer does.
   std::vector<ChangeRecord> changes;  // Written by the writer thread, read after run() returns.
   std::unique_ptr<ChangeSubscription> subscription;
 };
@@ -256,7 +267,13 @@ TEST_CASE("Replica: a batch prepared ahead is stored as the writer stores an unp
   ReplicaFixture plain;
   ReplicaFixture ahead;
   ahead.prepare_ahead = true;
-  for (ReplicaFixture* f : {&plain, &ahead}) {
+  // Packed attributes, as a consumer sends them: prepared ahead, and by the writer.
+  ReplicaFixture packed_ahead;
+  packed_ahead.prepare_ahead = true;
+  packed_ahead.pack = true;
+  ReplicaFixture packed;
+  packed.pack = true;
+  for (ReplicaFixture* f : {&plain, &ahead, &packed_ahead, &packed}) {
     f->refresh();
     std::vector<ReplicaItem> batch;
     for (int n = 5; n < 5 + kUsers; ++n) {
@@ -279,15 +296,46 @@ TEST_CASE("Replica: a batch prepared ahead is stored as the writer stores an unp
   for (int n = 6; n < 5 + kUsers; ++n) {
     dns.push_back(user_dn(n));
   }
-  for (const std::string& dn : dns) {
-    const schema::Entry expected = plain.get(dn);
-    const schema::Entry got = ahead.get(dn);
-    CHECK_MESSAGE(got.attributes == expected.attributes, dn);
+  for (ReplicaFixture* f : {&ahead, &packed_ahead, &packed}) {
+    CAPTURE(f->prepare_ahead);
+    CAPTURE(f->pack);
+    for (const std::string& dn : dns) {
+      const schema::Entry expected = plain.get(dn);
+      const schema::Entry got = f->get(dn);
+      CHECK_MESSAGE(got.attributes == expected.attributes, dn);
+    }
+    CHECK_FALSE(f->exists(user_dn(5)));
+    CHECK_FALSE(f->exists(user_dn(2)));
+    CHECK(values_of(f->get(user_dn(1)), "sn") == std::vector<std::string>{"Changed"});
+    CHECK(f->changes.size() == plain.changes.size());
   }
-  CHECK_FALSE(ahead.exists(user_dn(5)));
-  CHECK_FALSE(ahead.exists(user_dn(2)));
-  CHECK(values_of(ahead.get(user_dn(1)), "sn") == std::vector<std::string>{"Changed"});
-  CHECK(ahead.changes.size() == plain.changes.size());
+}
+
+TEST_CASE("Replica: packed attributes unpack as they were, into storage reused") {
+  const std::vector<schema::EntryAttribute> first = {
+      {"objectClass", {"top", "inetOrgPerson"}},
+      {"cn", {"A name longer than the short string buffer", ""}},
+      {"jpegPhoto", {std::string("\0\1\0binary", 9)}},
+      {"description;lang-en", {}}};
+  const std::vector<schema::EntryAttribute> second = {{"uid", {"u"}}};
+  const auto pack = [](const std::vector<schema::EntryAttribute>& attributes) {
+    std::string packed;
+    for (const schema::EntryAttribute& attribute : attributes) {
+      const std::vector<std::string_view> values(attribute.values.begin(), attribute.values.end());
+      pack_replica_attribute(packed, attribute.description, values);
+    }
+    return packed;
+  };
+  std::vector<schema::EntryAttribute> out;
+  unpack_replica_attributes(pack(first), out);
+  CHECK(out == first);
+  // A smaller entry into the same storage, then the first again.
+  unpack_replica_attributes(pack(second), out);
+  CHECK(out == second);
+  unpack_replica_attributes(pack(first), out);
+  CHECK(out == first);
+  unpack_replica_attributes("", out);
+  CHECK(out.empty());
 }
 
 TEST_CASE("Replica: prepare_replica refuses a batch with its first bad entry's error") {

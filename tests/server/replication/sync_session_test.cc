@@ -96,9 +96,13 @@ TEST_CASE("Sync session: a refresh without a cookie ends with a prune and its co
   CHECK(batch->items[0].kind == ReplicaItem::Kind::kUpsert);
   CHECK(batch->items[0].uuid == format_uuid(uuid(1)));
   CHECK(batch->items[0].entry.dn == user_dn(1));
-  REQUIRE(batch->items[0].entry.attributes.size() == 5);
-  CHECK(batch->items[0].entry.attributes[1].description == "uid");
-  CHECK(batch->items[0].entry.attributes[1].values == std::vector<std::string>{"user1"});
+  // The attributes come packed, as received.
+  CHECK(batch->items[0].entry.attributes.empty());
+  std::vector<schema::EntryAttribute> attributes;
+  backend::unpack_replica_attributes(batch->items[0].packed, attributes);
+  REQUIRE(attributes.size() == 5);
+  CHECK(attributes[1].description == "uid");
+  CHECK(attributes[1].values == std::vector<std::string>{"user1"});
   REQUIRE(batch->prune.has_value());
   CHECK(batch->prune->base == backend::testing::kSuffix);
   CHECK(batch->prune->keep.size() == 3);
@@ -110,6 +114,33 @@ TEST_CASE("Sync session: a refresh without a cookie ends with a prune and its co
   CHECK(session.on_entry(user_dn(4), late.attributes, state(SyncStateKind::kAdd, 4)).code() ==
         StatusCode::kMalformed);
   CHECK(session.on_done(done).code() == StatusCode::kMalformed);
+}
+
+TEST_CASE("Sync session: a refresh into an empty scope prunes nothing") {
+  // Both ways a refresh's present phase ends: a Sync Done, a refreshPresent Sync Info.
+  for (const bool by_info : {false, true}) {
+    CAPTURE(by_info);
+    SyncSession session(1, suffix_scope(), SyncMode::kRefreshAndPersist, true, 100);
+    session.set_scope_empty();
+    for (int n = 1; n <= 3; ++n) {
+      Sent sent(n);
+      require_ok(session.on_entry(user_dn(n), sent.attributes, state(SyncStateKind::kAdd, n)));
+    }
+    if (by_info) {
+      require_ok(session.on_info(info(SyncInfoKind::kRefreshPresent, "rid=001,csn=B")));
+      CHECK(session.phase() == SyncPhase::kPersist);
+    } else {
+      SyncDone done;
+      done.cookie = "rid=001,csn=B";
+      done.refresh_deletes = true;
+      require_ok(session.on_done(done));
+    }
+    std::optional<backend::ReplicaChange> batch = session.take_batch();
+    REQUIRE(batch.has_value());
+    CHECK(batch->items.size() == 3);
+    CHECK_FALSE(batch->prune.has_value());
+    CHECK(batch->cookie == "rid=001,csn=B");
+  }
 }
 
 TEST_CASE("Sync session: refreshAndPersist with a present phase and then persisted changes") {
