@@ -57,15 +57,17 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
   }
   NUMADIR_RETURN_IF_ERROR(canonicalize_in_place(core.catalog, item.entry.attributes));
   scratch.stamp.csn.assign(item.csn);
-  return check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded, item.keys);
+  return check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded, item.keys,
+                          scratch.check);
 }
 
 }  // namespace
 
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
-                        std::string_view key, std::string& encoded, IndexKeys& keys) {
+                        std::string_view key, std::string& encoded, IndexKeys& keys,
+                        schema::EntryCheckScratch& check) {
   const schema::ObjectClass* structural = nullptr;
-  NUMADIR_RETURN_IF_ERROR(check_entry_schema(core, entry, &structural));
+  NUMADIR_RETURN_IF_ERROR(core.schema.check_entry(entry, &structural, check));
   stamp_new_entry(core.op_types, stamp,
                   structural != nullptr ? structural->primary_name() : std::string_view(),
                   /*keep_existing=*/true, entry.attributes);
@@ -397,7 +399,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
   }
 
   void worker_main() {
-    PrepareScratch scratch{stamp_, {}};
+    PrepareScratch scratch{stamp_, {}, {}};
     while (true) {
       Batch* batch = nullptr;
       {

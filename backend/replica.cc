@@ -168,11 +168,10 @@ ChangeRecord record(ChangeKind kind, EntryId id, std::string dn, const Stamp& st
 }
 
 // Prepares the upsert of `uuid` with `entry` (owned: canonicalized and stamped in place) into
-// `out`, as Directory::prepare_replica documents.
-Status prepare_upsert(const DirectoryCore& core, const Stamp& stamp, std::string_view uuid,
+// `out`, as Directory::prepare_replica documents, stamping with scratch.stamp.
+Status prepare_upsert(const DirectoryCore& core, PrepareScratch& scratch, std::string_view uuid,
                       schema::Entry& entry, ReplicaItem::Prepared& out) {
-  DnKeyScratch dn_scratch;
-  NUMADIR_RETURN_IF_ERROR(dn_key_into(entry.dn, core.normalizer, out.key, dn_scratch));
+  NUMADIR_RETURN_IF_ERROR(dn_key_into(entry.dn, core.normalizer, out.key, scratch.dn));
   if (!key_in_subtree(out.key, core.suffix_key)) {
     return Status(StatusCode::kNoSuchObject,
                   entry.dn + " is not under the database suffix " + core.options.suffix);
@@ -188,7 +187,8 @@ Status prepare_upsert(const DirectoryCore& core, const Stamp& stamp, std::string
   // The Sync State control's UUID is the entry's identity, whatever the attributes say.
   set_single(attributes, core.op_types.entry_uuid, uuid);
   // Operational values are kept as the provider sent them; those it did not send are stamped.
-  return check_and_encode(core, stamp, entry, out.key, out.encoded, out.keys);
+  return check_and_encode(core, scratch.stamp, entry, out.key, out.encoded, out.keys,
+                          scratch.check);
 }
 
 // Replaces the stored content of entry `id` with the prepared one, keeping its place in the
@@ -357,6 +357,7 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
     UpsertState state{uuids, adder, std::string()};
     ReplicaItem::Prepared own;  // For an item the consumer did not prepare.
     schema::Entry copy;
+    PrepareScratch scratch{stamp, {}, {}};
     for (const ReplicaItem& item : change.items) {
       if (item.kind == ReplicaItem::Kind::kUpsert) {
         const ReplicaItem::Prepared* prepared = item.prepared ? &*item.prepared : nullptr;
@@ -367,7 +368,7 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
           } else {
             unpack_replica_attributes(item.packed, copy.attributes);
           }
-          NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, stamp, item.uuid, copy, own));
+          NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, scratch, item.uuid, copy, own));
           prepared = &own;
         }
         NUMADIR_RETURN_IF_ERROR(upsert(core, txn, state, item, *prepared, stamp, changes));
@@ -405,8 +406,10 @@ namespace {
 std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const Stamp& stamp,
                                              std::vector<ReplicaItem>& items, std::size_t begin,
                                              std::size_t end) {
-  // Packed items are unpacked here, into strings this thread reuses from one item to the next.
+  // Packed items are unpacked here, into strings this thread reuses from one item to the next,
+  // as the schema check reuses its storage.
   schema::Entry unpacked;
+  PrepareScratch scratch{stamp, {}, {}};
   for (std::size_t i = begin; i < end; ++i) {
     ReplicaItem& item = items[i];
     if (item.kind != ReplicaItem::Kind::kUpsert) {
@@ -419,7 +422,7 @@ std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const St
       entry = &unpacked;
     }
     ReplicaItem::Prepared& prepared = item.prepared.emplace();
-    if (Status status = prepare_upsert(core, stamp, item.uuid, *entry, prepared); !status.ok()) {
+    if (Status status = prepare_upsert(core, scratch, item.uuid, *entry, prepared); !status.ok()) {
       item.prepared.reset();
       return {status, i};
     }

@@ -23,6 +23,24 @@ namespace numadir::schema {
 // The schema files shipped in schema/files/, in load order (core first).
 std::vector<std::filesystem::path> shipped_schema_files();
 
+// Storage Schema::check_entry reuses from one entry to the next: a thread that checks many
+// entries (an import's, a replica's batches) holds one, and its checks then allocate next to
+// nothing where each would otherwise take a few allocations per attribute.
+// Thread contract: used by one thread at a time.
+class EntryCheckScratch {
+ public:
+  EntryCheckScratch();
+  ~EntryCheckScratch();
+  EntryCheckScratch(const EntryCheckScratch&) = delete;
+  EntryCheckScratch& operator=(const EntryCheckScratch&) = delete;
+
+  struct Storage;  // Defined where the check is (schema_check.cc).
+  Storage& storage() { return *storage_; }
+
+ private:
+  std::unique_ptr<Storage> storage_;
+};
+
 class Schema {
  public:
   Schema(Schema&&) noexcept;
@@ -65,6 +83,9 @@ class Schema {
   // As above; on success also sets *structural to structural_class(entry), found by the same
   // pass.
   Status check_entry(const Entry& entry, const ObjectClass** structural) const;
+  // As above, with storage reused from the checks made with `scratch` before.
+  Status check_entry(const Entry& entry, const ObjectClass** structural,
+                     EntryCheckScratch& scratch) const;
 
   // Returns: the structural object class of `entry` (the most specific of its structural
   // chain), or nullptr if it has none or several chains.

@@ -109,11 +109,57 @@ std::string_view ber_contents(std::string_view encoding) {
   return encoding.substr(header);
 }
 
+}  // namespace
+
+// What a check keeps for the next: its vectors' capacity, and its groups (their strings and
+// vectors) as spares.
+struct EntryCheckScratch::Storage {
+  std::vector<AttributeGroup> groups;  // Empty between checks.
+  std::vector<AttributeGroup> spares;
+  std::vector<const ObjectClass*> classes;    // Empty between checks.
+  std::vector<std::string_view> class_names;  // Empty between checks.
+};
+
+EntryCheckScratch::EntryCheckScratch() : storage_(std::make_unique<Storage>()) {}
+EntryCheckScratch::~EntryCheckScratch() = default;
+
+namespace {
+
+// Spares kept past a check, and the values a kept group may hold storage for: an entry with
+// thousands of attributes or values leaves no more than this behind.
+constexpr std::size_t kSpareGroups = 128;
+constexpr std::size_t kSpareValues = 256;
+
 // The entry checks, with access to the schema's internals.
 class EntryChecker {
  public:
-  EntryChecker(const Schema& schema, const SchemaData& impl, const Entry& entry)
-      : schema_(schema), impl_(impl), entry_(entry) {}
+  EntryChecker(const Schema& schema, const SchemaData& impl, const Entry& entry,
+               EntryCheckScratch::Storage& storage)
+      : schema_(schema), impl_(impl), entry_(entry), storage_(storage) {
+    groups_.swap(storage_.groups);
+    classes_.swap(storage_.classes);
+    class_names_.swap(storage_.class_names);
+  }
+  EntryChecker(const EntryChecker&) = delete;
+  EntryChecker& operator=(const EntryChecker&) = delete;
+  ~EntryChecker() {
+    for (AttributeGroup& group : groups_) {
+      if (storage_.spares.size() == kSpareGroups) {
+        break;
+      }
+      if (group.normalized.size() > kSpareValues) {
+        std::vector<std::string>().swap(group.normalized);
+        std::vector<const std::string*>().swap(group.values);
+      }
+      storage_.spares.push_back(std::move(group));
+    }
+    groups_.clear();
+    classes_.clear();
+    class_names_.clear();
+    groups_.swap(storage_.groups);
+    classes_.swap(storage_.classes);
+    class_names_.swap(storage_.class_names);
+  }
 
   // On success, *structural is what structural_class() returns.
   Status check(const ObjectClass** structural) {
@@ -180,12 +226,18 @@ class EntryChecker {
       std::size_t index = group_of(type, options);
       if (index == kNoGroup) {
         index = groups_.size();
-        groups_.push_back(AttributeGroup{.type = type,
-                                         .options = options,
-                                         .description = attribute.description,
-                                         .values = {},
-                                         .normalized = {},
-                                         .classes = {}});
+        if (storage_.spares.empty()) {
+          groups_.emplace_back();
+        } else {
+          groups_.push_back(std::move(storage_.spares.back()));
+          storage_.spares.pop_back();
+        }
+        AttributeGroup& added = groups_.back();
+        added.type = type;
+        added.options.assign(options);
+        added.description = attribute.description;
+        added.values.clear();
+        added.classes.clear();  // normalized: sized by check_values.
         if (!group_index_.empty()) {
           group_index_.emplace(group_key(type, options), index);
         } else if (groups_.size() > kGroupLinearLimit) {
@@ -476,6 +528,7 @@ class EntryChecker {
   const Schema& schema_;
   const SchemaData& impl_;
   const Entry& entry_;
+  EntryCheckScratch::Storage& storage_;
   std::vector<AttributeGroup> groups_;
   std::unordered_map<std::string, std::size_t> group_index_;  // group_key() -> index in groups_.
   std::vector<const ObjectClass*> classes_;
@@ -486,16 +539,25 @@ class EntryChecker {
 
 Status Schema::check_entry(const Entry& entry) const {
   const ObjectClass* structural = nullptr;
-  return EntryChecker(*this, *impl_, entry).check(&structural);
+  EntryCheckScratch::Storage storage;
+  return EntryChecker(*this, *impl_, entry, storage).check(&structural);
 }
 
 Status Schema::check_entry(const Entry& entry, const ObjectClass** structural) const {
   *structural = nullptr;
-  return EntryChecker(*this, *impl_, entry).check(structural);
+  EntryCheckScratch::Storage storage;
+  return EntryChecker(*this, *impl_, entry, storage).check(structural);
+}
+
+Status Schema::check_entry(const Entry& entry, const ObjectClass** structural,
+                           EntryCheckScratch& scratch) const {
+  *structural = nullptr;
+  return EntryChecker(*this, *impl_, entry, scratch.storage()).check(structural);
 }
 
 const ObjectClass* Schema::structural_class(const Entry& entry) const {
-  return EntryChecker(*this, *impl_, entry).structural_class();
+  EntryCheckScratch::Storage storage;
+  return EntryChecker(*this, *impl_, entry, storage).structural_class();
 }
 
 }  // namespace numadir::schema

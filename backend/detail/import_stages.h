@@ -42,13 +42,16 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
 // attributes are canonical, under dn key `key`: the schema check, the operational attributes
 // stamped where the entry lacks them, the encoding (parent id 0) into `encoded` and the index
 // keys into `keys`. Errors: the schema's check_entry codes.
+// `check`: the schema check's storage, reused from the entries this thread checked before.
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
-                        std::string_view key, std::string& encoded, IndexKeys& keys);
+                        std::string_view key, std::string& encoded, IndexKeys& keys,
+                        schema::EntryCheckScratch& check);
 
-// Per-thread state of prepare_import_item.
+// Per-thread state of prepare_import_item (and of a replica batch's preparation).
 struct PrepareScratch {
   Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
   DnKeyScratch dn;
+  schema::EntryCheckScratch check;
 };
 
 // Prepares `item` (see the file comment), setting item.status: kInvalidDnSyntax,
