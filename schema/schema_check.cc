@@ -311,6 +311,10 @@ class EntryChecker {
       const AttributeType& type = *group.type;
       const bool object_class = &type == impl_.object_class_type;
       const bool hashed = group.values.size() > kLinearLimit;
+      // A DN, a time, a UUID: the equality rule's normalize parses as the syntax does.
+      const bool validated_by_normalize = type.syntax != nullptr && type.equality != nullptr &&
+                                          type.equality->oid != kObjectIdentifierMatchOid &&
+                                          normalize_validates(*type.syntax, *type.equality);
       // Sized once, so the views in `seen` stay valid.
       group.normalized.resize(group.values.size());
       if (object_class) {
@@ -319,7 +323,8 @@ class EntryChecker {
       seen.clear();
       for (std::size_t i = 0; i < group.values.size(); ++i) {
         const std::string& value = *group.values[i];
-        bool valid = type.syntax == nullptr || type.syntax->validate(value);
+        bool valid =
+            type.syntax == nullptr || validated_by_normalize || type.syntax->validate(value);
         if (valid && object_class) {
           // An objectClass value names a class the schema knows, or it is invalid per syntax:
           // slapd's objectClass pretty function rejects unknown classes. Its normalized form

@@ -538,4 +538,24 @@ const Syntax* find_syntax(std::string_view oid) {
 
 std::span<const Syntax> all_syntaxes() { return kSyntaxes; }
 
+bool normalize_validates(const Syntax& syntax, const MatchingRule& rule) {
+  // The syntaxes whose validation is a parse that the rule's normalize makes too (and fails
+  // exactly when it fails).
+  struct Pair {
+    bool (*validate)(std::string_view);
+    std::string_view rule;
+  };
+  static constexpr Pair kPairs[] = {{dn, "distinguishedNameMatch"},
+                                    {generalized_time, "generalizedTimeMatch"},
+                                    {uuid, "uuidMatch"},
+                                    {name_and_optional_uid, "uniqueMemberMatch"},
+                                    {auth_password, "authPasswordExactMatch"}};
+  for (const Pair& pair : kPairs) {
+    if (syntax.validate == pair.validate && rule.name == pair.rule) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace numadir::schema

@@ -26,6 +26,12 @@ const Syntax* find_syntax(std::string_view oid);
 // Returns: every built-in syntax, in a stable order (for the subschema subentry).
 std::span<const Syntax> all_syntaxes();
 
+struct MatchingRule;
+// Returns: whether `rule` normalizes exactly the values `syntax` accepts (the DN syntax and
+// distinguishedNameMatch: both parse the DN), so that a value the rule normalized needs no
+// validate call.
+bool normalize_validates(const Syntax& syntax, const MatchingRule& rule);
+
 // RFC 4512 §1.4: numericoid = number 1*( DOT number ), no leading zeros in a number.
 bool is_numericoid(std::string_view value);
 // RFC 4512 §1.4: descr = ALPHA *( ALPHA / DIGIT / HYPHEN ).

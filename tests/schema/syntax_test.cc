@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "schema/matching_rule.h"
+
 namespace numadir::schema {
 namespace {
 
@@ -301,6 +303,49 @@ TEST_CASE("Syntax: legacy RFC 2252 syntaxes") {
   for (int n : {13, 19, 33, 42, 43}) {
     check_values(rfc4517(n), {"anything"}, {"", "bad\xFF"});
   }
+}
+
+TEST_CASE("Syntax: where a rule's normalize validates the syntax, the two agree on every value") {
+  const std::initializer_list<std::string_view> values = {"",
+                                                          "cn=a,dc=example,dc=com",
+                                                          "CN=A+uid=b,DC=x",
+                                                          "cn=a,",
+                                                          "=a",
+                                                          "cn",
+                                                          "cn=a\\",
+                                                          "uid=u,dc=x#'0101'B",
+                                                          "uid=u#'012'B",
+                                                          "20261204120000Z",
+                                                          "20261204120000.123+0100",
+                                                          "20260230120000Z",
+                                                          "2026120412",
+                                                          "12345678-1234-1234-1234-123456789ABC",
+                                                          "12345678-1234-1234-1234-123456789abg",
+                                                          "12345678123412341234123456789abc",
+                                                          "SHA256$c2FsdA==$aGFzaA==",
+                                                          "SHA256$$",
+                                                          "$"};
+  int pairs = 0;
+  for (const Syntax& syntax : all_syntaxes()) {
+    for (const MatchingRule& rule : all_matching_rules()) {
+      if (!normalize_validates(syntax, rule)) {
+        continue;
+      }
+      ++pairs;
+      for (const std::string_view value : values) {
+        std::string normalized;
+        CAPTURE(syntax.description);
+        CAPTURE(rule.name);
+        CAPTURE(value);
+        CHECK(syntax.validate(value) == rule.normalize(value, normalized));
+      }
+    }
+  }
+  // DN, Generalized Time, UUID, Name And Optional UID, authPassword.
+  CHECK(pairs == 5);
+  // Other syntaxes keep their own validation (Directory String and caseIgnoreMatch).
+  CHECK_FALSE(normalize_validates(*find_syntax("1.3.6.1.4.1.1466.115.121.1.15"),
+                                  *find_matching_rule("caseIgnoreMatch")));
 }
 
 }  // namespace
