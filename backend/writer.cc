@@ -139,7 +139,10 @@ std::size_t UpdateJob::approximate_bytes() const {
         } else if constexpr (std::is_same_v<T, ReplicaChange>) {
           bytes = change.cookie.value_or("").size();
           for (const ReplicaItem& item : change.items) {
-            bytes += item.uuid.size() + item.entry.dn.size();
+            bytes += item.uuid.size() + item.entry.dn.size() + item.packed.size();
+            if (item.prepared.has_value()) {
+              bytes += item.prepared->encoded.size();
+            }
             for (const schema::EntryAttribute& attribute : item.entry.attributes) {
               bytes += attribute_bytes(attribute.description, attribute.values);
             }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -86,47 +87,60 @@ struct BatchNote {
   std::uint64_t deletes_received = 0;
 };
 
-// A connection's batches on their way to the writer: at most one handed over and not yet known
-// committed, so a refresh receives and decodes its next batch while the writer stores the last
-// (the two run on two threads). Destruction waits for the batch in flight (the writer completes
-// every job), so nothing of a connection is still being written once it has ended and the
-// consumer reads its stored cookie again.
+// Batches of a refresh handed to the writer without waiting for the one before: those that
+// store no cookie and prune nothing. A few queued together let the writer commit them in one
+// transaction (one flush where each would take its own) when its flushes fall behind.
+constexpr std::size_t kBatchesInFlight = 3;
+
+// A connection's batches on their way to the writer: those handed over and not yet known
+// committed, oldest first, so a refresh receives and decodes its next batches while the writer
+// stores the last ones (on another thread). Destruction waits for every batch in flight (the
+// writer completes every job), so nothing of a connection is still being written once it has
+// ended and the consumer reads its stored cookie again.
 class WriterPipe {
  public:
   explicit WriterPipe(backend::Writer& writer) : writer_(writer) {}
   WriterPipe(const WriterPipe&) = delete;
   WriterPipe& operator=(const WriterPipe&) = delete;
-  ~WriterPipe() { (void)settle(); }
+  ~WriterPipe() {
+    while (!flights_.empty()) {
+      (void)settle();
+    }
+  }
 
-  // Waits for the batch in flight. Returns: its note once it is committed, nullopt when none was
-  // in flight. Errors: the writer's, nothing of that batch written.
+  std::size_t in_flight() const { return flights_.size(); }
+
+  // Waits for the oldest batch in flight. Returns: its note once it is committed, nullopt when
+  // none was in flight. Errors: the writer's, nothing of that batch written.
   Result<std::optional<BatchNote>> settle() {
-    if (flight_ == nullptr) {
+    if (flights_.empty()) {
       return std::optional<BatchNote>();
     }
+    const std::shared_ptr<Flight> flight = std::move(flights_.front().first);
+    BatchNote note = std::move(flights_.front().second);
+    flights_.pop_front();
     Status status;
     {
-      std::unique_lock lock(flight_->mu);
-      flight_->done_cv.wait(lock, [this] { return flight_->done; });
-      status = flight_->status;
+      std::unique_lock lock(flight->mu);
+      flight->done_cv.wait(lock, [&] { return flight->done; });
+      status = flight->status;
     }
-    flight_.reset();
     if (!status.ok()) {
       return status;
     }
-    return std::optional<BatchNote>(std::move(note_));
+    return std::optional<BatchNote>(std::move(note));
   }
 
-  // Hands `job` to the writer. Requires: nothing in flight (settle() returned).
+  // Hands `job` to the writer, after those in flight.
   void submit(std::unique_ptr<backend::UpdateJob> job, BatchNote note) {
-    flight_ = std::make_shared<Flight>();
-    note_ = std::move(note);
-    job->done = [flight = flight_](Status status) {
+    auto flight = std::make_shared<Flight>();
+    job->done = [flight](Status status) {
       std::lock_guard lock(flight->mu);
       flight->status = std::move(status);
       flight->done = true;
       flight->done_cv.notify_all();
     };
+    flights_.emplace_back(std::move(flight), std::move(note));
     writer_.submit(std::move(job));
   }
 
@@ -140,8 +154,7 @@ class WriterPipe {
   };
 
   backend::Writer& writer_;
-  std::shared_ptr<Flight> flight_;
-  BatchNote note_;
+  std::deque<std::pair<std::shared_ptr<Flight>, BatchNote>> flights_;
 };
 
 }  // namespace
@@ -314,7 +327,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
   set_state(ConsumerState::kRefreshing);
 
   WriterPipe pipe(directory_.writer());
-  // Waits for the batch in flight and counts it once committed.
+  // Waits for the oldest batch in flight and counts it once committed.
   const auto settle = [&]() -> Status {
     Result<std::optional<BatchNote>> applied = pipe.settle();
     if (!applied.ok()) {
@@ -337,28 +350,40 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
     status_.deletes_received = note.deletes_received;
     return Status();
   };
-  // Hands the batch collected so far to the writer once the one before it is committed; with
-  // `wait`, returns once it is committed too.
+  // Waits for every batch in flight.
+  const auto settle_all = [&]() -> Status {
+    while (pipe.in_flight() > 0) {
+      NUMADIR_RETURN_IF_ERROR(settle());
+    }
+    return Status();
+  };
+  // Hands the batch collected so far to the writer; with `wait`, returns once it is committed.
   const auto apply = [&](bool wait) -> Status {
     std::optional<backend::ReplicaChange> batch = session.take_batch();
     if (!batch.has_value()) {
-      return settle();
+      return settle_all();
     }
     // Prepared here, while the writer stores the batch before: the writer only looks up and
     // writes. An entry refused now refuses the batch as the writer would.
     if (Status prepared = directory_.prepare_replica(*batch); !prepared.ok()) {
-      NUMADIR_RETURN_IF_ERROR(settle());
+      NUMADIR_RETURN_IF_ERROR(settle_all());
       return Status(prepared.code(),
                     "applying the provider's changes failed, nothing of the batch was written: " +
                         prepared.message());
     }
     BatchNote note{batch->items.size(), batch->cookie, session.entries_received(),
                    session.deletes_received()};
-    NUMADIR_RETURN_IF_ERROR(settle());
+    // A batch that stores a cookie or prunes waits until every batch before it is committed:
+    // its cookie never covers a batch the writer refused.
+    const std::size_t room =
+        batch->cookie.has_value() || batch->prune.has_value() ? 1 : kBatchesInFlight;
+    while (pipe.in_flight() >= room) {
+      NUMADIR_RETURN_IF_ERROR(settle());
+    }
     auto job = std::make_unique<backend::UpdateJob>();
     job->change = std::move(*batch);
     pipe.submit(std::move(job), std::move(note));
-    return wait ? settle() : Status();
+    return wait ? settle_all() : Status();
   };
 
   LdapMessage message;

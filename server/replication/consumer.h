@@ -5,19 +5,19 @@
 // the directory stored for its rid (none: a full refresh); the provider's messages become
 // batches (SyncSession) that the directory's single writer applies, each in one transaction
 // with the cookie that covers it, so a crash at any moment resumes with nothing lost and nothing
-// applied twice. It batches a refresh (SyncSession's batch_entries, default 500 entries per
-// transaction), prepares each batch's entries itself (Directory::prepare_replica: the schema
-// check, the encoding, the index keys) and hands it to the writer without waiting, receiving the
-// next one while the writer stores it (one batch in flight); in the persist phase the changes
-// that come within persist_batch_ms (default 10 ms) of the first one pending share its commit,
-// which is waited for.
-// refreshOnly: a refresh every `interval`; refreshAndPersist: the refresh, then the changes as
-// they come. e-syncRefreshRequired (4096) makes it reload: a search without a cookie, whose
-// end prunes what the provider no longer has (the entries stay served meanwhile: readers see
-// the last committed state). A failure (the provider unreachable, a bad message, a change the
-// schema refuses) is logged with its reason, the connection dropped, and the consumer tries
-// again on its retry schedule ("5 10 60 +"), from its start again after a connection that
-// reached the persist phase; once a schedule without "+" is spent it stops, as slapd's does,
+// applied twice. It batches a refresh (SyncSession's batch_entries, default 2,000 entries),
+// prepares each batch's entries itself (Directory::prepare_replica: the schema check, the
+// encoding, the index keys) and hands it to the writer without waiting, receiving the next ones
+// while the writer stores it (up to kBatchesInFlight, consumer.cc, committed together when the
+// writer falls behind; a batch with a cookie waits for those before it); in the persist phase the
+// changes that come within persist_batch_ms (default 10 ms) of the first one pending share its
+// commit, which is waited for. refreshOnly: a refresh every `interval`; refreshAndPersist: the
+// refresh, then the changes as they come. e-syncRefreshRequired (4096) makes it reload: a search
+// without a cookie, whose end prunes what the provider no longer has (the entries stay served
+// meanwhile: readers see the last committed state). A failure (the provider unreachable, a bad
+// message, a change the schema refuses) is logged with its reason, the connection dropped, and the
+// consumer tries again on its retry schedule ("5 10 60 +"), from its start again after a connection
+// that reached the persist phase; once a schedule without "+" is spent it stops, as slapd's does,
 // until the server restarts.
 //
 // Every state change and failure goes to `log` (the server's standard error and access log).
@@ -78,7 +78,7 @@ class Consumer {
 
   // Requires: `config` has been compiled (its credentials read); `directory` outlives this.
   Consumer(const ReplicationConsumerConfig& config, backend::Directory& directory, Log log,
-           std::size_t batch_entries = 500);
+           std::size_t batch_entries = 2000);
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
   ~Consumer();  // stop()s.

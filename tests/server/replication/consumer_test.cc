@@ -279,6 +279,45 @@ TEST_CASE("Consumer: a malformed Sync State drops the connection and writes noth
   CHECK(replica.logged("waiting to retry"));
 }
 
+TEST_CASE("Consumer: a refresh's cookie is stored only once every batch before it is") {
+  // One entry per batch, handed to the writer without waiting for the one before: the third,
+  // whose parent does not exist, is refused by the writer, and the refresh's cookie must not be
+  // stored whatever the batches after it did.
+  Replica replica;
+  std::string request_cookie;
+  FakeProvider provider([&](FakeSession& session) {
+    serve_sync(
+        session,
+        [&](std::int32_t id) {
+          send_entry(session, id, tree()[0], sync_state(1, 0));
+          send_entry(session, id, tree()[1], sync_state(1, 1));
+          send_entry(session, id,
+                     {"uid=orphan,ou=nowhere,dc=example,dc=com",
+                      {{"objectClass", "inetOrgPerson"},
+                       {"uid", "orphan"},
+                       {"cn", "Orphan"},
+                       {"sn", "Orphan"}}},
+                     sync_state(1, 2));
+          send_entry(session, id, tree()[2], sync_state(1, 3));
+          send_sync_info(session, id, tlv(0xa2, tlv(0x04, kCookie)));
+        },
+        request_cookie);
+  });
+  Consumer consumer(consumer_of(provider.url()), *replica.directory, replica.log(),
+                    /*batch_entries=*/1);
+  consumer.start();
+  REQUIRE(eventually([&] { return consumer.status().failures >= 1; }));
+  consumer.stop();
+  provider.join();
+  const ConsumerStatus status = consumer.status();
+  CAPTURE(status.last_error);
+  CHECK(status.last_error.find("nothing of the batch was written") != std::string::npos);
+  CHECK(replica.has(kSuffix));  // The batches before the refused one were committed.
+  CHECK_FALSE(replica.has("uid=orphan,ou=nowhere,dc=example,dc=com"));
+  CHECK_FALSE(replica.directory->replica_cookie(1)->has_value());
+  CHECK(status.cookie.empty());
+}
+
 // After a refresh of the tree (committed with its cookie), the provider sends `bad` in the
 // persist phase: the consumer must drop the connection with a reason naming it, and the
 // directory keep exactly what it had.
