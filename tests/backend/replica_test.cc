@@ -311,7 +311,7 @@ TEST_CASE("Replica: a batch prepared ahead is stored as the writer stores an unp
   }
 }
 
-TEST_CASE("Replica: packed attributes unpack as they were, into storage reused") {
+TEST_CASE("Replica: packed attributes unpack as they were into storage reused") {
   const std::vector<schema::EntryAttribute> first = {
       {"objectClass", {"top", "inetOrgPerson"}},
       {"cn", {"A name longer than the short string buffer", ""}},

@@ -305,7 +305,7 @@ TEST_CASE("Syntax: legacy RFC 2252 syntaxes") {
   }
 }
 
-TEST_CASE("Syntax: where a rule's normalize validates the syntax, the two agree on every value") {
+TEST_CASE("Syntax: where a rule's normalize validates the syntax the two agree on every value") {
   const std::initializer_list<std::string_view> values = {"",
                                                           "cn=a,dc=example,dc=com",
                                                           "CN=A+uid=b,DC=x",
