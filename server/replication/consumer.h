@@ -5,8 +5,8 @@
 // the directory stored for its rid (none: a full refresh); the provider's messages become
 // batches (SyncSession) that the directory's single writer applies, each in one transaction
 // with the cookie that covers it, so a crash at any moment resumes with nothing lost and nothing
-// applied twice. It batches a refresh (SyncSession's batch_entries, default 2,000 entries),
-// prepares each batch's entries itself (Directory::prepare_replica: the schema check, the
+// applied twice. It batches a refresh (SyncSession's batch_entries, default 2,000 entries, or 8
+// MiB), prepares each batch's entries itself (Directory::prepare_replica: the schema check, the
 // encoding, the index keys) and hands it to the writer without waiting, receiving the next ones
 // while the writer stores it (up to kBatchesInFlight, consumer.cc, committed together when the
 // writer falls behind; a batch with a cookie waits for those before it); in the persist phase the

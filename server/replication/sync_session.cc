@@ -118,6 +118,7 @@ Status SyncSession::on_entry(std::string_view dn, const listener::wire::Attribut
   if (phase_ == SyncPhase::kRefresh && !scope_empty_) {
     named_.push_back(item.uuid);
   }
+  pending_bytes_ += item.entry.dn.size() + item.packed.size();
   ++entries_received_;
   return take_cookie(state.cookie);
 }
@@ -185,6 +186,7 @@ std::optional<backend::ReplicaChange> SyncSession::take_batch() {
   change.skip_missing_deletes = refresh_items_;
   refresh_items_ = false;
   items_.clear();
+  pending_bytes_ = 0;
   prune_.reset();
   cookie_.reset();
   return change;

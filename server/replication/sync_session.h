@@ -73,8 +73,15 @@ class SyncSession {
   Status on_done(const SyncDone& done);
 
   SyncPhase phase() const { return phase_; }
-  // Whether the pending batch reached batch_entries items (take it before reading more).
-  bool batch_full() const { return items_.size() >= batch_entries_; }
+  // Whether the pending batch reached batch_entries items, or kBatchBytes of entries (take it
+  // before reading more).
+  bool batch_full() const {
+    return items_.size() >= batch_entries_ || pending_bytes_ >= kBatchBytes;
+  }
+  // The entry bytes (DNs and attributes as received) past which a batch is full whatever its
+  // count: a consumer holds a few batches at once, and entries with photos or certificates
+  // would otherwise make a batch of thousands hundreds of megabytes.
+  static constexpr std::size_t kBatchBytes = std::size_t{8} << 20;
   // Whether changes or a cookie wait to be taken.
   bool has_pending() const { return !items_.empty() || cookie_.has_value() || prune_.has_value(); }
   // Returns: the pending changes and cookie as one batch, or nullopt when nothing is pending.
@@ -104,6 +111,7 @@ class SyncSession {
 
   SyncPhase phase_ = SyncPhase::kRefresh;
   std::vector<backend::ReplicaItem> items_;
+  std::size_t pending_bytes_ = 0;      // Of the entries in items_.
   std::optional<std::string> cookie_;  // Pending: stored with the next batch.
   std::optional<backend::ReplicaPrune> prune_;
   bool refresh_items_ = false;  // The pending batch holds deletes of the refresh phase.

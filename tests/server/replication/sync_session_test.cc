@@ -256,6 +256,26 @@ TEST_CASE("Sync session: batches of a long refresh carry no cookie until its end
   CHECK(batches[2].prune->keep.size() == 5);  // The earlier batches' entries are named too.
 }
 
+TEST_CASE("Sync session: a batch of large entries is full at kBatchBytes whatever its count") {
+  SyncSession session(1, suffix_scope(), SyncMode::kRefreshOnly, true, 1000);
+  const std::string photo(std::size_t{1} << 20, 'p');  // 1 MiB.
+  int sent = 0;
+  while (!session.batch_full()) {
+    REQUIRE(sent < 100);
+    ++sent;
+    Sent entry(sent);
+    entry.attributes.add("jpegPhoto");
+    entry.attributes.add_value(photo);
+    require_ok(session.on_entry(user_dn(sent), entry.attributes, state(SyncStateKind::kAdd, sent)));
+  }
+  // Full after the entry that took it to 8 MiB: the 8th of 1 MiB and a little more.
+  CHECK(sent == static_cast<int>(SyncSession::kBatchBytes >> 20));
+  std::optional<backend::ReplicaChange> batch = session.take_batch();
+  REQUIRE(batch.has_value());
+  CHECK(batch->items.size() == static_cast<std::size_t>(sent));
+  CHECK_FALSE(session.batch_full());  // A new batch starts empty.
+}
+
 TEST_CASE("Sync session: cookies of another rid or that do not parse are refused") {
   SyncSession session(5, suffix_scope(), SyncMode::kRefreshAndPersist, false, 100);
   const Status other = session.on_info(info(SyncInfoKind::kNewCookie, "rid=006,csn=I"));
