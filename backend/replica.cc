@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <utility>
 
 #include "backend/detail/directory_core.h"
@@ -58,6 +59,15 @@ void pack_replica_attribute(std::string& packed, std::string_view description,
     put_length(packed, value.size());
     packed.append(value);
   }
+}
+
+std::size_t packed_replica_attribute_size(std::string_view description,
+                                          std::span<const std::string_view> values) {
+  std::size_t bytes = 2 * sizeof(std::uint32_t) + description.size();
+  for (const std::string_view value : values) {
+    bytes += sizeof(std::uint32_t) + value.size();
+  }
+  return bytes;
 }
 
 void unpack_replica_attributes(std::string_view packed, std::vector<schema::EntryAttribute>& out) {
@@ -355,9 +365,10 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
     ImportWriter adder(core, txn, *next_id);
     NUMADIR_RETURN_IF_ERROR(adder.open());
     UpsertState state{uuids, adder, std::string()};
-    ReplicaItem::Prepared own;  // For an item the consumer did not prepare.
+    // For an item the consumer did not prepare (made for the first).
+    ReplicaItem::Prepared own;
     schema::Entry copy;
-    PrepareScratch scratch{stamp, {}, {}};
+    std::optional<PrepareScratch> scratch;
     for (const ReplicaItem& item : change.items) {
       if (item.kind == ReplicaItem::Kind::kUpsert) {
         const ReplicaItem::Prepared* prepared = item.prepared ? &*item.prepared : nullptr;
@@ -368,7 +379,11 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
           } else {
             unpack_replica_attributes(item.packed, copy.attributes);
           }
-          NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, scratch, item.uuid, copy, own));
+          if (!scratch.has_value()) {
+            scratch.emplace();
+            scratch->stamp = stamp;
+          }
+          NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, *scratch, item.uuid, copy, own));
           prepared = &own;
         }
         NUMADIR_RETURN_IF_ERROR(upsert(core, txn, state, item, *prepared, stamp, changes));

@@ -98,6 +98,9 @@ struct ReplicaItem {
 // Appends one attribute, its description and values, to `packed` (ReplicaItem::packed).
 void pack_replica_attribute(std::string& packed, std::string_view description,
                             std::span<const std::string_view> values);
+// Returns: the bytes pack_replica_attribute appends for that attribute (to reserve them first).
+std::size_t packed_replica_attribute_size(std::string_view description,
+                                          std::span<const std::string_view> values);
 // Unpacks `packed` (a whole packing) into `out`, reusing the storage of the strings and
 // vectors `out` already holds.
 void unpack_replica_attributes(std::string_view packed, std::vector<schema::EntryAttribute>& out);

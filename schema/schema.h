@@ -35,7 +35,8 @@ class EntryCheckScratch {
   EntryCheckScratch& operator=(const EntryCheckScratch&) = delete;
 
   struct Storage;  // Defined where the check is (schema_check.cc).
-  Storage& storage() { return *storage_; }
+  // Returns: the storage, made on first use (an unused scratch allocates nothing).
+  Storage& storage();
 
  private:
   std::unique_ptr<Storage> storage_;

@@ -120,8 +120,15 @@ struct EntryCheckScratch::Storage {
   std::vector<std::string_view> class_names;  // Empty between checks.
 };
 
-EntryCheckScratch::EntryCheckScratch() : storage_(std::make_unique<Storage>()) {}
+EntryCheckScratch::EntryCheckScratch() = default;
 EntryCheckScratch::~EntryCheckScratch() = default;
+
+EntryCheckScratch::Storage& EntryCheckScratch::storage() {
+  if (storage_ == nullptr) {
+    storage_ = std::make_unique<Storage>();
+  }
+  return *storage_;
+}
 
 namespace {
 
@@ -133,32 +140,39 @@ constexpr std::size_t kSpareValues = 256;
 // The entry checks, with access to the schema's internals.
 class EntryChecker {
  public:
+  // `storage`: what earlier checks left for reuse, taken back when this one ends; nullptr for a
+  // check of its own.
   EntryChecker(const Schema& schema, const SchemaData& impl, const Entry& entry,
-               EntryCheckScratch::Storage& storage)
+               EntryCheckScratch::Storage* storage = nullptr)
       : schema_(schema), impl_(impl), entry_(entry), storage_(storage) {
-    groups_.swap(storage_.groups);
-    classes_.swap(storage_.classes);
-    class_names_.swap(storage_.class_names);
+    if (storage_ != nullptr) {
+      groups_.swap(storage_->groups);
+      classes_.swap(storage_->classes);
+      class_names_.swap(storage_->class_names);
+    }
   }
   EntryChecker(const EntryChecker&) = delete;
   EntryChecker& operator=(const EntryChecker&) = delete;
   ~EntryChecker() {
+    if (storage_ == nullptr) {
+      return;
+    }
     for (AttributeGroup& group : groups_) {
-      if (storage_.spares.size() == kSpareGroups) {
+      if (storage_->spares.size() == kSpareGroups) {
         break;
       }
       if (group.normalized.size() > kSpareValues) {
         std::vector<std::string>().swap(group.normalized);
         std::vector<const std::string*>().swap(group.values);
       }
-      storage_.spares.push_back(std::move(group));
+      storage_->spares.push_back(std::move(group));
     }
     groups_.clear();
     classes_.clear();
     class_names_.clear();
-    groups_.swap(storage_.groups);
-    classes_.swap(storage_.classes);
-    class_names_.swap(storage_.class_names);
+    groups_.swap(storage_->groups);
+    classes_.swap(storage_->classes);
+    class_names_.swap(storage_->class_names);
   }
 
   // On success, *structural is what structural_class() returns.
@@ -226,11 +240,11 @@ class EntryChecker {
       std::size_t index = group_of(type, options);
       if (index == kNoGroup) {
         index = groups_.size();
-        if (storage_.spares.empty()) {
+        if (storage_ == nullptr || storage_->spares.empty()) {
           groups_.emplace_back();
         } else {
-          groups_.push_back(std::move(storage_.spares.back()));
-          storage_.spares.pop_back();
+          groups_.push_back(std::move(storage_->spares.back()));
+          storage_->spares.pop_back();
         }
         AttributeGroup& added = groups_.back();
         added.type = type;
@@ -313,7 +327,6 @@ class EntryChecker {
       const bool hashed = group.values.size() > kLinearLimit;
       // A DN, a time, a UUID: the equality rule's normalize parses as the syntax does.
       const bool validated_by_normalize = type.syntax != nullptr && type.equality != nullptr &&
-                                          type.equality->oid != kObjectIdentifierMatchOid &&
                                           normalize_validates(*type.syntax, *type.equality);
       // Sized once, so the views in `seen` stay valid.
       group.normalized.resize(group.values.size());
@@ -533,7 +546,7 @@ class EntryChecker {
   const Schema& schema_;
   const SchemaData& impl_;
   const Entry& entry_;
-  EntryCheckScratch::Storage& storage_;
+  EntryCheckScratch::Storage* const storage_;
   std::vector<AttributeGroup> groups_;
   std::unordered_map<std::string, std::size_t> group_index_;  // group_key() -> index in groups_.
   std::vector<const ObjectClass*> classes_;
@@ -544,25 +557,22 @@ class EntryChecker {
 
 Status Schema::check_entry(const Entry& entry) const {
   const ObjectClass* structural = nullptr;
-  EntryCheckScratch::Storage storage;
-  return EntryChecker(*this, *impl_, entry, storage).check(&structural);
+  return check_entry(entry, &structural);
 }
 
 Status Schema::check_entry(const Entry& entry, const ObjectClass** structural) const {
   *structural = nullptr;
-  EntryCheckScratch::Storage storage;
-  return EntryChecker(*this, *impl_, entry, storage).check(structural);
+  return EntryChecker(*this, *impl_, entry).check(structural);
 }
 
 Status Schema::check_entry(const Entry& entry, const ObjectClass** structural,
                            EntryCheckScratch& scratch) const {
   *structural = nullptr;
-  return EntryChecker(*this, *impl_, entry, scratch.storage()).check(structural);
+  return EntryChecker(*this, *impl_, entry, &scratch.storage()).check(structural);
 }
 
 const ObjectClass* Schema::structural_class(const Entry& entry) const {
-  EntryCheckScratch::Storage storage;
-  return EntryChecker(*this, *impl_, entry, storage).structural_class();
+  return EntryChecker(*this, *impl_, entry).structural_class();
 }
 
 }  // namespace numadir::schema

@@ -106,10 +106,7 @@ Status SyncSession::on_entry(std::string_view dn, const listener::wire::Attribut
   // on the thread that prepares the batch).
   std::size_t bytes = 0;
   for (const listener::wire::AttributeList::Attribute& attribute : attributes.attributes()) {
-    bytes += 8 + attribute.type.size();
-    for (std::string_view value : attributes.values(attribute)) {
-      bytes += 4 + value.size();
-    }
+    bytes += backend::packed_replica_attribute_size(attribute.type, attributes.values(attribute));
   }
   item.packed.reserve(bytes);
   for (const listener::wire::AttributeList::Attribute& attribute : attributes.attributes()) {

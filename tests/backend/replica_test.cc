@@ -322,7 +322,9 @@ TEST_CASE("Replica: packed attributes unpack as they were into storage reused") 
     std::string packed;
     for (const schema::EntryAttribute& attribute : attributes) {
       const std::vector<std::string_view> values(attribute.values.begin(), attribute.values.end());
+      const std::size_t before = packed.size();
       pack_replica_attribute(packed, attribute.description, values);
+      CHECK(packed.size() - before == packed_replica_attribute_size(attribute.description, values));
     }
     return packed;
   };
