@@ -1,6 +1,8 @@
 // server/monitoring/access_log.cc: see access_log.h.
 #include "server/monitoring/access_log.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <ctime>
 #include <limits>
@@ -56,6 +58,7 @@ Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::filesystem::path& 
   }
   std::unique_ptr<AccessLog> log(new AccessLog(std::move(*file), format, ring_bytes));
   log->thread_ = std::thread([raw = log.get()] { raw->run(); });
+  pthread_setname_np(log->thread_.native_handle(), "log-format");
   return log;
 }
 
@@ -160,8 +163,7 @@ bool AccessLog::drain(std::int64_t watermark) {
   const std::string_view held = held_;
   for (std::size_t at = 0; at < held.size();) {
     const std::uint32_t size = encoded_size(held.substr(at));
-    order_.push_back(
-        {decode_record(held.substr(at, size)).time_ns, static_cast<std::uint32_t>(at), size});
+    order_.push_back({encoded_time(held.substr(at)), static_cast<std::uint32_t>(at), size});
     at += size;
   }
   std::stable_sort(order_.begin(), order_.end(),

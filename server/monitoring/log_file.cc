@@ -2,6 +2,7 @@
 #include "server/monitoring/log_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,6 +49,7 @@ Result<std::unique_ptr<LogFile>> LogFile::open(const std::filesystem::path& path
   }
   std::unique_ptr<LogFile> log(new LogFile(path, *fd));
   log->writer_ = std::thread([raw = log.get()] { raw->run(); });
+  pthread_setname_np(log->writer_.native_handle(), "log-write");
   return log;
 }
 

@@ -1,13 +1,68 @@
 // server/monitoring/log_records.cc: see log_records.h.
 #include "server/monitoring/log_records.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
 #include "listener/wire/message_decoder.h"
 
 namespace numadir::server {
+
+// A bounded piece of a line (words, numbers, a time) built in place and appended to the line
+// in one go: a line is a handful of appends, not one per character or field.
+class LinePiece {
+ public:
+  static constexpr std::size_t kCapacity = 320;  // Each use stays well under it (numbers <= 20).
+
+  LinePiece& add(std::string_view text) {
+    const std::size_t n = std::min(text.size(), kCapacity - size_);  // Never past the end.
+    std::memcpy(data_ + size_, text.data(), n);
+    size_ += n;
+    return *this;
+  }
+  LinePiece& add(char c) {
+    if (size_ < kCapacity) {
+      data_[size_++] = c;
+    }
+    return *this;
+  }
+  // `value` in decimal.
+  template <typename Integer>
+  LinePiece& number(Integer value) {
+    if (kCapacity - size_ >= 20) {
+      size_ = static_cast<std::size_t>(std::to_chars(data_ + size_, data_ + kCapacity, value).ptr -
+                                       data_);
+    }
+    return *this;
+  }
+  // `value` (< 10^digits) in exactly `digits` decimal digits, zero-padded. Requires: digits <= 20.
+  LinePiece& padded(std::uint64_t value, int digits) {
+    if (kCapacity - size_ < static_cast<std::size_t>(digits)) {
+      return *this;
+    }
+    for (int i = digits - 1; i >= 0; --i) {
+      data_[size_ + static_cast<std::size_t>(i)] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    }
+    size_ += static_cast<std::size_t>(digits);
+    return *this;
+  }
+  // `ns` as seconds with 6 decimals (slapd's etime), truncated to the microsecond.
+  LinePiece& seconds(std::int64_t ns) {
+    const std::uint64_t micros = ns > 0 ? static_cast<std::uint64_t>(ns) / 1000 : 0;
+    return number(micros / 1000000).add('.').padded(micros % 1000000, 6);
+  }
+  void append_to(std::string& out) const { out.append(data_, size_); }
+
+ private:
+  char data_[kCapacity];
+  std::size_t size_ = 0;
+};
+
 namespace {
 
 using listener::wire::LdapMessage;
@@ -25,39 +80,35 @@ struct EncodedHead {
   std::int64_t numbers[Record::kNumbers];
 };
 
-// Appends `value` in decimal.
-template <typename Integer>
-void append_number(std::string& out, Integer value) {
-  char text[24];
-  const std::to_chars_result result = std::to_chars(text, text + sizeof(text), value);
-  out.append(text, static_cast<std::size_t>(result.ptr - text));
-}
-
-// Appends `value` (< 10^digits) in exactly `digits` decimal digits, zero-padded.
-void append_padded(std::string& out, std::uint64_t value, int digits) {
-  char text[20];
-  for (int i = digits - 1; i >= 0; --i) {
-    text[i] = static_cast<char>('0' + value % 10);
-    value /= 10;
+// The bytes a quoted text value cannot hold as they are.
+constexpr std::array<bool, 256> kTextEscapes = [] {
+  std::array<bool, 256> escapes{};
+  for (const char c : {'"', '\\', '\n', '\r'}) {
+    escapes[static_cast<unsigned char>(c)] = true;
   }
-  out.append(text, static_cast<std::size_t>(digits));
-}
-
-// Appends `ns` as seconds with 6 decimals (slapd's etime), truncated to the microsecond.
-void append_seconds(std::string& out, std::int64_t ns) {
-  const std::uint64_t micros = ns > 0 ? static_cast<std::uint64_t>(ns) / 1000 : 0;
-  append_number(out, micros / 1000000);
-  out += '.';
-  append_padded(out, micros % 1000000, 6);
-}
+  return escapes;
+}();
 
 void append_quoted(std::string& out, std::string_view value) {
-  out += '"';
-  // Runs without a byte to escape are appended whole (a DN or filter usually is one run).
   std::size_t run = 0;
-  for (std::size_t i = 0; i < value.size(); ++i) {
+  while (run < value.size() && !kTextEscapes[static_cast<unsigned char>(value[run])]) {
+    ++run;
+  }
+  const std::size_t at = out.size();
+  if (run == value.size()) {
+    // Nothing to escape (a DN or filter usually): one resize, one copy.
+    out.resize(at + value.size() + 2);
+    char* p = out.data() + at;
+    p[0] = '"';
+    std::memcpy(p + 1, value.data(), value.size());
+    p[value.size() + 1] = '"';
+    return;
+  }
+  out += '"';
+  out.append(value.data(), run);
+  for (std::size_t i = run; i < value.size(); ++i) {
     const char c = value[i];
-    if (c != '"' && c != '\\' && c != '\n' && c != '\r') {
+    if (!kTextEscapes[static_cast<unsigned char>(c)]) {
       continue;
     }
     out.append(value.data() + run, i - run);
@@ -180,26 +231,22 @@ class Fields {
     }
   }
   void number(std::string_view key, long long value) {
-    key_(key);
-    append_number(out_, value);
+    LinePiece piece;
+    key_(piece, key).number(value).append_to(out_);
   }
   // Nanoseconds as seconds with 6 decimals, unquoted in both forms.
   void seconds(std::string_view key, std::int64_t ns) {
-    key_(key);
-    append_seconds(out_, ns);
+    LinePiece piece;
+    key_(piece, key).seconds(ns).append_to(out_);
   }
 
  private:
   void key_(std::string_view key) {
-    if (json_) {
-      out_ += ",\"";
-      out_ += key;
-      out_ += "\":";
-    } else {
-      out_ += ' ';
-      out_ += key;
-      out_ += '=';
-    }
+    LinePiece piece;
+    key_(piece, key).append_to(out_);
+  }
+  LinePiece& key_(LinePiece& piece, std::string_view key) const {
+    return json_ ? piece.add(",\"").add(key).add("\":") : piece.add(' ').add(key).add('=');
   }
   std::string& out_;
   std::string& scratch_;
@@ -333,6 +380,10 @@ void encode_record(const Record& record, std::string& out) {
 
 std::uint32_t encoded_size(std::string_view bytes) { return get<std::uint32_t>(bytes, 0); }
 
+std::int64_t encoded_time(std::string_view bytes) {
+  return get<std::int64_t>(bytes, offsetof(EncodedHead, time_ns));
+}
+
 Record decode_record(std::string_view bytes) {
   const auto head = get<EncodedHead>(bytes, 0);
   Record record;
@@ -360,7 +411,7 @@ std::string describe_request(const LdapMessage& request) {
   return out;
 }
 
-void LineFormatter::append_time(std::int64_t time_ns, std::string& out) {
+void LineFormatter::append_time(std::int64_t time_ns, LinePiece& out) {
   const std::int64_t wall = time_ns + wall_offset_ns_;
   const std::time_t seconds = static_cast<std::time_t>(wall / 1000000000);
   if (seconds != cached_second_) {
@@ -371,10 +422,10 @@ void LineFormatter::append_time(std::int64_t time_ns, std::string& out) {
                   utc.tm_sec);
     cached_second_ = seconds;
   }
-  out += cached_prefix_;
-  out += '.';
-  append_padded(out, static_cast<std::uint64_t>((wall % 1000000000) / 1000), 6);
-  out += 'Z';
+  out.add(cached_prefix_)
+      .add('.')
+      .padded(static_cast<std::uint64_t>((wall % 1000000000) / 1000), 6)
+      .add('Z');
 }
 
 void LineFormatter::append_line(const Record& record, std::string& out) {
@@ -387,33 +438,28 @@ void LineFormatter::append_line(const Record& record, std::string& out) {
 }
 
 void LineFormatter::append_text(const Record& record, std::string& out) {
-  append_time(record.time_ns, out);
-  out += ' ';
+  // The time, the ids and, for the records of numbers only, the whole line: one piece.
+  LinePiece piece;
+  append_time(record.time_ns, piece);
+  piece.add(' ');
   if (record.conn != 0) {
-    out += "conn=";
-    append_number(out, record.conn);
-    out += ' ';
+    piece.add("conn=").number(record.conn).add(' ');
   }
   if (record.msgid >= 0) {
-    out += "op=";
-    append_number(out, record.op);
-    out += " msgid=";
-    append_number(out, record.msgid);
-    out += ' ';
+    piece.add("op=").number(record.op).add(" msgid=").number(record.msgid).add(' ');
   }
   const auto* n = record.numbers;
   switch (record.kind) {
     case RecordKind::kAccept:
-      out += "ACCEPT from IP=";
+      piece.add("ACCEPT from IP=").append_to(out);
       out += record.strings[0];
-      out += " (port ";
-      append_number(out, n[0]);
-      out += ')';
+      LinePiece().add(" (port ").number(n[0]).add(')').append_to(out);
       return;
     case RecordKind::kClosed:
-      out += "closed";
+      piece.add("closed").append_to(out);
       return;
     case RecordKind::kRequest:
+      piece.append_to(out);
       if (listener::wire::decode_message(record.strings[0], decoded_, {}).ok()) {
         Fields fields(out, scratch_, LogFormat::kText);
         describe_fields(decoded_, fields);
@@ -422,30 +468,23 @@ void LineFormatter::append_text(const Record& record, std::string& out) {
       }
       return;
     case RecordKind::kEntry:
-      out += "ENTRY dn=";
+      piece.add("ENTRY dn=").append_to(out);
       append_quoted(out, record.strings[0]);
       return;
     case RecordKind::kResult:
-      out += n[2] >= 0 ? "SEARCH RESULT" : "RESULT";
-      out += " tag=";
-      append_number(out, n[0]);
-      out += " err=";
-      append_number(out, n[1]);
+      piece.add(n[2] >= 0 ? "SEARCH RESULT" : "RESULT").add(" tag=").number(n[0]);
+      piece.add(" err=").number(n[1]);
       if (n[2] >= 0) {
-        out += " nentries=";
-        append_number(out, n[2]);
+        piece.add(" nentries=").number(n[2]);
       }
-      out += " etime=";
-      append_seconds(out, n[3]);
-      out += " text=";
+      piece.add(" etime=").seconds(n[3]).add(" text=").append_to(out);
       append_quoted(out, record.strings[0]);
       return;
     case RecordKind::kAbandoned:
-      out += "ABANDONED etime=";
-      append_seconds(out, n[3]);
+      piece.add("ABANDONED etime=").seconds(n[3]).append_to(out);
       return;
     case RecordKind::kTls:
-      out += "TLS established tls_proto=";
+      piece.add("TLS established tls_proto=").append_to(out);
       out += record.strings[0];
       out += " tls_cipher=";
       out += record.strings[1];
@@ -457,26 +496,24 @@ void LineFormatter::append_text(const Record& record, std::string& out) {
       }
       return;
     case RecordKind::kMessage:
+      piece.append_to(out);
       out += record.strings[0];
       return;
   }
 }
 
 void LineFormatter::append_json(const Record& record, std::string& out) {
-  out += "{\"time\":\"";
-  append_time(record.time_ns, out);
-  out += '"';
+  LinePiece piece;
+  piece.add("{\"time\":\"");
+  append_time(record.time_ns, piece);
+  piece.add('"');
   if (record.conn != 0) {
-    out += ",\"conn\":";
-    append_number(out, record.conn);
+    piece.add(",\"conn\":").number(record.conn);
   }
   if (record.msgid >= 0) {
-    out += ",\"op\":";
-    append_number(out, record.op);
-    out += ",\"msgid\":";
-    append_number(out, record.msgid);
+    piece.add(",\"op\":").number(record.op).add(",\"msgid\":").number(record.msgid);
   }
-  out += ',';
+  piece.add(',').append_to(out);
   Fields fields(out, scratch_, LogFormat::kJson);
   const auto* n = record.numbers;
   switch (record.kind) {

@@ -65,9 +65,13 @@ void encode_record(const Record& record, std::string& out);
 // Returns: the size of the record `bytes` starts with (its first 4 bytes).
 // Requires: bytes.size() >= 4.
 std::uint32_t encoded_size(std::string_view bytes);
+// Returns: the time of the record `bytes` starts with. Requires: bytes holds its fixed part.
+std::int64_t encoded_time(std::string_view bytes);
 // Returns: the record encoded in `bytes` (encode_record's output), its views into `bytes`.
 // Requires: `bytes` is exactly one encoded record.
 Record decode_record(std::string_view bytes);
+
+class LinePiece;  // A bounded part of a line (log_records.cc).
 
 // Turns records into lines. Owner: the formatting thread.
 class LineFormatter {
@@ -79,7 +83,7 @@ class LineFormatter {
   void append_line(const Record& record, std::string& out);
 
  private:
-  void append_time(std::int64_t time_ns, std::string& out);
+  void append_time(std::int64_t time_ns, LinePiece& out);
   void append_text(const Record& record, std::string& out);
   void append_json(const Record& record, std::string& out);
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -267,6 +268,35 @@ TEST_CASE("LineFormatter: text lines as slapd writes them") {
   out.clear();
   formatter.append_line(message, out);
   CHECK(out == "2023-11-14T22:13:20.000000Z a line of its own\n");
+}
+
+TEST_CASE("LineFormatter: the widest numbers of a line are all written") {
+  // Every number a result line carries at its widest, in both formats: the bounded pieces a
+  // line is built from hold them all.
+  Record wide = result_record();
+  wide.conn = std::numeric_limits<std::uint64_t>::max();
+  wide.op = std::numeric_limits<std::uint64_t>::max();
+  wide.msgid = std::numeric_limits<std::int64_t>::max();
+  wide.numbers[0] = std::numeric_limits<std::int64_t>::min();
+  wide.numbers[1] = std::numeric_limits<std::int64_t>::min();
+  wide.numbers[2] = std::numeric_limits<std::int64_t>::max();
+  wide.numbers[3] = std::numeric_limits<std::int64_t>::max();
+  LineFormatter text(LogFormat::kText);
+  text.set_wall_offset(kWallOffsetNs);
+  std::string out;
+  text.append_line(wide, out);
+  CHECK(out.ends_with(
+      " conn=18446744073709551615 op=18446744073709551615 msgid=9223372036854775807 SEARCH "
+      "RESULT tag=-9223372036854775808 err=-9223372036854775808 nentries=9223372036854775807 "
+      "etime=9223372036.854775 text=\"no such \\\"entry\\\"\"\n"));
+  LineFormatter json(LogFormat::kJson);
+  json.set_wall_offset(kWallOffsetNs);
+  out.clear();
+  json.append_line(wide, out);
+  CHECK(out.find("\"conn\":18446744073709551615,\"op\":18446744073709551615,\"msgid\":"
+                 "9223372036854775807,\"type\":\"RESULT\",\"tag\":-9223372036854775808") !=
+        std::string::npos);
+  CHECK(out.ends_with("\"etime\":9223372036.854775,\"text\":\"no such \\\"entry\\\"\"}\n"));
 }
 
 TEST_CASE("LineFormatter: a request's PDU is decoded and described") {
