@@ -43,8 +43,10 @@ struct TlsSettings {
   std::filesystem::path ca_file;      // CAs trusted for client certificates (optional).
   std::filesystem::path ca_dir;       // Or an OpenSSL hashed directory (optional).
   bool tls13_only = false;            // Minimum TLS 1.3 instead of 1.2.
-  std::string ciphers;                // TLS 1.2 cipher list; empty: OpenSSL's default.
-  std::string ciphersuites;           // TLS 1.3 suites; empty: OpenSSL's default.
+  // TLS 1.2 cipher list and TLS 1.3 suites, in OpenSSL's syntax. Empty: OpenSSL's default
+  // sets with AES-128-GCM / SHA-256 first (OpenSSL's own order starts with AES-256 / SHA-384).
+  std::string ciphers;
+  std::string ciphersuites;
   ClientCertificates client_certificates = ClientCertificates::kNever;
   std::uint32_t handshake_timeout_s = 10;
 };

@@ -30,8 +30,11 @@ using testing::write_pem;
 // An OpenSSL client over memory BIOs, talking to a TlsChannel by passing bytes by hand.
 class Client {
  public:
-  explicit Client(const Pki& pki, const KeyAndCertificate* certificate = nullptr) {
+  // `max_version`: e.g. TLS1_2_VERSION; 0: the highest both sides speak.
+  explicit Client(const Pki& pki, const KeyAndCertificate* certificate = nullptr,
+                  int max_version = 0) {
     ctx_ = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_max_proto_version(ctx_, max_version);
     X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx_), pki.ca().certificate);
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     if (certificate != nullptr) {
@@ -147,6 +150,35 @@ TEST_CASE("TlsChannel: a handshake then data both ways") {
   REQUIRE(server.output("response bytes", out).ok());
   client.step(out);
   CHECK(client.received == "response bytes");
+}
+
+// Returns: the suite a default OpenSSL client (which offers AES-256-GCM first) gets from a
+// server made with `settings`, over TLS 1.3 or, with `max_version` TLS1_2_VERSION, 1.2.
+std::string negotiated_cipher(const Pki& pki, const TlsSettings& settings, int max_version) {
+  auto context = TlsContext::create(settings);
+  REQUIRE(context.ok());
+  TlsChannel server((*context)->new_ssl());
+  Client client(pki, nullptr, max_version);
+  std::string plain;
+  REQUIRE(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
+  REQUIRE(server.handshake_done());
+  return server.peer().cipher;
+}
+
+TEST_CASE("TlsContext: AES-128-GCM with SHA-256 by default, a configured list otherwise") {
+  const Pki pki;  // An ECDSA P-256 server certificate.
+  SUBCASE("defaults") {
+    CHECK(negotiated_cipher(pki, pki.settings(), 0) == "TLS_AES_128_GCM_SHA256");
+    CHECK(negotiated_cipher(pki, pki.settings(), TLS1_2_VERSION) ==
+          "ECDHE-ECDSA-AES128-GCM-SHA256");
+  }
+  SUBCASE("configured") {
+    TlsSettings settings = pki.settings();
+    settings.ciphersuites = "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256";
+    settings.ciphers = "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256";
+    CHECK(negotiated_cipher(pki, settings, 0) == "TLS_AES_256_GCM_SHA384");
+    CHECK(negotiated_cipher(pki, settings, TLS1_2_VERSION) == "ECDHE-ECDSA-AES256-GCM-SHA384");
+  }
 }
 
 TEST_CASE("TlsChannel: client certificates in each mode") {
