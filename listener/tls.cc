@@ -31,7 +31,7 @@ std::string openssl_errors(std::string_view fallback) {
 // AES-128-GCM and SHA-256 first. OpenSSL prefers AES-256-GCM with SHA-384, whose key schedule
 // and transcript hashes run on SHA-512 (no SHA extensions on x86) and whose cipher has 14
 // rounds to 10: a resumed TLS 1.3 handshake cost about 30% more server CPU with it (perf/
-// RESULTS.md, "TLS: the cipher preference"). AES-128-GCM is what TLS 1.3 requires every
+// RESULTS.md, "TLS: cipher order and tickets"). AES-128-GCM is what TLS 1.3 requires every
 // implementation to support (RFC 8446 section 9.1).
 constexpr char kDefaultCiphersuites[] =
     "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
@@ -110,6 +110,12 @@ Result<SSL_CTX*> build_context(const TlsSettings& settings) {
   static constexpr unsigned char kSessionContext[] = "numadir";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+  // One TLS 1.3 ticket after a full handshake, where OpenSSL sends two (for clients that open
+  // connections in parallel; its stateless tickets can be offered again, so one serves them
+  // too). Each ticket is a session encoded, encrypted and MACed: the second cost a full
+  // handshake about 5-10% more server CPU (perf/RESULTS.md, "TLS: cipher order and tickets").
+  // A resumed handshake sends one in either case.
+  SSL_CTX_set_num_tickets(ctx, 1);
   // The chain sent with the certificate, settled once: a certificate file without its
   // intermediates is completed from the CA store here, as far as it goes, instead of OpenSSL
   // building (and verifying) the chain again on every full handshake.
