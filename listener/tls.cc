@@ -29,8 +29,8 @@ std::string openssl_errors(std::string_view fallback) {
 
 // The defaults when tls.ciphersuites / tls.ciphers are not set: OpenSSL's own sets, with
 // AES-128-GCM and SHA-256 first. OpenSSL prefers AES-256-GCM with SHA-384, whose key schedule
-// and transcript hashes run on SHA-512 (no SHA extensions on x86) and whose cipher has 14
-// rounds to 10: a resumed TLS 1.3 handshake cost about 30% more server CPU with it (perf/
+// and transcript hashes run on SHA-512 (which x86's SHA extensions do not cover) and whose
+// cipher has 14 rounds to 10: a resumed handshake cost 9-12% more server CPU with it (perf/
 // RESULTS.md, "TLS: cipher order and tickets"). AES-128-GCM is what TLS 1.3 requires every
 // implementation to support (RFC 8446 section 9.1).
 constexpr char kDefaultCiphersuites[] =
