@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs every test of numadir:
 #   0. clang-format --dry-run -Werror over every tracked .cc and .h (the repo's .clang-format);
-#   1. the `release` preset's programs (numadir, authrate, floor-server: g++ -O2, as shipped) and
-#      the integration tests against them; then every test, unit and integration, of the `asan`
-#      preset (clang, ASan + UBSan, -Wthread-safety; a release run of the unit tests would check
-#      nothing more);
+#   1. the `release` preset's programs (numadir and the perf tools the integration tests run:
+#      g++ -O2, as shipped) and the integration tests against them; then every test, unit and
+#      integration, of the `asan` preset (clang, ASan + UBSan, -Wthread-safety; a release run of
+#      the unit tests would check nothing more);
 #   2. under the `tsan` preset (g++): listener_tests, threadpool_tests and server_tests (but one
 #      long single-threaded case, see below);
 #   3. each libFuzzer target, built by the `asan` preset beside the tests (the parsers' and
@@ -42,9 +42,9 @@ fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-3}"
 # Each stage says when it starts: the whole run must stay under 30 minutes on 2 CPUs.
 stage() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
-stage "build: release (numadir, authrate, floor-server)"
+stage "build: release (numadir, authrate, floor-server, tls-handshake-bench)"
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$jobs" --target numadir authrate floor-server
+cmake --build --preset release -j "$jobs" --target numadir authrate floor-server tls-handshake-bench
 stage "test: release (the integration tests)"
 ctest --preset release -j "$test_jobs" -R "^integration: "
 
