@@ -188,7 +188,17 @@ bool TlsChannel::attach_memory_bios() {
   return true;
 }
 
-TlsChannel::~TlsChannel() { SSL_free(ssl_); }
+TlsChannel::~TlsChannel() {
+  // The connection ends without a close_notify from the server (LDAP closes after an unbind or
+  // on the client's EOF), and OpenSSL drops from the server's cache the session of an SSL freed
+  // without one: a TLS 1.2 client that takes no tickets could then never resume. A session
+  // whose handshake finished and whose records all verified stays resumable (RFC 5246
+  // section 7.2.1 no longer ties resumption to a clean close).
+  if (handshake_done_ && !failed_) {
+    SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
+  SSL_free(ssl_);
+}
 
 void TlsChannel::drain(std::string& out) {
   BIO* wbio = SSL_get_wbio(ssl_);
@@ -281,13 +291,6 @@ Status TlsChannel::output(std::string_view plain, std::string& out) {
   }
   drain(out);
   return Status();
-}
-
-void TlsChannel::close(std::string& out) {
-  if (!failed_ && handshake_done_) {
-    SSL_shutdown(ssl_);
-    drain(out);
-  }
 }
 
 TlsPeer TlsChannel::peer() const {

@@ -107,8 +107,6 @@ class TlsChannel {
   // Encrypts `plain`, appending the records to `out`. Errors: kInternal before the handshake
   //   finished or after a failure.
   Status output(std::string_view plain, std::string& out);
-  // Appends a close_notify alert to `out`.
-  void close(std::string& out);
 
   bool handshake_done() const { return handshake_done_; }
   const std::string& error() const { return error_; }

@@ -3,7 +3,7 @@
 verify_client = "allow": ldaps:// and StartTLS (RFC 4511 4.14) from ldap-utils, python-ldap,
 ldap3, Python's ssl module and `openssl s_client`; SASL EXTERNAL with client certificates mapped
 to DNs; many responses at once over one TLS connection; certificate and CA reload on SIGHUP;
-session resumption with tickets; and bad input (plaintext to the ldaps port, garbage
+session resumption with tickets and, over TLS 1.2, by session ID; and bad input (plaintext to the ldaps port, garbage
 mid-handshake, stalled handshakes, StartTLS twice or with an operation outstanding) that must
 leave the server and its other connections unharmed. The other [tls] settings are
 tls_settings_test.py's; the PKI, clients and runner are tls_harness.py's.
@@ -473,18 +473,21 @@ def s_client(port: int, *args):
 
 
 def check_session_resumption():
-    for version in ("-tls1_3", "-tls1_2"):
-        session = os.path.join(T.PKI.dir, f"session{version}")
+    # TLS 1.3 and 1.2 with tickets; TLS 1.2 without (-no_ticket): by session ID, from the
+    # server's cache, after a connection the server ended without a close_notify of its own.
+    for options in (("-tls1_3",), ("-tls1_2",), ("-tls1_2", "-no_ticket")):
+        label = " ".join(options)
+        session = os.path.join(T.PKI.dir, "session" + "".join(options))
         if os.path.exists(session):
             os.remove(session)
-        rc, out = s_client(T.S.ldaps_port, version, "-sess_out", session)
+        rc, out = s_client(T.S.ldaps_port, *options, "-sess_out", session)
         check(rc == 0 and "Verify return code: 0 (ok)" in out and os.path.exists(session),
-              f"openssl s_client {version} -sess_out: a verified handshake, session saved",
+              f"openssl s_client {label} -sess_out: a verified handshake, session saved",
               f"rc {rc}; {out[-1500:]}")
-        rc, out = s_client(T.S.ldaps_port, version, "-sess_in", session)
+        rc, out = s_client(T.S.ldaps_port, *options, "-sess_in", session)
         summary = [line for line in out.splitlines() if line.startswith(("New,", "Reused,"))]
         check(rc == 0 and "Reused," in out,
-              f"openssl s_client {version} -sess_in: the session is resumed (\"Reused\")",
+              f"openssl s_client {label} -sess_in: the session is resumed (\"Reused\")",
               f"rc {rc}; {summary}; {out[-1500:]}")
 
 

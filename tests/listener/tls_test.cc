@@ -81,6 +81,16 @@ class Client {
   }
   bool connected() const { return SSL_is_init_finished(ssl_) == 1; }
   long verify_result() const { return SSL_get_verify_result(ssl_); }
+  // Before the handshake: asks for no session ticket (TLS 1.2 resumption then needs the
+  // server's session cache), and offers `session` (not taken) to resume.
+  void take_no_ticket() { SSL_set_options(ssl_, SSL_OP_NO_TICKET); }
+  void offer(SSL_SESSION* session) { SSL_set_session(ssl_, session); }
+  // Ends the client's side with a close_notify (OpenSSL marks the session of an SSL freed
+  // without one unresumable) and returns its session (the caller frees it).
+  SSL_SESSION* end() {
+    SSL_shutdown(ssl_);
+    return SSL_get1_session(ssl_);
+  }
   std::string received;
   int sessions = 0;
 
@@ -189,6 +199,46 @@ TEST_CASE("TlsContext: AES-128-GCM with SHA-256 by default and a configured list
     CHECK(negotiated_cipher(pki, settings, 0) == "TLS_AES_256_GCM_SHA384");
     CHECK(negotiated_cipher(pki, settings, TLS1_2_VERSION) == "ECDHE-ECDSA-AES256-GCM-SHA384");
   }
+}
+
+// A TLS 1.2 connection of a client that takes no tickets, ended as the server ends every
+// connection (the channel destroyed, no close_notify sent), then a second connection offering
+// its session. Returns: whether the second was resumed. `break_first`: garbage follows the
+// first handshake, so the first channel ends failed.
+bool resumed_by_session_id(bool break_first) {
+  const Pki pki;
+  auto context = TlsContext::create(pki.settings());
+  REQUIRE(context.ok());
+  SSL_SESSION* session = nullptr;
+  {
+    auto server = std::make_unique<TlsChannel>((*context)->new_ssl());
+    Client client(pki, nullptr, TLS1_2_VERSION);
+    client.take_no_ticket();
+    std::string plain;
+    REQUIRE(handshake(client, *server, plain) == TlsChannel::InputResult::kOk);
+    REQUIRE(server->handshake_done());
+    CHECK_FALSE(server->peer().resumed);
+    if (break_first) {
+      std::string out;
+      CHECK(server->input(std::string(64, '\x17'), plain, out) == TlsChannel::InputResult::kFailed);
+    }
+    session = client.end();  // The server does not read the close_notify.
+  }
+  TlsChannel server((*context)->new_ssl());
+  Client client(pki, nullptr, TLS1_2_VERSION);
+  client.take_no_ticket();
+  client.offer(session);
+  std::string plain;
+  REQUIRE(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
+  REQUIRE(server.handshake_done());
+  SSL_SESSION_free(session);
+  return server.peer().resumed;
+}
+
+TEST_CASE("TlsChannel: a TLS 1.2 session without a ticket resumes from the server's cache") {
+  CHECK(resumed_by_session_id(false));
+  // A connection that ended on bad records leaves nothing to resume.
+  CHECK_FALSE(resumed_by_session_id(true));
 }
 
 TEST_CASE("TlsChannel: client certificates in each mode") {
