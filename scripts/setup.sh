@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # Build.
-  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config clang-format
+  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config clang-format ccache
   # Libraries.
   liblmdb-dev libssl-dev libboost-dev libhwloc-dev libicu-dev libargon2-dev libcrypt-dev
   libcli11-dev libtomlplusplus-dev
