@@ -24,7 +24,7 @@ attributes both compute on read, entryDN, hasSubordinates and subschemaSubentry,
    syncIdSet) and without one (a present phase, deletes found by what is not named).
 5. kill -9 of the replica in the middle of its initial refresh: restarted, it equals the
    provider.
-6. README's "Replication" example, exactly as written there (the provider's slapd.conf lines
+6. docs/replication.md's example, exactly as written there (the provider's slapd.conf lines
    and the replica's table, only the provider URL and the password file's path replaced).
 7. A change naming an object class and attribute type the replica's schema lacks (misc.schema,
    on the provider only): the consumer names them, nothing of the change is stored; with the
@@ -386,22 +386,23 @@ def check_schema_the_replica_lacks(c: Context):
             restarted.stop()
 
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                   "replication.md")
 
 
-def readme_block(name: str) -> str:
-    """The fenced block after README's `<!-- replication-example:NAME -->` marker."""
-    with open(README) as stream:
+def doc_block(name: str) -> str:
+    """The fenced block after docs/replication.md's `<!-- replication-example:NAME -->` marker."""
+    with open(DOC) as stream:
         text = stream.read()
     match = re.search(r"<!-- replication-example:" + re.escape(name) + r" -->\n```[a-z]*\n(.*?)```",
                       text, re.S)
     if match is None:
-        fail(f"README.md has no replication-example:{name} block")
+        fail(f"docs/replication.md has no replication-example:{name} block")
     return match.group(1)
 
 
-def check_readme_example(c: Context):
-    """README's Replication example, as written: the provider's slapd.conf lines and the
+def check_doc_example(c: Context):
+    """docs/replication.md's example, as written: the provider's slapd.conf lines and the
     replica's [[replication.consumer]] table (only the provider's URL and the password file's
     path replaced), with the replication identity it names."""
     replicator = f"cn=replicator,{SUFFIX}"
@@ -414,18 +415,19 @@ def check_readme_example(c: Context):
     with open(password, "w") as stream:
         stream.write("replicate-me\n")
     os.chmod(password, 0o600)
-    table = readme_block("replica")
+    table = doc_block("replica")
     check("ldap://ldap1.example.com" in table and "/etc/numadir/replicator.pw" in table,
-          "README's replica table names the provider and password file the test replaces", table)
-    with slapd_harness.SlapdServer(ldif, extra_conf=readme_block("provider-global"),
-                                   database_conf=readme_block("provider-database")) as p:
+          "docs/replication.md's replica table names the provider and password file the test "
+          "replaces", table)
+    with slapd_harness.SlapdServer(ldif, extra_conf=doc_block("provider-global"),
+                                   database_conf=doc_block("provider-database")) as p:
         table = table.replace("ldap://ldap1.example.com", p.url).replace(
             "/etc/numadir/replicator.pw", password)
         with NumadirServer(c.args.numadir, c.args.gen, users=0, extra_toml=table) as r:
-            check_same(p, r, "README's example", timeout=120)
+            check_same(p, r, "docs/replication.md's example", timeout=120)
             modify(p.url, f"dn: uid=user8,{PEOPLE}\nchangetype: modify\nreplace: sn\n"
-                          f"sn: FromTheReadme\n")
-            check_same(p, r, "README's example: a change on the provider")
+                          f"sn: FromTheDocs\n")
+            check_same(p, r, "docs/replication.md's example: a change on the provider")
 
 
 def check_kill_mid_refresh(c: Context):
@@ -480,7 +482,7 @@ def main() -> int:
              lambda: check_restart_converges(c)),
             ("refreshOnly with and without a session log", lambda: check_refresh_only(c)),
             ("kill -9 mid-refresh", lambda: check_kill_mid_refresh(c)),
-            ("README's example, as written", lambda: check_readme_example(c)),
+            ("docs/replication.md's example, as written", lambda: check_doc_example(c)),
             ("a change the replica's schema lacks", lambda: check_schema_the_replica_lacks(c)),
         ])
     finally:
