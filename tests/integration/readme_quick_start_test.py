@@ -194,9 +194,9 @@ class QuickStart:
         check(len(names) == 1 and names[0] in self.files,
               "the import command names an LDIF file the quick start wrote", text)
         entries = ldif_entries(self.files[names[0]])
-        _, err = self.bash(text, "numadir import")
-        check(re.search(rf"\b{len(entries)} entries\b", err) is not None,
-              f"import says it imported the {len(entries)} entries of {names[0]}", err)
+        out, err = self.bash(text, "numadir import")
+        check(re.search(rf"\b{len(entries)} entries\b", out + err) is not None,
+              f"import says it imported the {len(entries)} entries of {names[0]}", out + err)
         self.user = next(e for e in entries if "userpassword" in e)
 
     def serve(self, text: str):
