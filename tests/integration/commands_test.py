@@ -90,6 +90,7 @@ def check_reading_commands_create_nothing():
                       f"{' '.join(command)} on a missing database.path: exit 1 naming it")
         check(not os.path.exists(database), f"{' '.join(command)} left no {database} behind")
         check_equal(result.stdout, "", f"{' '.join(command)} printed nothing on stdout")
+    check(not os.path.exists(os.path.join(WORK, "typo.ldif")), "export -o wrote no file")
     # A directory that is there but holds no database: nothing is made in it either.
     os.makedirs(database)
     for command in (["export"], ["index"], ["index", "--verify"]):
