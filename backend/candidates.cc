@@ -115,6 +115,14 @@ class Planner {
     IndexKind kind = IndexKind::kEquality;
     switch (node.kind) {
       case FilterKind::kPresent:
+        if (node.attribute == filter_.catalog().object_class() && node.options.empty()) {
+          // Every entry has an objectClass (the schema check sees to it): (objectClass=*),
+          // ldapsearch's default filter, is "every entry in scope", as in slapd. A presence
+          // index would list every id only to have them read one by one instead of a scan,
+          // and its absence is nothing to note.
+          out->all = true;
+          return Status();
+        }
         kind = IndexKind::kPresence;
         break;
       case FilterKind::kSubstrings:

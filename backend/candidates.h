@@ -1,8 +1,9 @@
 // backend/candidates.h: candidate ids for a compiled filter from the attribute indexes. AND
 // intersects its children's candidates, OR unions them, NOT (and anything without a usable,
 // built index) stands for "every entry in scope". An objectClass equality item looks up the
-// class and each of its subclasses (see CompiledNode::subclasses). Items that can never be TRUE (an
-// unknown attribute, an invalid assertion) have no candidates. Candidates are a superset of the
+// class and each of its subclasses (see CompiledNode::subclasses); (objectClass=*) stands for every
+// entry in scope without an index (every entry has an objectClass). Items that can never be TRUE
+// (an unknown attribute, an invalid assertion) have no candidates. Candidates are a superset of the
 // matching entries: each one is still checked by full evaluation.
 //
 // Thread contract: runs on the thread that owns the read transaction behind `cursors`.

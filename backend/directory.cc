@@ -22,6 +22,7 @@ struct Directory::Impl : DirectoryCore {
   // Started last by open(); destroyed first (a member of the derived struct), so it has run
   // every queued job before the environment closes.
   std::unique_ptr<Writer> writer;
+  bool created = false;  // open() made the database (Directory::created).
 };
 
 struct ReadTxn::State : ReadState {};
@@ -29,6 +30,9 @@ struct ReadTxn::State : ReadState {};
 ReadTxn::~ReadTxn() = default;
 
 namespace {
+
+// LMDB's data file in an environment's directory.
+constexpr std::string_view kDataFile = "data.mdb";
 
 // Opens every database and checks or initializes the meta records.
 Status open_databases(DirectoryCore& core) {
@@ -134,7 +138,7 @@ Status open_databases(DirectoryCore& core) {
 }  // namespace
 
 Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
-                                                   const DirectoryOptions& options) {
+                                                   const DirectoryOptions& options, OpenMode mode) {
   if (options.server_id > kMaxServerId) {
     return invalid_argument("server_id " + std::to_string(options.server_id) +
                             " is out of range: a CSN's server id is 0 to 4095");
@@ -155,12 +159,24 @@ Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
   }
   impl->indexes = std::move(*indexes);
 
+  // LMDB makes data.mdb (and lock.mdb) in any directory it opens: whether one was there is
+  // known only before.
   std::error_code error;
-  std::filesystem::create_directories(options.path, error);
-  if (error) {
-    return Status(StatusCode::kStorage,
-                  "creating " + options.path.string() + ": " + error.message());
+  const bool present = std::filesystem::exists(options.path / kDataFile, error);
+  if (error) {  // Not ENOENT: e.g. a directory on the way that may not be searched.
+    return Status(StatusCode::kStorage, options.path.string() + ": " + error.message());
   }
+  if (!present && mode == OpenMode::kMustExist) {
+    return Status(StatusCode::kNotFound, "no database in " + options.path.string());
+  }
+  if (!present) {
+    std::filesystem::create_directories(options.path, error);
+    if (error) {
+      return Status(StatusCode::kStorage,
+                    "creating " + options.path.string() + ": " + error.message());
+    }
+  }
+  impl->created = !present;
   EnvOptions env_options;
   env_options.path = options.path;
   env_options.map_size_bytes = options.map_size_bytes;
@@ -181,6 +197,7 @@ Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
 Directory::Directory(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Directory::~Directory() = default;
 
+bool Directory::created() const { return impl_->created; }
 const schema::Schema& Directory::schema() const { return impl_->schema; }
 const DirectoryOptions& Directory::options() const { return impl_->options; }
 const SchemaDnNormalizer& Directory::dn_normalizer() const { return impl_->normalizer; }

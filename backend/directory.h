@@ -51,8 +51,19 @@ enum class Durability {
   kNoSync,
 };
 
+// Whether Directory::open may make a database where there is none. Only the commands that
+// write a directory (serve, import) create one: a command that reads a database (export, index)
+// must not turn a misspelt path into an empty directory that looks like an empty database.
+enum class OpenMode : std::uint8_t {
+  // Creates options.path (and its parents) and an empty database in it when missing.
+  kCreate,
+  // Opens only a database that is there (options.path holding data.mdb); creates nothing, not
+  // even the directory or LMDB's lock file, when it is not.
+  kMustExist,
+};
+
 struct DirectoryOptions {
-  std::filesystem::path path;  // A directory; created if missing.
+  std::filesystem::path path;  // A directory; see OpenMode for who creates it.
   std::uint64_t map_size_bytes = std::uint64_t{8} << 30;
   std::string suffix;  // The naming context, e.g. "dc=example,dc=com".
   std::vector<IndexSpec> indexes;
@@ -173,13 +184,20 @@ class ReadTxn {
 
 class Directory {
  public:
-  // Opens (creating if needed) the environment at options.path and its databases.
-  // Errors: kStorage with LMDB's text; kInvalidArgument for a bad suffix, a server_id above
-  //   4095, or an index on an attribute the schema does not know or a kind its matching rules
-  //   cannot support.
+  // Opens the environment at options.path and its databases; with OpenMode::kCreate, creates
+  // the directory and an empty database first where there is none (created() says so).
+  // Errors: kNotFound "no database in PATH" with OpenMode::kMustExist when options.path is not a
+  //   directory holding data.mdb (nothing is created then); kStorage with LMDB's text, or
+  //   naming the path when it cannot be created; kInvalidArgument for a bad suffix, a server_id
+  //   above 4095, or an index on an attribute the schema does not know or a kind its matching
+  //   rules cannot support.
   static Result<std::unique_ptr<Directory>> open(const schema::Schema& schema,
-                                                 const DirectoryOptions& options);
+                                                 const DirectoryOptions& options, OpenMode mode);
   ~Directory();
+
+  // Returns: whether open() made a new, empty database (OpenMode::kCreate where options.path
+  //   held no data.mdb), for a command that says so.
+  bool created() const;
 
   const schema::Schema& schema() const;
   const DirectoryOptions& options() const;
@@ -259,12 +277,13 @@ class Directory {
    public:
     virtual ~Importer() = default;
     // Adds `entry` (schema-checked; operational attributes added unless present, as slapadd
-    // does). Errors as add(); after an error the import must be abandoned.
+    // does). Errors as add() (with the messages of ImportFailure::status); after an error the
+    // import must be abandoned.
     virtual Status add(const schema::Entry& entry) = 0;
     // Commits everything. Errors: kStorage.
     virtual Status finish() = 0;
   };
-  // Errors: kStorage; kInvalidArgument if the directory is not empty.
+  // Errors: kStorage; kInvalidArgument if the directory is not empty (as begin_bulk_import).
   Result<std::unique_ptr<Importer>> begin_import(const UpdateContext& context);
 
   // A pipelined bulk load with the guarantees of Importer (one write transaction, nothing
@@ -283,7 +302,17 @@ class Directory {
   struct ImportFailure {
     std::uint64_t tag = 0;  // As given to add().
     std::string dn;         // The entry's DN as given.
-    Status status;          // As add() would have returned it.
+    // As add() would have returned it, except the messages: kEntryAlreadyExists "an entry with
+    // this DN is already stored" (with its spelling when it differs), kNoSuchObject "parent
+    // entry P is missing" or "not under the suffix S".
+    Status status;
+    // kEntryAlreadyExists: the tag and DN (as given) of the earlier entry of this import with
+    // the same DN.
+    std::optional<std::uint64_t> earlier_tag;
+    std::string earlier_dn;
+    // kNoSuchObject: the DN of the missing parent (`dn` less its first RDN); empty for an entry
+    // outside the suffix.
+    std::string missing_parent;
   };
   class BulkImporter {
    public:
@@ -304,7 +333,8 @@ class Directory {
     // returned false or finish() failed.
     virtual const ImportFailure* failure() const = 0;
   };
-  // Errors: kStorage; kInvalidArgument if the directory is not empty.
+  // Errors: kStorage; kInvalidArgument ("the directory holds N entries: an import loads only
+  //   into an empty one") if the directory is not empty.
   Result<std::unique_ptr<BulkImporter>> begin_bulk_import(const UpdateContext& context,
                                                           const BulkImportOptions& options);
 

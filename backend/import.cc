@@ -53,7 +53,7 @@ namespace {
 Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scratch) {
   NUMADIR_RETURN_IF_ERROR(dn_key_into(item.entry.dn, core.normalizer, item.key, scratch.dn));
   if (!key_in_subtree(item.key, core.suffix_key)) {
-    return Status(StatusCode::kNoSuchObject, "");
+    return Status(StatusCode::kNoSuchObject, "not under the suffix " + core.options.suffix);
   }
   NUMADIR_RETURN_IF_ERROR(canonicalize_in_place(core.catalog, item.entry.attributes));
   scratch.stamp.csn.assign(item.csn);
@@ -101,9 +101,89 @@ Status ImportWriter::open() {
   return Status();
 }
 
-Status ImportWriter::store(const ImportItem& item) {
-  NUMADIR_RETURN_IF_ERROR(item.status);
-  return store(item.key, item.encoded, item.keys);
+Status ImportWriter::store(const ImportItem& item, Directory::ImportFailure& failure) {
+  Status status = item.status;
+  if (status.ok()) {
+    status = store(item.key, item.encoded, item.keys);
+  }
+  if (status.ok()) {
+    keep_tag(item.tag);
+    return status;
+  }
+  describe_failure(item, std::move(status), failure);
+  return failure.status;
+}
+
+void ImportWriter::keep_tag(std::uint64_t tag) {
+  // Zigzag: a tag below the one before costs as little as one above it.
+  const auto delta = static_cast<std::int64_t>(tag - last_tag_);
+  std::uint64_t bits =
+      (static_cast<std::uint64_t>(delta) << 1) ^ static_cast<std::uint64_t>(delta >> 63);
+  while (bits >= 0x80) {
+    tags_.push_back(static_cast<char>((bits & 0x7f) | 0x80));
+    bits >>= 7;
+  }
+  tags_.push_back(static_cast<char>(bits));
+  last_tag_ = tag;
+  ++tags_kept_;
+}
+
+std::optional<std::uint64_t> ImportWriter::tag_of(EntryId id) const {
+  if (id < first_id_ || id - first_id_ >= tags_kept_) {
+    return std::nullopt;
+  }
+  const std::uint64_t wanted = id - first_id_;
+  std::uint64_t tag = 0;
+  std::size_t at = 0;
+  for (std::uint64_t i = 0; i <= wanted; ++i) {
+    std::uint64_t bits = 0;
+    for (int shift = 0; at < tags_.size(); shift += 7) {
+      const auto byte = static_cast<unsigned char>(tags_[at++]);
+      bits |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        break;
+      }
+    }
+    tag += static_cast<std::uint64_t>(static_cast<std::int64_t>(bits >> 1) ^
+                                      -static_cast<std::int64_t>(bits & 1));
+  }
+  return tag;
+}
+
+void ImportWriter::describe_failure(const ImportItem& item, Status status,
+                                    Directory::ImportFailure& failure) {
+  failure = Directory::ImportFailure{item.tag, item.entry.dn, Status(), std::nullopt, {}, {}};
+  // Only the writer's own findings need more words: prepare's verdicts say what they mean.
+  if (!item.status.ok()) {
+    failure.status = std::move(status);
+    return;
+  }
+  if (status.code() == StatusCode::kNoSuchObject) {
+    // The parent as the entry spells it (the DN parsed when prepared), rather than the nearest
+    // entry that exists, which is what an LDAP add's matchedDN names.
+    Result<schema::Dn> dn = schema::Dn::parse(item.entry.dn);
+    if (dn.ok()) {
+      failure.missing_parent = dn->parent().to_string();
+      status = Status(StatusCode::kNoSuchObject,
+                      "parent entry " + failure.missing_parent + " is missing");
+    }
+  } else if (status.code() == StatusCode::kEntryAlreadyExists) {
+    std::string message = "an entry with this DN is already stored";
+    Result<EntryId> id = core_.dns.find(txn_, item.key);
+    if (id.ok() && *id != 0) {
+      failure.earlier_tag = tag_of(*id);
+      EntryView view;
+      Result<bool> found = read_entry(core_, txn_, *id, &view);
+      if (found.ok() && *found) {
+        failure.earlier_dn = std::string(view.dn());
+        if (failure.earlier_dn != item.entry.dn) {
+          message += " as " + failure.earlier_dn;
+        }
+      }
+    }
+    status = Status(StatusCode::kEntryAlreadyExists, std::move(message));
+  }
+  failure.status = std::move(status);
 }
 
 Status ImportWriter::store(std::string_view key, std::string_view encoded_entry,
@@ -189,7 +269,9 @@ Result<ImportTxn> begin_import_txn(DirectoryCore& core) {
     return entries.status();
   }
   if (*entries != 0) {
-    return invalid_argument("import needs an empty directory");
+    return invalid_argument("the directory holds " + std::to_string(*entries) +
+                            (*entries == 1 ? " entry" : " entries") +
+                            ": an import loads only into an empty one");
   }
   Result<EntryId> next_id = load_next_id(core, txn->raw());
   if (!next_id.ok()) {
@@ -234,7 +316,8 @@ class ImporterImpl : public Directory::Importer {
     item_.entry = entry;
     item_.csn = next_csn(now_, core_.options.server_id);
     prepare_import_item(core_, item_, scratch_);
-    Status status = writer_->store(item_);
+    Directory::ImportFailure failure;
+    Status status = writer_->store(item_, failure);
     if (!status.ok()) {
       done_ = true;
       writer_.reset();
@@ -472,10 +555,8 @@ class BulkImporterImpl : public Directory::BulkImporter {
     std::uint64_t seq = 0;
     while (Batch* batch = next_prepared(seq)) {
       for (std::size_t i = 0; i < batch->size && status.ok(); ++i) {
-        const ImportItem& item = batch->items[i];
-        status = writer->store(item);
+        status = writer->store(batch->items[i], failure_);
         if (!status.ok()) {
-          failure_ = Directory::ImportFailure{item.tag, item.entry.dn, status};
           failed_.store(true, std::memory_order_release);
         }
       }

@@ -8,8 +8,26 @@
 #   scripts/main.sh [authrate options...]     e.g. scripts/main.sh -c 64 -d 30
 #   (options given replace the defaults --warmup 2 -d 10 -c 16)
 #   NUMADIR_USERS=100000 scripts/main.sh      (default 10000 users)
+#   scripts/main.sh --write-config FILE       only writes the job's numadir.toml to FILE
 set -euo pipefail
+
+only_config=""
+if [[ "${1:-}" == "--write-config" ]]; then
+  [[ $# -eq 2 ]] || { echo "usage: scripts/main.sh --write-config FILE" >&2; exit 2; }
+  only_config="$(realpath -m "$2")"
+fi
 cd "$(dirname "$0")/.."
+
+# The shipped config, listening on a port the kernel picks, written to $1. Mode 0600 from the
+# start (install makes the file before a byte is in it): it holds server.rootpw.
+write_config() {
+  install -m 600 /dev/null "$1"
+  sed 's|^listen = .*|listen = ["ldap://127.0.0.1:0"]|' etc/numadir.toml >"$1"
+}
+if [[ -n "$only_config" ]]; then
+  write_config "$only_config"
+  exit 0
+fi
 
 scripts/setup.sh
 cmake --preset release >/dev/null
@@ -27,8 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The shipped config, listening on a port the kernel picks.
-sed 's|^listen = .*|listen = ["ldap://127.0.0.1:0"]|' etc/numadir.toml >"$work/numadir.toml"
+write_config "$work/numadir.toml"
 echo "== generating $users users and loading them"
 /usr/bin/python3 perf/gen_users.py --users "$users" >"$work/users.ldif"
 build/release/server/numadir import -c "$work/numadir.toml" --no-progress "$work/users.ldif"

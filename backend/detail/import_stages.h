@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,12 +72,18 @@ class ImportWriter {
 
   // Opens a cursor per database written. Errors: kStorage.
   Status open();
-  // Stores `item`. Errors: item.status when prepare failed; kEntryAlreadyExists; kNoSuchObject
-  // (message: the matched DN) when the parent is missing; kUnwillingToPerform for a dn key
-  // over LMDB's key size; kStorage; kInternal. After an error the transaction must be aborted.
-  Status store(const ImportItem& item);
+  // Stores `item` and keeps item.tag, to name it should a later entry have its DN.
+  // Returns: ok; or the error, with `failure` filled (item.tag, the DN, the status and, for the
+  //   two errors an LDIF's author fixes most, the entries involved: see ImportFailure).
+  // Errors: item.status when prepare failed; kEntryAlreadyExists (message: "an entry with this
+  //   DN is already stored", adding its spelling when it differs); kNoSuchObject (message:
+  //   "parent entry P is missing") when the parent is missing; kUnwillingToPerform for a dn key
+  //   over LMDB's key size; kStorage; kInternal. After an error the transaction must be aborted.
+  Status store(const ImportItem& item, Directory::ImportFailure& failure);
   // Stores an entry prepared as prepare_import_item does: its dn key, its encoding (parent id 0)
-  // and its index keys. Errors: as above.
+  // and its index keys. Keeps no tag.
+  // Errors: as above, but kEntryAlreadyExists says only "entry already exists" and
+  //   kNoSuchObject's message is the matched DN (as Directory::add's).
   Status store(std::string_view key, std::string_view encoded_entry, const IndexKeys& keys);
   // Forgets the parent found last: for a caller that also deletes or renames entries in the
   // transaction (a replication batch), after which that key may name another entry or none.
@@ -95,6 +102,21 @@ class ImportWriter {
   std::string last_parent_key_;
   EntryId last_parent_id_ = 0;
   std::string with_parent_;  // The encoded entry with its parent id.
+  // The tags of the entries store(item) stored, in id order: an import's ids are consecutive
+  // from first_id_. Kept as varints of zigzagged differences, about a byte an entry for the
+  // line numbers of an LDIF file (a vector of tags would take 8), and read only to name the
+  // earlier of two entries with one DN.
+  const EntryId first_id_ = next_id_;
+  std::string tags_;
+  std::uint64_t tags_kept_ = 0;
+  std::uint64_t last_tag_ = 0;
+
+  void keep_tag(std::uint64_t tag);
+  // Returns: the tag kept for entry `id`; nullopt when none was (an entry not stored by
+  //   store(item) in this import).
+  std::optional<std::uint64_t> tag_of(EntryId id) const;
+  // Fills failure's details for `status`, store(item)'s error, and rewrites its message.
+  void describe_failure(const ImportItem& item, Status status, Directory::ImportFailure& failure);
 };
 
 }  // namespace numadir::backend::detail

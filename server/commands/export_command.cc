@@ -15,7 +15,7 @@ int run_export(const ExportOptions& options, std::ostream& out, std::ostream& er
     err << "numadir export: " << config.status().message() << "\n";
     return 1;
   }
-  auto opened = open_directory(*config);
+  auto opened = open_directory(*config, backend::OpenMode::kMustExist);
   if (!opened.ok()) {
     err << "numadir export: " << opened.status().message() << "\n";
     return 1;

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -135,6 +134,25 @@ std::optional<CostlyValues> costly_values(const schema::Entry& entry, const sche
   return found;
 }
 
+// Returns: what is wrong with the entry `failure` names, for "<file>:<line>: dn "...": ",
+//   naming the other entry a duplicate or orphan needs (as slapadd names the missing parent).
+std::string failure_text(const backend::Directory::ImportFailure& failure) {
+  const StatusCode code = failure.status.code();
+  if (code == StatusCode::kEntryAlreadyExists && failure.earlier_tag.has_value()) {
+    std::string text = "already at line " + std::to_string(*failure.earlier_tag);
+    if (!failure.earlier_dn.empty() && failure.earlier_dn != failure.dn) {
+      text += " (as \"" + failure.earlier_dn + "\")";
+    }
+    return text;
+  }
+  std::string text(status_code_name(code));
+  if (code == StatusCode::kNoSuchObject && !failure.missing_parent.empty()) {
+    return text + ": its parent \"" + failure.missing_parent +
+           "\" is not in the LDIF before it (parents come before their children)";
+  }
+  return text + ": " + failure.status.message();
+}
+
 }  // namespace
 
 int run_import(const ImportOptions& options, std::ostream& out, std::ostream& err) {
@@ -144,25 +162,42 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
     err << "numadir import: " << config.status().message() << "\n";
     return 1;
   }
+  // The input first: a misspelt LDIF path must not leave an empty database behind.
+  std::unique_ptr<LdifReader> reader_owned;
+  if (options.input == "-") {
+    reader_owned = std::make_unique<LdifReader>(STDIN_FILENO);
+  } else {
+    auto file = LdifReader::open_file(options.input);
+    if (!file.ok()) {
+      err << "numadir import: " << file.status().message() << "\n";
+      return 1;
+    }
+    reader_owned = std::move(*file);
+  }
+  LdifReader& reader = *reader_owned;
   // MDB_WRITEMAP for this process only: the import is one large write transaction.
   config->database.write_map = true;
-  auto opened = open_directory(*config);
+  auto opened = open_directory(*config, backend::OpenMode::kCreate);
   if (!opened.ok()) {
     err << "numadir import: " << opened.status().message() << "\n";
     return 1;
   }
-  std::FILE* file = stdin;
-  if (options.input != "-") {
-    file = std::fopen(options.input.c_str(), "rb");
-    if (file == nullptr) {
-      err << "numadir import: " << options.input << ": cannot open\n";
-      return 1;
+  // Said here, where the key is known (the importer refuses too, should entries appear
+  // meanwhile).
+  if (auto held = opened->directory->entry_count(); !held.ok() || *held != 0) {
+    if (!held.ok()) {
+      err << "numadir import: " << held.status().message() << "\n";
+    } else {
+      err << "numadir import: database.path " << config->database.path.string() << " already holds "
+          << *held << (*held == 1 ? " entry" : " entries")
+          << ": import loads only into an empty database; move it away or point database.path "
+             "elsewhere\n";
     }
+    return 1;
   }
   const std::string name = options.input == "-" ? "<stdin>" : options.input;
   int status = 1;
   {
-    LdifReader reader(file);
     // This thread parses the LDIF; the importer's workers check and encode the entries and
     // its writer stores them, in input order, in one transaction.
     auto importer = opened->directory->begin_bulk_import(backend::UpdateContext{}, {});
@@ -223,8 +258,7 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
       }
       if (failure != nullptr) {
         err << "numadir import: " << name << ":" << failure->tag << ": dn \"" << failure->dn
-            << "\": " << status_code_name(failure->status.code()) << ": "
-            << failure->status.message() << "\n";
+            << "\": " << failure_text(*failure) << "\n";
       } else if (costly_refused.has_value()) {
         err << "numadir import: " << name << ":" << *costly_refused << "\n";
       } else if (bad_input.has_value()) {
@@ -245,9 +279,6 @@ int run_import(const ImportOptions& options, std::ostream& out, std::ostream& er
             << name << ":" << first_costly << "\n";
       }
     }
-  }
-  if (file != stdin) {
-    std::fclose(file);
   }
   return status;
 }

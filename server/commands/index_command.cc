@@ -13,7 +13,7 @@ int run_index(const IndexOptions& options, std::ostream& out, std::ostream& err)
     err << "numadir index: " << config.status().message() << "\n";
     return 1;
   }
-  auto opened = open_directory(*config);
+  auto opened = open_directory(*config, backend::OpenMode::kMustExist);
   if (!opened.ok()) {
     err << "numadir index: " << opened.status().message() << "\n";
     return 1;

@@ -18,9 +18,12 @@ struct OpenedDirectory {
   std::unique_ptr<backend::Directory> directory;  // Destroyed first (declared last).
 };
 
-// Loads the shipped schema plus config.schema_files, then opens config.database.
-// Errors: the schema's load errors (file:line), the Directory's open errors.
-Result<OpenedDirectory> open_directory(const Config& config);
+// Loads the shipped schema plus config.schema_files, then opens config.database: only a
+// database that is there with OpenMode::kMustExist (the commands that read one: export, index),
+// creating an empty one where there is none with OpenMode::kCreate (import).
+// Errors: the schema's load errors (file:line); kNotFound "database.path PATH: no database
+//   there (numadir import creates one)" with kMustExist; the Directory's other open errors.
+Result<OpenedDirectory> open_directory(const Config& config, backend::OpenMode mode);
 
 // Loads the schema only. Errors: as Schema::load_default.
 Result<std::unique_ptr<schema::Schema>> load_schema(const Config& config);

@@ -111,10 +111,14 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     err << "numadir serve: " << lock.status().message() << "\n";
     return 1;
   }
-  auto directory = backend::Directory::open(*compiled.schema, config.database);
+  auto directory =
+      backend::Directory::open(*compiled.schema, config.database, backend::OpenMode::kCreate);
   if (!directory.ok()) {
     err << "numadir serve: " << directory.status().message() << "\n";
     return 1;
+  }
+  if ((*directory)->created()) {  // A misspelt database.path shows here, not as no entries.
+    err << "numadir: created an empty database in " << config.database.path.string() << "\n";
   }
   const ServerSettings& settings = config.server;
   HandlerOptions handler_options;

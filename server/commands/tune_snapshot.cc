@@ -117,7 +117,7 @@ Status make_tune_snapshot(const Config& config, const std::filesystem::path& sna
   options.path = snapshot;
   options.durability = backend::Durability::kNoSync;  // A copy thrown away at the end.
   Result<std::unique_ptr<backend::Directory>> directory =
-      backend::Directory::open(**schema, options);
+      backend::Directory::open(**schema, options, backend::OpenMode::kMustExist);
   if (!directory.ok()) {
     return Status(directory.status().code(),
                   "the snapshot " + snapshot.string() + ": " + directory.status().message());

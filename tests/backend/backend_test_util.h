@@ -74,7 +74,8 @@ inline DirectoryOptions test_options(const std::filesystem::path& path,
 }
 
 inline std::unique_ptr<Directory> open_directory(const DirectoryOptions& options) {
-  Result<std::unique_ptr<Directory>> directory = Directory::open(test_schema(), options);
+  Result<std::unique_ptr<Directory>> directory =
+      Directory::open(test_schema(), options, OpenMode::kCreate);
   REQUIRE_MESSAGE(directory.ok(), directory.status().to_string());
   return std::move(*directory);
 }

@@ -301,29 +301,72 @@ TEST_CASE("Directory: open rejects bad options") {
   SUBCASE("a bad suffix") {
     DirectoryOptions options = test_options(dir.path());
     options.suffix = "dc=example,,";
-    CHECK(Directory::open(test_schema(), options).status().code() == StatusCode::kInvalidArgument);
+    CHECK(Directory::open(test_schema(), options, OpenMode::kCreate).status().code() ==
+          StatusCode::kInvalidArgument);
     options.suffix = "";
-    CHECK(Directory::open(test_schema(), options).status().code() == StatusCode::kInvalidArgument);
+    CHECK(Directory::open(test_schema(), options, OpenMode::kCreate).status().code() ==
+          StatusCode::kInvalidArgument);
   }
   SUBCASE("an index on an unknown attribute") {
     DirectoryOptions options = test_options(dir.path(), {IndexSpec{"noSuchAttr", true}});
-    CHECK(Directory::open(test_schema(), options).status().code() == StatusCode::kInvalidArgument);
+    CHECK(Directory::open(test_schema(), options, OpenMode::kCreate).status().code() ==
+          StatusCode::kInvalidArgument);
   }
   SUBCASE("an index kind without a matching rule") {
     // userPassword has no substrings rule; sn has no ordering rule.
     DirectoryOptions options =
         test_options(dir.path(), {IndexSpec{"sn", false, false, false, true}});
-    CHECK(Directory::open(test_schema(), options).status().code() == StatusCode::kInvalidArgument);
+    CHECK(Directory::open(test_schema(), options, OpenMode::kCreate).status().code() ==
+          StatusCode::kInvalidArgument);
   }
   SUBCASE("a different suffix than the database's") {
     { auto directory = open_directory(test_options(dir.path())); }
     DirectoryOptions options = test_options(dir.path());
     options.suffix = "dc=other,dc=org";
-    CHECK(Directory::open(test_schema(), options).status().code() == StatusCode::kInvalidArgument);
+    CHECK(Directory::open(test_schema(), options, OpenMode::kCreate).status().code() ==
+          StatusCode::kInvalidArgument);
   }
   SUBCASE("an unusable path") {
     DirectoryOptions options = test_options("/proc/numadir-cannot-create");
-    CHECK(Directory::open(test_schema(), options).status().code() == StatusCode::kStorage);
+    CHECK(Directory::open(test_schema(), options, OpenMode::kCreate).status().code() ==
+          StatusCode::kStorage);
+  }
+}
+
+TEST_CASE("Directory: kMustExist opens only a database that is there and creates nothing") {
+  TempDir dir;
+  SUBCASE("a path that does not exist") {
+    const std::filesystem::path missing = dir.path() / "typo" / "db";
+    Result<std::unique_ptr<Directory>> refused =
+        Directory::open(test_schema(), test_options(missing), OpenMode::kMustExist);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == StatusCode::kNotFound);
+    CHECK(refused.status().message() == "no database in " + missing.string());
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "typo"));
+  }
+  SUBCASE("an empty directory: neither data.mdb nor lock.mdb is made in it") {
+    Result<std::unique_ptr<Directory>> refused =
+        Directory::open(test_schema(), test_options(dir.path()), OpenMode::kMustExist);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == StatusCode::kNotFound);
+    CHECK(std::filesystem::is_empty(dir.path()));
+  }
+  SUBCASE("kCreate makes the database and says so; then kMustExist opens it") {
+    const std::filesystem::path made = dir.path() / "new" / "db";
+    {
+      Result<std::unique_ptr<Directory>> created =
+          Directory::open(test_schema(), test_options(made), OpenMode::kCreate);
+      REQUIRE_MESSAGE(created.ok(), created.status().to_string());
+      CHECK((*created)->created());
+      require_ok((*created)->add(domain_entry(std::string(kSuffix), "example"), {}));
+    }
+    for (const OpenMode mode : {OpenMode::kMustExist, OpenMode::kCreate}) {
+      Result<std::unique_ptr<Directory>> opened =
+          Directory::open(test_schema(), test_options(made), mode);
+      REQUIRE_MESSAGE(opened.ok(), opened.status().to_string());
+      CHECK_FALSE((*opened)->created());
+      CHECK((*opened)->entry_count().value() == 1);
+    }
   }
 }
 

@@ -26,7 +26,8 @@ const std::string kPeople = "ou=people," + std::string(kSuffix);
 
 // The child: adds users until killed, writing "<dn>\n" after each acknowledged add.
 [[noreturn]] void run_writer(const DirectoryOptions& options, int out_fd) {
-  Result<std::unique_ptr<Directory>> directory = Directory::open(test_schema(), options);
+  Result<std::unique_ptr<Directory>> directory =
+      Directory::open(test_schema(), options, OpenMode::kCreate);
   if (!directory.ok()) {
     _exit(2);
   }
@@ -47,7 +48,8 @@ const std::string kPeople = "ou=people," + std::string(kSuffix);
 // The child: four threads queue adds to the writer without waiting; each completion (on the
 // writer thread) writes "<dn>\n" once the add is reported committed.
 [[noreturn]] void run_async_writers(const DirectoryOptions& options, int out_fd) {
-  Result<std::unique_ptr<Directory>> directory = Directory::open(test_schema(), options);
+  Result<std::unique_ptr<Directory>> directory =
+      Directory::open(test_schema(), options, OpenMode::kCreate);
   if (!directory.ok()) {
     _exit(2);
   }

@@ -187,6 +187,22 @@ TEST_CASE(
   CHECK(failure->tag == bad + 1);
   CHECK(failure->dn == entries[bad].dn);
   CHECK(failure->status.code() == code);
+  if (code == StatusCode::kNoSuchObject) {
+    // The parent itself, not the nearest entry that exists (the suffix).
+    CHECK(failure->missing_parent == "ou=nowhere," + std::string(kSuffix));
+    CHECK(failure->status.message() ==
+          "parent entry ou=nowhere," + std::string(kSuffix) + " is missing");
+  } else {
+    CHECK(failure->missing_parent.empty());
+  }
+  if (code == StatusCode::kEntryAlreadyExists) {
+    // user(3) is entries[5] (after the suffix and ou=people), added with tag 6.
+    CHECK(failure->earlier_tag == std::optional<std::uint64_t>(6));
+    CHECK(failure->earlier_dn == entries[bad].dn);
+    CHECK(failure->status.message() == "an entry with this DN is already stored");
+  } else {
+    CHECK_FALSE(failure->earlier_tag.has_value());
+  }
   importer =
       Result<std::unique_ptr<Directory::BulkImporter>>(Status(StatusCode::kInternal, "released"));
   CHECK(directory->entry_count().value() == 0);
@@ -197,6 +213,51 @@ TEST_CASE(
   REQUIRE(add_all(**importer, directory_entries(5)));
   require_ok((*importer)->finish());
   CHECK(directory->entry_count().value() == 8);
+}
+
+TEST_CASE("BulkImporter: a DN given twice names the earlier entry by its tag and spelling") {
+  TempDir dir;
+  auto directory = open_directory(test_options(dir.path()));
+  std::vector<schema::Entry> entries = directory_entries(300);
+  // Tags as a caller may give them: large, and not in order (each kept as a difference from
+  // the one before: large ones, and ones below it, take several bytes).
+  auto tag_of = [](std::size_t i) -> std::uint64_t {
+    return i % 2 == 0 ? (std::uint64_t{1} << 40) + i * 1'000'003 : 7 * i + 1;
+  };
+  const std::size_t earlier = 2 + 217;  // user(217)
+  schema::Entry again = user(217);
+  again.dn = "UID=User217," + kPeople;
+  entries.insert(entries.begin() + 290, again);
+  auto importer = directory->begin_bulk_import({}, small_batches(2, 16));
+  REQUIRE(importer.ok());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!(*importer)->add(entries[i], tag_of(i))) {
+      break;
+    }
+  }
+  CHECK((*importer)->finish().code() == StatusCode::kEntryAlreadyExists);
+  const Directory::ImportFailure* failure = (*importer)->failure();
+  REQUIRE(failure != nullptr);
+  CHECK(failure->tag == tag_of(290));
+  CHECK(failure->dn == "UID=User217," + kPeople);
+  CHECK(failure->earlier_tag == std::optional<std::uint64_t>(tag_of(earlier)));
+  CHECK(failure->earlier_dn == user_dn(217));
+  CHECK(failure->status.message() == "an entry with this DN is already stored as " + user_dn(217));
+}
+
+TEST_CASE("BulkImporter: an entry outside the suffix says so") {
+  TempDir dir;
+  auto directory = open_directory(test_options(dir.path()));
+  std::vector<schema::Entry> entries = directory_entries(3);
+  entries[3].dn = "uid=user1,dc=elsewhere,dc=org";
+  auto importer = directory->begin_bulk_import({}, small_batches(1, 4));
+  REQUIRE(importer.ok());
+  add_all(**importer, entries);
+  CHECK((*importer)->finish().code() == StatusCode::kNoSuchObject);
+  REQUIRE((*importer)->failure() != nullptr);
+  CHECK((*importer)->failure()->tag == 4);
+  CHECK((*importer)->failure()->status.message() == "not under the suffix " + std::string(kSuffix));
+  CHECK((*importer)->failure()->missing_parent.empty());
 }
 
 TEST_CASE("BulkImporter: add() says stop once an entry failed") {
@@ -252,6 +313,8 @@ TEST_CASE("BulkImporter: refuses a directory that is not empty") {
   require_ok(directory->add(domain_entry(std::string(kSuffix), "example"), {}));
   auto importer = directory->begin_bulk_import({}, {});
   CHECK(importer.status().code() == StatusCode::kInvalidArgument);
+  CHECK(importer.status().message() ==
+        "the directory holds 1 entry: an import loads only into an empty one");
   // The writer mutex was released: updates go on.
   require_ok(directory->add(ou_entry(kPeople, "people"), {}));
 }

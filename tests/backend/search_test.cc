@@ -502,5 +502,55 @@ TEST_CASE("Search: a scan for want of an index is noted once per attribute and k
   CHECK(notices[2].find("gidNumber has no ordering index") != std::string::npos);
 }
 
+TEST_CASE("Search: (objectClass=*) matches every entry in scope and notes nothing") {
+  // objectClass has an eq index and no pres one (default_indexes), as most configs have it:
+  // ldapsearch's default filter is no search that an index would help.
+  SearchFixture f;
+  std::vector<std::string> notices;
+  f.directory().set_notices([&](std::string_view text) { notices.emplace_back(text); });
+  CHECK(f.count("(objectClass=*)") == 15);
+  CHECK(f.count("(&(objectClass=*)(uid=user3))") == 1);
+  CHECK(f.count("(!(objectClass=*))") == 0);
+  CHECK(notices.empty());
+  // An options-qualified one is an ordinary presence item (no entry here has such a value).
+  CHECK(f.count("(objectClass;x-tag=*)") == 0);
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0].find("objectClass has no pres index") != std::string::npos);
+  // Another attribute without a pres index is still noted.
+  CHECK(f.count("(mail=*)") == 5);
+  REQUIRE(notices.size() == 2);
+  CHECK(notices[1].find("mail has no pres index") != std::string::npos);
+}
+
+TEST_CASE("Search: (objectClass=*) scans its scope even where objectClass has a pres index") {
+  // A pres index on objectClass lists every id: reading the entries by id would only replace a
+  // scan of the scope with random reads. The order of delivery tells which ran: a scan follows
+  // the DN keys; candidates follow the ids, i.e. the order the entries were added in.
+  std::vector<IndexSpec> indexes = default_indexes();
+  indexes[0].presence = true;
+  SearchFixture f(indexes);
+  std::vector<std::string> added = {std::string(kSuffix), kPeople, kGroups};
+  for (int n = 0; n < 10; ++n) {
+    added.push_back(user_dn(n));
+  }
+  added.push_back("ou=staff," + kPeople);
+  added.push_back("cn=Boss,ou=staff," + kPeople);
+  const SearchResult scanned =
+      search(f.directory(), f.txn(), kSuffix, Scope::kSubtree, "(!(uid=no-such-user))");
+  REQUIRE(scanned.status.ok());
+  REQUIRE(scanned.dns.size() == added.size());
+  REQUIRE(scanned.dns != added);  // Otherwise the order could not tell.
+  const SearchResult everything =
+      search(f.directory(), f.txn(), kSuffix, Scope::kSubtree, "(objectClass=*)");
+  REQUIRE(everything.status.ok());
+  CHECK(everything.dns == scanned.dns);
+  // Another presence item with a pres index does use it: its entries come in id order.
+  const SearchResult indexed = search(f.directory(), f.txn(), kSuffix, Scope::kSubtree, "(uid=*)");
+  REQUIRE(indexed.status.ok());
+  std::vector<std::string> users(added.begin() + 3, added.begin() + 13);  // user0 .. user9
+  users.push_back(added.back());                                          // and the boss
+  CHECK(indexed.dns == users);
+}
+
 }  // namespace
 }  // namespace numadir::backend

@@ -451,7 +451,8 @@ TEST_CASE("Directory: CSNs carry the configured server id") {
   TempDir other;
   DirectoryOptions bad = test_options(other.path());
   bad.server_id = kMaxServerId + 1;
-  Result<std::unique_ptr<Directory>> refused = Directory::open(test_schema(), bad);
+  Result<std::unique_ptr<Directory>> refused =
+      Directory::open(test_schema(), bad, OpenMode::kCreate);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == StatusCode::kInvalidArgument);
   CHECK(refused.status().message().find("server_id 4096") != std::string::npos);

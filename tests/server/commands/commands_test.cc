@@ -56,7 +56,7 @@ class Workspace {
   std::uint64_t entry_count() const {
     auto config = load_config(path("numadir.toml"));
     REQUIRE(config.ok());
-    auto opened = open_directory(*config);
+    auto opened = open_directory(*config, backend::OpenMode::kMustExist);
     REQUIRE_MESSAGE(opened.ok(), opened.status().to_string());
     auto count = opened->directory->entry_count();
     REQUIRE(count.ok());
@@ -161,8 +161,19 @@ TEST_CASE("Commands: a bad record stops the import with its line and commits not
                              user(2));
     std::string errors;
     CHECK(import_file(ws, "bad.ldif", errors) == 1);
-    CHECK(errors.find(":17: dn \"uid=x,ou=nowhere,dc=example,dc=com\": no such object") !=
-          std::string::npos);
+    // The parent itself (as slapadd names it), not the nearest entry there is.
+    CHECK(errors.find(":17: dn \"uid=x,ou=nowhere,dc=example,dc=com\": no such object: its "
+                      "parent \"ou=nowhere,dc=example,dc=com\" is not in the LDIF before it "
+                      "(parents come before their children)\n") != std::string::npos);
+  }
+  SUBCASE("a DN twice") {
+    // user1 starts on line 11, user2 on 17, the second user1 on 23.
+    ws.write("bad.ldif", std::string(kBase) + user(1) + user(2) + user(1));
+    std::string errors;
+    CHECK(import_file(ws, "bad.ldif", errors) == 1);
+    CHECK(errors.find("bad.ldif:23: dn \"uid=user1,ou=people,dc=example,dc=com\": already at "
+                      "line 11\n") != std::string::npos);
+    CHECK(errors.find("nothing was imported") != std::string::npos);
   }
   SUBCASE("change record") {
     ws.write("bad.ldif", std::string(kBase) +
@@ -200,12 +211,62 @@ TEST_CASE("Commands: import refuses a missing file and a bad config with the rea
   Workspace ws;
   std::string errors;
   CHECK(import_file(ws, "absent.ldif", errors) == 1);
-  CHECK(errors.find("absent.ldif: cannot open") != std::string::npos);
+  CHECK(errors == "numadir import: cannot open LDIF file '" + ws.path("absent.ldif").string() +
+                      "': No such file or directory\n");
+  CHECK_FALSE(std::filesystem::exists(ws.path("db")));  // The input is opened first.
+  std::filesystem::create_directory(ws.path("a-directory.ldif"));
+  CHECK(import_file(ws, "a-directory.ldif", errors) == 1);
+  CHECK(errors.find(ws.path("a-directory.ldif").string() +
+                    ": read error on the input: Is a directory\n") != std::string::npos);
 
   ws.write("numadir.toml", "[database]\npath = \"db\"\n");
   ws.write("users.ldif", kBase);
   CHECK(import_file(ws, "users.ldif", errors) == 1);
   CHECK(errors.find("database.suffix: missing") != std::string::npos);
+}
+
+TEST_CASE("Commands: import refuses a database that holds entries naming its path") {
+  Workspace ws;
+  ws.write("users.ldif", std::string(kBase) + user(1));
+  std::string errors;
+  REQUIRE_MESSAGE(import_file(ws, "users.ldif", errors) == 0, errors);
+  CHECK(import_file(ws, "users.ldif", errors) == 1);
+  CHECK(errors == "numadir import: database.path " + ws.path("db").string() +
+                      " already holds 3 entries: import loads only into an empty database; "
+                      "move it away or point database.path elsewhere\n");
+  CHECK(ws.entry_count() == 3);
+}
+
+TEST_CASE("Commands: export and index refuse a missing database and create nothing") {
+  Workspace ws;
+  const std::string expected = "database.path " + ws.path("db").string() +
+                               ": no database there (numadir import creates one)\n";
+  std::ostringstream out;
+  std::ostringstream err;
+  SUBCASE("export") {
+    ExportOptions options;
+    options.config = ws.path("numadir.toml");
+    CHECK(run_export(options, out, err) == 1);
+    CHECK(err.str() == "numadir export: " + expected);
+  }
+  SUBCASE("index") {
+    IndexOptions options;
+    options.config = ws.path("numadir.toml");
+    CHECK(run_index(options, out, err) == 1);
+    CHECK(err.str() == "numadir index: " + expected);
+  }
+  SUBCASE("index --verify, on an empty directory") {
+    std::filesystem::create_directory(ws.path("db"));
+    IndexOptions options;
+    options.config = ws.path("numadir.toml");
+    options.verify = true;
+    CHECK(run_index(options, out, err) == 1);
+    CHECK(err.str() == "numadir index: " + expected);
+    CHECK(std::filesystem::is_empty(ws.path("db")));
+    std::filesystem::remove(ws.path("db"));
+  }
+  CHECK(out.str().empty());
+  CHECK_FALSE(std::filesystem::exists(ws.path("db")));
 }
 
 // A user entry with `password` as its userPassword value.
