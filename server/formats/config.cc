@@ -665,6 +665,12 @@ ConfigReport parse_config_report(std::string_view text, std::string_view origin,
   warn_ineffective(config, problems);
   report.errors = std::move(problems.errors());
   report.warnings = std::move(problems.warnings());
+  // In the file's order, as a compiler lists them (the sections are read in a fixed order).
+  for (std::vector<ConfigDiagnostic>* list : {&report.errors, &report.warnings}) {
+    std::stable_sort(
+        list->begin(), list->end(),
+        [](const ConfigDiagnostic& a, const ConfigDiagnostic& b) { return a.line < b.line; });
+  }
   if (report.errors.empty()) {
     report.config = std::move(config);
   }

@@ -325,7 +325,9 @@ void parse_consumer(const toml::table& table, std::size_t index,
   path("ca_file", consumer.ca_file);
   const bool verify_given = get_bool(table, prefix, "tls_verify", consumer.tls_verify, problems);
   if (consumer.uses_tls()) {
-    if (consumer.tls_verify && consumer.ca_file.empty() && !table.contains("ca_file")) {
+    // A tls_verify of the wrong type is its own mistake: no guess at what it meant.
+    if (consumer.tls_verify && consumer.ca_file.empty() && !table.contains("ca_file") &&
+        (verify_given || !table.contains("tls_verify"))) {
       problems.add(key("ca_file"),
                    "missing (the CAs to verify the provider's certificate with; or tls_verify = "
                    "false, which checks nothing)");
