@@ -396,8 +396,15 @@ int main(int argc, char** argv) {
       return unknown_command(args[1], names);
     }
     args = {args[1], "--help"};  // Exactly what `numadir COMMAND --help` prints.
-  } else if (!args[0].starts_with("-") &&
-             std::find(names.begin(), names.end(), args[0]) == names.end()) {
+  } else if (args[0].starts_with("-")) {
+    // Before a command only these; CLI11 would say "A subcommand is required".
+    if (args[0] != "-h" && args[0] != "--help" && args[0] != "--version") {
+      std::cerr << "numadir: unknown option '" << args[0]
+                << "' (before a command: --help, --version)\nRun 'numadir help' for the "
+                   "commands.\n";
+      return kUsageExit;
+    }
+  } else if (std::find(names.begin(), names.end(), args[0]) == names.end()) {
     return unknown_command(args[0], names);
   }
 

@@ -78,6 +78,11 @@ def check_unknown_commands(numadir):
             result.stderr.startswith("numadir: unknown command 'imprt'; did you mean 'import'?"),
             "numadir help imprt: the same error", result.stderr)
 
+    result = run(numadir, "--bogus")
+    h.check(result.returncode == 2 and
+            result.stderr.startswith("numadir: unknown option '--bogus' (before a command: "),
+            "an unknown option before any command is named", result.stderr)
+
     result = run(numadir, "serve", "--bogus")
     h.check(result.returncode == 2 and "--bogus" in result.stderr,
             "an unknown option is a usage error (2) naming it", result.stderr)
@@ -155,6 +160,20 @@ def check_unreadable_configs(numadir, root):
             h.check(result.returncode == 1 and why in result.stderr,
                     f"{args[0]} -c {config}: exit 1 with the reason (not an abort)",
                     f"status {result.returncode}, stderr {result.stderr!r}")
+
+    # Not text, not TOML: the line (and column) of what is wrong.
+    binary = os.path.join(folder, "binary.toml")
+    with open(binary, "wb") as stream:
+        stream.write(b"\xff\xfe\x00\x01\n")
+    result = run(numadir, "check-config", "-c", binary)
+    h.check_equal((result.returncode, result.stderr),
+                  (1, f"{binary}:1: non-ASCII character (only comments may have them; write DNs "
+                      "with \\XX escapes)\n"), "a binary file: its line, exit 1")
+    prose = write(os.path.join(folder, "prose.toml"), "this is not toml\n")
+    result = run(numadir, "check-config", "-c", prose)
+    h.check(result.returncode == 1 and result.stderr.startswith(f"{prose}:1:6: ") and
+            len(result.stderr.splitlines()) == 1, "text that is not TOML: line and column, exit 1",
+            result.stderr)
 
     # Permission denied: root reads any file, so the check runs as nobody where it can.
     locked = write(os.path.join(folder, "locked.toml"), base_config(folder), 0o600)
