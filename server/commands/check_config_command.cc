@@ -2,9 +2,12 @@
 // schema it names, the indexes, the rootdn, the access rules, the TLS certificate and key, the
 // replication consumers' files and DNs, the thread plan, the user and group) and reports every
 // problem and warning in the words serve would use; neither the database nor the log is opened.
+// A database.path with no database in it is only a note (on standard output): check-config is
+// run before the first import, and serve creates an empty database there.
 // With --online it then reaches each [[replication.consumer]]'s provider
 // (server/replication/provider_check.h) and prints a line for each.
 #include <iostream>
+#include <system_error>
 
 #include "server/commands/commands.h"
 #include "server/commands/server_config.h"
@@ -18,6 +21,17 @@ int run_check_config(const std::filesystem::path& config_path, std::ostream& out
   report_server_config(outcome, err);
   if (!outcome.ok()) {
     return 1;
+  }
+  const Config& config = outcome.compiled->config;
+  std::error_code ec;
+  if (!std::filesystem::exists(config.database.path / "data.mdb", ec)) {
+    const ConfigDiagnostic note{config_path.string(),
+                                config_key_line(config.key_lines, "database.path"), 0,
+                                "database.path",
+                                config.database.path.string() +
+                                    ": no database there yet; numadir import creates one, "
+                                    "numadir serve creates an empty one"};
+    out << note.to_string("note") << "\n";
   }
   bool failed = false;
   if (online) {

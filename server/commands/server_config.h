@@ -9,8 +9,12 @@
 // accepts exactly what serve starts with, and both report a mistake in the same words; serve then
 // uses the compiled parts themselves (the rules are compiled once).
 //
-// Warnings do not fail: a config file that holds server.rootpw, or a replication
-// credentials_file, that group or others may read (mode & 077).
+// Every mistake is reported, each with the file, line and key (config.h's ConfigDiagnostic),
+// and the parts after one are still checked wherever they can be. Warnings do not fail: a config
+// file that holds server.rootpw, or a replication credentials_file, that group or others may
+// read (mode & 077); a cleartext rootpw while passwords.allow_cleartext is off; settings that
+// cannot take effect (config.h's parse: ignored keys; here: an [[access]] rule that an earlier
+// one hides).
 //
 // Thread contract: compiled and reported on the main thread at startup; a ServerConfig is
 // immutable afterwards (its TlsContext has its own contract) and outlives the server it feeds.
@@ -54,10 +58,11 @@ struct ServerConfig {
 // What compile_server_config found.
 struct ServerConfigOutcome {
   std::unique_ptr<ServerConfig> compiled;  // nullptr when there are errors.
-  // Every mistake found, each "<file>: <key>: <problem>" (a parse error or a schema that does
-  // not load stops there; the parts after it are checked independently of one another).
-  std::vector<std::string> errors;
-  std::vector<std::string> warnings;  // Each "<file>: <problem>", reported either way.
+  // Every mistake found, in file order within each part (a file that cannot be read, a TOML
+  // syntax error or a schema that does not load stops there; the parts after it are checked
+  // independently of one another).
+  std::vector<ConfigDiagnostic> errors;
+  std::vector<ConfigDiagnostic> warnings;  // Reported either way.
 
   bool ok() const { return errors.empty(); }
 };
@@ -65,8 +70,9 @@ struct ServerConfigOutcome {
 // Reads `path` and compiles it (see above). Never throws; every failure is in `errors`.
 ServerConfigOutcome compile_server_config(const std::filesystem::path& path);
 
-// Writes `outcome`'s warnings ("numadir: warning: <warning>") and errors ("numadir: <error>") to
-// `err`, one line each: check-config and serve print the same lines for the same file.
+// Writes `outcome`'s warnings ("<file>:<line>: warning: <key>: <problem>") and errors
+// ("<file>:<line>: <key>: <problem>") to `err`, one line each, as compilers do: check-config and
+// serve print the same lines for the same file.
 void report_server_config(const ServerConfigOutcome& outcome, std::ostream& err);
 
 }  // namespace numadir::server

@@ -111,9 +111,8 @@ std::string number_text(double value) {
   return out.str();
 }
 
-bool is_thread_error(const std::string& error, const std::string& file) {
-  return error.rfind(file + ": threads: ", 0) == 0 ||
-         error.rfind(file + ": threads.topology: ", 0) == 0;
+bool is_thread_error(const ConfigDiagnostic& error) {
+  return error.key == "threads" || error.key == "threads.topology";
 }
 
 // The candidates that can run here, the current settings first; each one skipped is named on
@@ -245,11 +244,11 @@ int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
   ServerConfigOutcome outcome = compile_server_config(options.config);
   std::vector<std::string> thread_errors;
   std::vector<std::string> other_errors;
-  for (const std::string& error : outcome.errors) {
-    (is_thread_error(error, config_file) ? thread_errors : other_errors).push_back(error);
+  for (const ConfigDiagnostic& error : outcome.errors) {
+    (is_thread_error(error) ? thread_errors : other_errors).push_back(error.to_string());
   }
-  for (const std::string& warning : outcome.warnings) {
-    err << "numadir: warning: " << warning << "\n";
+  for (const ConfigDiagnostic& warning : outcome.warnings) {
+    err << warning.to_string("warning") << "\n";
   }
   if (!other_errors.empty()) {
     for (const std::string& error : other_errors) {

@@ -7,7 +7,12 @@
 // Thread contract: as config.h; a config is parsed by one thread, once, at startup.
 #include "server/formats/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <fstream>
 #include <iterator>
@@ -17,6 +22,7 @@
 #include "schema/ascii.h"
 #include "schema/dn.h"
 #include "server/formats/detail/config_toml.h"
+#include "server/formats/detail/ldif_source.h"
 #include "server/operations/password_cost.h"
 
 namespace numadir::server {
@@ -39,7 +45,7 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
   if (get_string(table, "database", "path", text, problems)) {
     db.path =
         std::filesystem::path(text).is_absolute() ? std::filesystem::path(text) : base_dir / text;
-  } else if (!problems.any()) {
+  } else if (!table.contains("path")) {
     problems.add("database.path", "missing");
   }
   if (get_string(table, "database", "suffix", db.suffix, problems)) {
@@ -49,7 +55,7 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
     } else if (dn->is_root()) {
       problems.add("database.suffix", "must not be empty");
     }
-  } else if (!problems.any()) {
+  } else if (!table.contains("suffix")) {
     problems.add("database.suffix", "missing");
   }
   if (const toml::node* node = table.get("map_size")) {
@@ -84,11 +90,11 @@ void parse_database(const toml::table& table, const std::filesystem::path& base_
   }
   std::vector<std::string> indexes;
   if (get_strings(table, "database", "indexes", indexes, problems)) {
-    for (const std::string& spec : indexes) {
-      auto parsed = parse_index_spec(spec);
+    for (std::size_t i = 0; i < indexes.size(); ++i) {
+      auto parsed = parse_index_spec(indexes[i]);
       if (!parsed.ok()) {
-        problems.add("database.indexes", parsed.status().message());
-        break;
+        problems.add("database.indexes[" + std::to_string(i) + "]", parsed.status().message());
+        continue;
       }
       db.indexes.push_back(*parsed);
     }
@@ -190,22 +196,34 @@ std::size_t mask_comment_non_ascii(std::string_view text, std::string& ascii) {
 
 namespace detail {
 
-Result<toml::table> parse_toml_document(std::string_view text, std::string_view origin) {
+std::optional<toml::table> parse_toml_text(std::string_view text, std::string_view origin,
+                                           ConfigDiagnostic& error) {
   std::string ascii;
   if (const std::size_t line = mask_comment_non_ascii(text, ascii); line != 0) {
-    return invalid_argument(std::string(origin) + ":" + std::to_string(line) +
-                            ": non-ASCII character (only comments may have them; write DNs "
-                            "with \\XX escapes)");
+    error = ConfigDiagnostic{std::string(origin), static_cast<std::uint32_t>(line), 0, "",
+                             "non-ASCII character (only comments may have them; write DNs "
+                             "with \\XX escapes)"};
+    return std::nullopt;
   }
   toml::parse_result parsed = toml::parse(ascii, origin);
   if (!parsed) {
-    const toml::parse_error& error = parsed.error();
-    std::ostringstream message;
-    message << origin << ":" << error.source().begin.line << ":" << error.source().begin.column
-            << ": " << error.description();
-    return invalid_argument(message.str());
+    const toml::parse_error& failure = parsed.error();
+    error = ConfigDiagnostic{std::string(origin),
+                             static_cast<std::uint32_t>(failure.source().begin.line),
+                             static_cast<std::uint32_t>(failure.source().begin.column), "",
+                             std::string(failure.description())};
+    return std::nullopt;
   }
   return std::move(parsed).table();
+}
+
+Result<toml::table> parse_toml_document(std::string_view text, std::string_view origin) {
+  ConfigDiagnostic error;
+  std::optional<toml::table> table = parse_toml_text(text, origin, error);
+  if (!table.has_value()) {
+    return invalid_argument(error.to_string());
+  }
+  return std::move(*table);
 }
 
 }  // namespace detail
@@ -282,7 +300,9 @@ Result<backend::IndexSpec> parse_index_spec(std::string_view text) {
 
 namespace {
 
-void parse_server(const toml::table& table, Config& config, Problems& problems) {
+// `listen_keys` gets the key of each URL kept in config.server.listen.
+void parse_server(const toml::table& table, Config& config, std::vector<std::string>& listen_keys,
+                  Problems& problems) {
   check_keys(table, "server",
              {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections",
               "max_pdu_size", "max_outstanding_per_connection", "queue_capacity",
@@ -294,13 +314,14 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
     if (urls.empty()) {
       problems.add("server.listen", "needs at least one URL");
     }
-    for (const std::string& text : urls) {
-      auto url = listener::parse_listen_url(text);
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      auto url = listener::parse_listen_url(urls[i]);
       if (!url.ok()) {
-        problems.add("server.listen", url.status().message());
-        break;
+        problems.add("server.listen[" + std::to_string(i) + "]", url.status().message());
+        continue;
       }
       server.listen.push_back(*url);
+      listen_keys.push_back("server.listen[" + std::to_string(i) + "]");
     }
   }
   if (get_string(table, "server", "rootdn", server.root_dn, problems)) {
@@ -312,11 +333,16 @@ void parse_server(const toml::table& table, Config& config, Problems& problems) 
   if (get_string(table, "server", "rootpw", server.root_password, problems)) {
     if (server.root_dn.empty()) {
       problems.add("server.rootpw", "set without server.rootdn");
-    } else if (!backend::stored_password_scheme(server.root_password).ok() &&
+    } else if (const Result<backend::PasswordScheme> scheme =
+                   backend::stored_password_scheme(server.root_password);
+               !scheme.ok()) {
+      problems.add("server.rootpw", scheme.status().message());
+    } else if (*scheme == backend::PasswordScheme::kCleartext &&
                !config.allow_cleartext_passwords) {
-      problems.add("server.rootpw",
-                   "must be hashed ({SSHA512}..., made by numadir passwd) unless "
-                   "passwords.allow_cleartext is true");
+      // Binds check it as they check a userPassword value: cleartext is refused (49).
+      problems.warn("server.rootpw",
+                    "the rootdn can never bind: rootpw is cleartext and passwords.allow_cleartext "
+                    "is off; hash it with `numadir passwd`");
     } else if (const std::optional<backend::CostExcess> excess =
                    backend::password_cost_excess(server.root_password, config.password_limits)) {
       problems.add("server.rootpw", describe_cost_excess(*excess) +
@@ -435,7 +461,7 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
     std::uint64_t number = 0;
     if (get_count(node, prefix, "id", kMaxNodeId, number, problems)) {
       settings.node = static_cast<unsigned>(number);
-    } else if (!problems.any()) {
+    } else if (!node.contains("id")) {
       problems.add(prefix + ".id", "missing");
     }
     if (get_count(node, prefix, "listeners", 1024, number, problems)) {
@@ -453,25 +479,107 @@ void parse_threads(const toml::table& table, Config& config, Problems& problems)
   }
 }
 
+// Settings that parse but cannot take effect given the others: warnings, not errors.
+void warn_ineffective(const Config& config, Problems& problems) {
+  const ConfigKeyLines& given = config.key_lines;
+  if (config.log_level == LogLevel::kOff) {
+    for (const char* key : {"log.file", "log.format"}) {
+      if (given.contains(key)) {
+        problems.warn(key,
+                      "ignored: log.level is \"off\" (the default), so no access log is "
+                      "written");
+      }
+    }
+  }
+  if (config.threads.dispatcher == "single") {
+    for (const char* key : {"server.listeners", "threads.pin", "threads.listener_helps"}) {
+      if (given.contains(key)) {
+        problems.warn(key,
+                      "ignored with threads.dispatcher = \"single\" (one listener, one "
+                      "unpinned pool)");
+      }
+    }
+  } else if (!config.threads.nodes.empty()) {
+    for (const char* key : {"server.listeners", "server.workers"}) {
+      if (given.contains(key)) {
+        problems.warn(key, "ignored: [[threads.node]] gives each node's listeners and workers");
+      }
+    }
+  }
+  if (config.tls.has_value() && given.contains("tls.external_map") &&
+      config.tls->client_certificates == listener::ClientCertificates::kNever) {
+    problems.warn("tls.external_map",
+                  "ignored: tls.verify_client is \"never\" (the default), so no client asks "
+                  "with a certificate and SASL EXTERNAL has no subject to map");
+  }
+}
+
 }  // namespace
 
-Result<Config> parse_config(std::string_view text, std::string_view origin,
-                            const std::filesystem::path& base_dir) {
-  Result<toml::table> parsed = detail::parse_toml_document(text, origin);
-  if (!parsed.ok()) {
-    return parsed.status();
+std::string ConfigDiagnostic::to_string(std::string_view label) const {
+  std::string text = file;
+  if (!file.empty() && line != 0) {
+    text += ":" + std::to_string(line);
+    if (column != 0) {
+      text += ":" + std::to_string(column);
+    }
+  }
+  for (const std::string_view part : {label, std::string_view(key), std::string_view(message)}) {
+    if (!part.empty()) {
+      text += (text.empty() ? "" : ": ") + std::string(part);
+    }
+  }
+  return text;
+}
+
+std::string ConfigDiagnostic::without_line() const {
+  ConfigDiagnostic copy = *this;
+  copy.line = 0;
+  copy.column = 0;
+  return copy.to_string();
+}
+
+std::uint32_t config_key_line(const ConfigKeyLines& lines, std::string_view key) {
+  std::size_t end = 0;
+  while (end < key.size() && (schema::is_keychar(key[end]) || key[end] == '_' || key[end] == '.' ||
+                              key[end] == '[' || key[end] == ']')) {
+    ++end;
+  }
+  key = key.substr(0, end);
+  while (!key.empty()) {
+    if (const auto found = lines.find(key); found != lines.end()) {
+      return found->second;
+    }
+    const std::size_t cut = key.ends_with(']') ? key.rfind('[') : key.rfind('.');
+    if (cut == std::string_view::npos) {
+      break;
+    }
+    key = key.substr(0, cut);
+  }
+  return 0;
+}
+
+ConfigReport parse_config_report(std::string_view text, std::string_view origin,
+                                 const std::filesystem::path& base_dir) {
+  ConfigReport report;
+  ConfigDiagnostic syntax;
+  std::optional<toml::table> parsed = detail::parse_toml_text(text, origin, syntax);
+  if (!parsed.has_value()) {
+    report.errors.push_back(std::move(syntax));
+    return report;
   }
   const toml::table& root = *parsed;
-  Problems problems(origin);
+  Config config;
+  config.key_lines = detail::collect_key_lines(root);
+  Problems problems(origin, config.key_lines);
   check_keys(root, "",
              {"database", "schema", "passwords", "server", "limits", "log", "threads", "access",
               "tls", "replication"},
              problems);
 
-  Config config;
   if (const toml::table* database = get_table(root, "database", problems)) {
     parse_database(*database, base_dir, config, problems);
-  } else if (!problems.any()) {
+  } else if (!root.contains("database")) {
     problems.add("database", "missing (path and suffix are required)");
   }
   if (const toml::table* schema = get_table(root, "schema", problems)) {
@@ -488,8 +596,9 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
     detail::parse_passwords(*passwords, config, problems);
   }
   // After [passwords]: whether a cleartext rootpw is allowed, and its cost, depend on it.
+  std::vector<std::string> listen_keys;
   if (const toml::table* server = get_table(root, "server", problems)) {
-    parse_server(*server, config, problems);
+    parse_server(*server, config, listen_keys, problems);
   }
   if (const toml::node* access = root.get("access")) {
     detail::parse_access_rules(*access, config, problems);
@@ -543,35 +652,123 @@ Result<Config> parse_config(std::string_view text, std::string_view origin,
       uuid->equality = true;
     }
   }
-  if (config.server.listen.empty()) {
+  if (config.server.listen.empty() && !config.key_lines.contains("server.listen")) {
     config.server.listen.push_back(listener::ListenUrl{"ldap", "", 389});
+    listen_keys.push_back("server.listen");
   }
-  for (const listener::ListenUrl& url : config.server.listen) {
+  for (std::size_t i = 0; i < config.server.listen.size() && i < listen_keys.size(); ++i) {
+    const listener::ListenUrl& url = config.server.listen[i];
     if (url.scheme == "ldaps" && !config.tls.has_value()) {
-      problems.add("server.listen", url.to_string() + " needs a [tls] section");
+      problems.add(listen_keys[i], url.to_string() + " needs a [tls] section");
     }
   }
-  if (problems.any()) {
-    return problems.status();
+  warn_ineffective(config, problems);
+  report.errors = std::move(problems.errors());
+  report.warnings = std::move(problems.warnings());
+  // In the file's order, as a compiler lists them (the sections are read in a fixed order).
+  for (std::vector<ConfigDiagnostic>* list : {&report.errors, &report.warnings}) {
+    std::stable_sort(
+        list->begin(), list->end(),
+        [](const ConfigDiagnostic& a, const ConfigDiagnostic& b) { return a.line < b.line; });
   }
-  return config;
+  if (report.errors.empty()) {
+    report.config = std::move(config);
+  }
+  return report;
+}
+
+Result<Config> parse_config(std::string_view text, std::string_view origin,
+                            const std::filesystem::path& base_dir) {
+  ConfigReport report = parse_config_report(text, origin, base_dir);
+  if (!report.ok()) {
+    const ConfigDiagnostic& first = report.errors.front();
+    // TOML syntax keeps its line and column; the others are named by key.
+    return invalid_argument(first.key.empty() ? first.to_string() : first.without_line());
+  }
+  return std::move(*report.config);
+}
+
+namespace {
+
+// The most bytes a config file may hold: a config, not a disk image.
+constexpr std::size_t kMaxConfigBytes = 16 * 1024 * 1024;
+
+// Reads the whole of `path` into `text`. Returns: the error ("<path>: <reason>"), code
+// kNotFound or kIo, never by exception (an ifstream on a directory throws from underflow).
+Status read_config_file(const std::filesystem::path& path, std::string& text) {
+  const std::string name = path.string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    return Status(error == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
+                  name + ": cannot be read (" + detail::errno_text(error) + ")");
+  }
+  struct stat info {};
+  Status status;
+  if (::fstat(fd, &info) != 0) {
+    status = Status(StatusCode::kIo, name + ": cannot be read (" + detail::errno_text(errno) + ")");
+  } else if (S_ISDIR(info.st_mode)) {
+    status = Status(StatusCode::kIo, name + ": is a directory, not a config file");
+  } else if (!S_ISREG(info.st_mode)) {
+    status = Status(StatusCode::kIo, name + ": not a regular file");
+  } else {
+    char chunk[8192];
+    for (;;) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0) {
+        status =
+            Status(StatusCode::kIo, name + ": cannot be read (" + detail::errno_text(errno) + ")");
+        break;
+      }
+      if (n == 0) {
+        break;
+      }
+      text.append(chunk, static_cast<std::size_t>(n));
+      if (text.size() > kMaxConfigBytes) {
+        status = Status(StatusCode::kIo, name + ": longer than 16 MiB: not a config file");
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return status;
+}
+
+}  // namespace
+
+ConfigReport load_config_report(const std::filesystem::path& path) {
+  std::string text;
+  if (const Status read = read_config_file(path, text); !read.ok()) {
+    ConfigReport report;
+    report.errors.push_back(ConfigDiagnostic{"", 0, 0, "", read.message()});
+    return report;
+  }
+  ConfigReport report = parse_config_report(text, path.string(), path.parent_path());
+  if (report.config.has_value()) {
+    report.config->source = path;
+  }
+  return report;
 }
 
 Result<Config> load_config(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      return not_found(path.string() + ": no such file");
+  std::string text;
+  if (Status read = read_config_file(path, text); !read.ok()) {
+    return read;
+  }
+  ConfigReport report = parse_config_report(text, path.string(), path.parent_path());
+  if (!report.ok()) {
+    std::string message = report.errors.front().to_string();
+    if (report.errors.size() > 1) {
+      message += " (and " + std::to_string(report.errors.size() - 1) +
+                 " more: numadir check-config lists them all)";
     }
-    return Status(StatusCode::kIo, path.string() + ": cannot be read");
+    return invalid_argument(message);
   }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto config = parse_config(text, path.string(), path.parent_path());
-  if (config.ok()) {
-    config->source = path;
-  }
-  return config;
+  report.config->source = path;
+  return std::move(*report.config);
 }
 
 threadpool::PlacementOptions placement_options(const Config& config,

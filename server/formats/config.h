@@ -98,6 +98,10 @@
 //   binddn = "cn=replicator,dc=example,dc=com"
 //   credentials_file = "replicator.pw"
 //
+// Every mistake is reported, not only the first: parse_config_report / load_config_report give
+// each error and warning with its file, line and key ("numadir.toml:12: server.listen[1]: ...");
+// a TOML syntax error stops the parse (toml++ gives only the first, with its line).
+//
 // Thread contract: parsed once at startup; immutable afterwards.
 #pragma once
 
@@ -109,6 +113,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,6 +127,32 @@
 #include "threadpool/topology.h"
 
 namespace numadir::server {
+
+// One mistake or warning about a config: where (file, line, key) and what.
+struct ConfigDiagnostic {
+  std::string file;          // The config file (or another file it names); empty: none.
+  std::uint32_t line = 0;    // 1-based; 0: unknown.
+  std::uint32_t column = 0;  // 1-based, for TOML syntax errors; 0: unknown.
+  std::string key;           // "server.listen[1]"; empty when it concerns no single key.
+  std::string message;
+
+  // Returns: "<file>:<line>: <key>: <message>" ("<file>:<line>:<column>: ..." with a column),
+  //   leaving out the parts that are unknown, as compilers do, so that editors can jump to the
+  //   line; with a `label`, it follows the place: "<file>:<line>: warning: <key>: <message>".
+  std::string to_string(std::string_view label = {}) const;
+  // Returns: "<file>: <key>: <message>" (without the line).
+  std::string without_line() const;
+};
+
+// Where each key of a config file is, by the key path Problems names: "server" (the table's
+// header), "server.listen", "server.listen[1]", "access[0].by[1].who" -> its 1-based line.
+using ConfigKeyLines = std::map<std::string, std::uint32_t, std::less<>>;
+
+// Returns: the line of `key` in `lines`, else that of its nearest enclosing key
+//   ("threads.node[1].id" -> "threads.node[1]" -> "threads.node" -> "threads"); 0 when none is
+//   there. A message whose first word is a key ("tls.certificate /x: ...") can be passed whole:
+//   the key path ends at the first character that cannot be in one.
+std::uint32_t config_key_line(const ConfigKeyLines& lines, std::string_view key);
 
 struct ServerSettings {
   std::vector<listener::ListenUrl> listen;  // Default: ldap://:389.
@@ -161,6 +193,7 @@ struct ThreadSettings {
 
 struct Config {
   std::filesystem::path source;  // The file it came from (empty for text).
+  ConfigKeyLines key_lines;      // Where each key is in the text, for later messages.
   backend::DirectoryOptions database;
   std::vector<std::filesystem::path> schema_files;
   backend::PasswordScheme default_password_scheme = backend::PasswordScheme::kSsha512;
@@ -187,13 +220,35 @@ struct Config {
   std::vector<ReplicationConsumerConfig> replication_consumers;
 };
 
-// Parses numadir.toml text. Relative paths are taken relative to `base_dir`.
-// Errors: kInvalidArgument with "<origin>: <key>: <problem>" (or "<origin>:<line>:<col>: ..."
-//   for TOML syntax) for the first mistake; every key is checked, unknown keys included.
+// What parsing a config found: the config when there is no error, and every error and warning.
+struct ConfigReport {
+  std::optional<Config> config;  // nullopt when `errors` is not empty.
+  std::vector<ConfigDiagnostic> errors;
+  std::vector<ConfigDiagnostic> warnings;  // Settings that cannot take effect; they do not fail.
+
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses numadir.toml text, going on after each mistake wherever the rest can still be
+// checked. Relative paths are taken relative to `base_dir`. Never throws.
+ConfigReport parse_config_report(std::string_view text, std::string_view origin,
+                                 const std::filesystem::path& base_dir);
+
+// Reads and parses `path`. A file that cannot be read (missing, a directory, no permission: with
+// the system's reason) is one error, with no line.
+ConfigReport load_config_report(const std::filesystem::path& path);
+
+// Parses numadir.toml text (as parse_config_report; warnings are dropped).
+// Errors: kInvalidArgument with the first mistake: "<origin>: <key>: <problem>" (without its
+//   line), or "<origin>:<line>:<col>: ..." for TOML syntax.
 Result<Config> parse_config(std::string_view text, std::string_view origin,
                             const std::filesystem::path& base_dir);
 
-// Reads and parses `path`. Errors: as parse_config; kNotFound / kIo when it cannot be read.
+// Reads and parses `path` (as load_config_report; warnings are dropped), for the commands that
+// only need a config that works.
+// Errors: kInvalidArgument with the first mistake, "<file>:<line>: <key>: <problem>", followed
+//   by "(and N more: numadir check-config lists them all)" when there are more; kNotFound when
+//   the file is not there, kIo when it cannot be read ("<file>: <the system's reason>").
 Result<Config> load_config(const std::filesystem::path& path);
 
 // Parses one index spec: "<attribute> <kind>[,<kind>...]" with kinds eq, pres, sub, approx (an

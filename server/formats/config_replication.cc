@@ -181,7 +181,7 @@ void parse_consumer(const toml::table& table, std::size_t index,
     } else {
       consumer.provider = *url;
     }
-  } else if (!problems.any()) {
+  } else if (!table.contains("provider")) {
     problems.add(key("provider"), "missing (ldap://HOST[:PORT] or ldaps://HOST[:PORT])");
   }
 
@@ -208,7 +208,7 @@ void parse_consumer(const toml::table& table, std::size_t index,
     } else if (dn->is_root()) {
       problems.add(key("searchbase"), "must not be empty (the database suffix or under it)");
     }
-  } else if (!problems.any()) {
+  } else if (!table.contains("searchbase")) {
     problems.add(key("searchbase"), "missing (the database suffix or a DN under it)");
   }
 
@@ -294,7 +294,7 @@ void parse_consumer(const toml::table& table, std::size_t index,
     } else if (Result<schema::Dn> dn = schema::Dn::parse(consumer.binddn); !dn.ok()) {
       problems.add(key("binddn"), dn.status().message());
     }
-  } else if (simple && !problems.any()) {
+  } else if (simple && !table.contains("binddn")) {
     problems.add(key("binddn"), "missing (method = \"simple\" binds as this DN)");
   }
   if (table.contains("credentials_file") && !simple) {
@@ -302,7 +302,7 @@ void parse_consumer(const toml::table& table, std::size_t index,
                  "not with method = \"external\" (the certificate is the identity)");
   }
   path("credentials_file", consumer.credentials_file);
-  if (simple && consumer.credentials_file.empty() && !problems.any()) {
+  if (simple && consumer.credentials_file.empty() && !table.contains("credentials_file")) {
     problems.add(key("credentials_file"), "missing (a file holding binddn's password, mode 0600)");
   }
 
@@ -313,7 +313,7 @@ void parse_consumer(const toml::table& table, std::size_t index,
                  "missing (certificate and key go together)");
   }
   if (!simple) {
-    if (consumer.certificate.empty() && !problems.any()) {
+    if (consumer.certificate.empty() && !table.contains("certificate")) {
       problems.add(key("certificate"),
                    "missing (method = \"external\" binds with a client certificate)");
     }
@@ -325,7 +325,9 @@ void parse_consumer(const toml::table& table, std::size_t index,
   path("ca_file", consumer.ca_file);
   const bool verify_given = get_bool(table, prefix, "tls_verify", consumer.tls_verify, problems);
   if (consumer.uses_tls()) {
-    if (consumer.tls_verify && consumer.ca_file.empty() && !problems.any()) {
+    // A tls_verify of the wrong type is its own mistake: no guess at what it meant.
+    if (consumer.tls_verify && consumer.ca_file.empty() && !table.contains("ca_file") &&
+        (verify_given || !table.contains("tls_verify"))) {
       problems.add(key("ca_file"),
                    "missing (the CAs to verify the provider's certificate with; or tls_verify = "
                    "false, which checks nothing)");

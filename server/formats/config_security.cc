@@ -22,7 +22,7 @@ void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, 
     if (get_string(table, "tls", key, text, problems)) {
       const std::filesystem::path value(text);
       out = value.is_absolute() ? value : base_dir / value;
-    } else if (required && !problems.any()) {
+    } else if (required && !table.contains(key)) {
       problems.add("tls." + std::string(key), "missing");
     }
   };
@@ -158,7 +158,7 @@ void parse_access_rules(const toml::node& node, Config& config, Problems& proble
         } else {
           subject.access = *access;
         }
-      } else if (!problems.any()) {
+      } else if (!clause.contains("access")) {
         problems.add(at + ".access", "missing");
       }
       rule.by.push_back(std::move(subject));

@@ -5,6 +5,36 @@
 #include "server/formats/detail/config_toml.h"
 
 namespace numadir::server::detail {
+namespace {
+
+void collect_lines(const toml::node& node, const std::string& path, ConfigKeyLines& lines) {
+  if (!path.empty()) {
+    if (const auto line = node.source().begin.line; line != 0) {
+      lines.emplace(path, static_cast<std::uint32_t>(line));
+    }
+  }
+  if (const toml::table* table = node.as_table()) {
+    for (const auto& [key, value] : *table) {
+      std::string inner = path.empty() ? std::string(key.str()) : path + "." + std::string(key);
+      if (value.source().begin.line == 0 && key.source().begin.line != 0) {
+        lines.emplace(inner, static_cast<std::uint32_t>(key.source().begin.line));
+      }
+      collect_lines(value, inner, lines);
+    }
+  } else if (const toml::array* array = node.as_array()) {
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      collect_lines(*array->get(i), path + "[" + std::to_string(i) + "]", lines);
+    }
+  }
+}
+
+}  // namespace
+
+ConfigKeyLines collect_key_lines(const toml::table& root) {
+  ConfigKeyLines lines;
+  collect_lines(root, std::string(), lines);
+  return lines;
+}
 
 // Rejects keys of `table` not in `known`.
 void check_keys(const toml::table& table, std::string_view prefix,

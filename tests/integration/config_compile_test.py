@@ -70,8 +70,10 @@ def check_bad_rule_dn(numadir, folder, key, rule):
     checked = check_config(numadir, config)
     h.check(checked.returncode != 0, f"{key}: check-config exits non-zero",
             f"status {checked.returncode}, stderr {checked.stderr!r}")
-    expected = f"numadir: {config}: {key}: DN: value of uidNumber invalid per syntax\n"
-    h.check_equal(checked.stderr, expected, f"{key}: check-config names the rule, key and why")
+    # Line 10: the rule's first line after write_config's seven and "\n[[access]]\n".
+    expected = f"{config}:10: {key}: DN: value of uidNumber invalid per syntax\n"
+    h.check_equal(checked.stderr, expected,
+                  f"{key}: check-config names the file, line, rule, key and why")
     served = subprocess.run([numadir, "serve", "-c", config], capture_output=True, text=True,
                             timeout=TIMEOUT_S)
     h.check(served.returncode != 0, f"{key}: serve exits non-zero",
@@ -84,7 +86,7 @@ def check_bad_rule_dn(numadir, folder, key, rule):
 def check_rootpw_mode(numadir, folder):
     config = write_config(folder, 'rootdn = "cn=admin,dc=example,dc=com"\n'
                                   f'rootpw = "{h.ssha(h.ROOT_PW)}"\n')
-    warning = (f"numadir: warning: {config}: holds server.rootpw and is open to group or "
+    warning = (f"{config}: warning: holds server.rootpw and is open to group or "
                f"others (mode 0644): chmod 600 it\n")
     os.chmod(config, 0o644)
     checked = check_config(numadir, config)

@@ -1,6 +1,6 @@
 // server/formats/detail/config_toml.h: what the parts of the numadir.toml reader share: toml++
 // (included here, and only here, with the same settings in every file that reads it), the
-// collector of the first problem, the typed key readers, and the sections parsed in files of
+// collector of the problems, the typed key readers, and the sections parsed in files of
 // their own (config_security.cc: [tls] and [[access]]; config_passwords.cc: [passwords];
 // config_replication.cc: [replication]). Private to server/formats.
 //
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,27 +32,46 @@
 namespace numadir::server::detail {
 
 // Parses numadir.toml text as a TOML document (the non-ASCII bytes of comments masked first: see
-// config.cc). Errors: kInvalidArgument "<origin>:<line>: non-ASCII character ..." or
-//   "<origin>:<line>:<col>: <toml++'s description>".
+// config.cc). Returns: the document, or nullopt with `error` set: "non-ASCII character ..." with
+//   its line, or toml++'s description with its line and column.
+std::optional<toml::table> parse_toml_text(std::string_view text, std::string_view origin,
+                                           ConfigDiagnostic& error);
+
+// As parse_toml_text. Errors: kInvalidArgument with the error's ConfigDiagnostic::to_string():
+//   "<origin>:<line>: non-ASCII character ..." or "<origin>:<line>:<col>: <toml++'s description>".
 Result<toml::table> parse_toml_document(std::string_view text, std::string_view origin);
 
-// Collects the first error, prefixed with the origin and the key.
+// Collects every error and warning, each with the origin, the key and the key's line (from
+// the file's ConfigKeyLines: the key's own line, else its nearest enclosing key's).
 class Problems {
  public:
-  explicit Problems(std::string_view origin) : origin_(origin) {}
+  Problems(std::string_view origin, const ConfigKeyLines& lines) : origin_(origin), lines_(lines) {}
 
-  void add(std::string_view key, std::string_view problem) {
-    if (first_.empty()) {
-      first_ = origin_ + ": " + std::string(key) + ": " + std::string(problem);
-    }
+  void add(std::string_view key, std::string_view problem) { errors_.push_back(at(key, problem)); }
+  // A setting that is accepted but cannot take effect (or will fail later): reported, but the
+  // config still loads.
+  void warn(std::string_view key, std::string_view problem) {
+    warnings_.push_back(at(key, problem));
   }
-  bool any() const { return !first_.empty(); }
-  Status status() const { return invalid_argument(first_); }
+  bool any() const { return !errors_.empty(); }
+  std::vector<ConfigDiagnostic>& errors() { return errors_; }
+  std::vector<ConfigDiagnostic>& warnings() { return warnings_; }
 
  private:
+  ConfigDiagnostic at(std::string_view key, std::string_view problem) const {
+    return ConfigDiagnostic{origin_, config_key_line(lines_, key), 0, std::string(key),
+                            std::string(problem)};
+  }
+
   std::string origin_;
-  std::string first_;
+  const ConfigKeyLines& lines_;
+  std::vector<ConfigDiagnostic> errors_;
+  std::vector<ConfigDiagnostic> warnings_;
 };
+
+// Returns: the line of every key of `root` (each table, key, array element), by its path as
+// Problems names it: "server.listen", "server.listen[1]", "access[0].by[1].who".
+ConfigKeyLines collect_key_lines(const toml::table& root);
 
 // Rejects keys of `table` not in `known` (reported as `prefix.key`, or `key` with no prefix).
 void check_keys(const toml::table& table, std::string_view prefix,

@@ -37,6 +37,10 @@ class ConfigFile {
   std::string named(std::string_view what) const {
     return path_.string() + ": " + std::string(what);
   }
+  // Returns: "<path>:<line>: <what>", as a diagnostic's to_string() names it.
+  std::string named(int line, std::string_view what) const {
+    return path_.string() + ":" + std::to_string(line) + ": " + std::string(what);
+  }
 
   static constexpr std::filesystem::perms kPrivate =
       std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
@@ -106,7 +110,7 @@ TEST_CASE("ServerConfig: a rule DN the operations' DN checks refuse does not com
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   CHECK(outcome.compiled == nullptr);
   REQUIRE(outcome.errors.size() == 1);
-  CHECK(outcome.errors[0] == file.named("access[0].by.dn: " + problem));
+  CHECK(outcome.errors[0].to_string() == file.named(5, "access[0].by.dn: " + problem));
 }
 
 TEST_CASE("ServerConfig: every independent mistake is listed in order") {
@@ -119,10 +123,14 @@ TEST_CASE("ServerConfig: every independent mistake is listed in order") {
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   CHECK(outcome.compiled == nullptr);
   REQUIRE(outcome.errors.size() == 4);
-  CHECK(outcome.errors[0].starts_with(file.named("database.indexes: index on noSuchAttr")));
-  CHECK(outcome.errors[1] == file.named("server.rootdn: DN: undefined attribute type noSuchType"));
-  CHECK(outcome.errors[2] == file.named("access[0].dn: DN: value of c invalid per syntax"));
-  CHECK(outcome.errors[3].starts_with(file.named("tls.certificate /nonexistent/server.crt")));
+  CHECK(outcome.errors[0].to_string().starts_with(
+      file.named(4, "database.indexes[0]: index on noSuchAttr")));
+  CHECK(outcome.errors[1].to_string() ==
+        file.named(6, "server.rootdn: DN: undefined attribute type noSuchType"));
+  CHECK(outcome.errors[2].to_string() ==
+        file.named(8, "access[0].dn: DN: value of c invalid per syntax"));
+  CHECK(outcome.errors[3].to_string().starts_with(
+      file.named(11, "tls.certificate /nonexistent/server.crt")));
 }
 
 TEST_CASE("ServerConfig: the thread plan is made on this machine's topology") {
@@ -143,7 +151,8 @@ TEST_CASE("ServerConfig: the thread plan is made on this machine's topology") {
     const ConfigFile file(std::string(kDatabase) + "[[threads.node]]\nid = 1000\n");
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.errors.size() == 1);
-    CHECK(outcome.errors[0].starts_with(file.named("threads: ")));
+    CHECK(outcome.errors[0].key == "threads");
+    CHECK(outcome.errors[0].to_string().starts_with(file.named(4, "threads: ")));
   }
 }
 
@@ -173,8 +182,10 @@ TEST_CASE("ServerConfig: server.user and server.group are resolved") {
                           "group = \"no-such-group-numadir\"\n");
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.errors.size() == 2);
-    CHECK(outcome.errors[0] == file.named("server.user: no user \"no-such-user-numadir\""));
-    CHECK(outcome.errors[1] == file.named("server.group: no group \"no-such-group-numadir\""));
+    CHECK(outcome.errors[0].to_string() ==
+          file.named(5, "server.user: no user \"no-such-user-numadir\""));
+    CHECK(outcome.errors[1].to_string() ==
+          file.named(6, "server.group: no group \"no-such-group-numadir\""));
   }
 }
 
@@ -183,7 +194,7 @@ TEST_CASE("ServerConfig: a file that does not parse stops the compile") {
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   CHECK(outcome.compiled == nullptr);
   REQUIRE(outcome.errors.size() == 1);
-  CHECK(outcome.errors[0] == file.named("server.max_conections: unknown key"));
+  CHECK(outcome.errors[0].to_string() == file.named(5, "server.max_conections: unknown key"));
 }
 
 TEST_CASE("ServerConfig: a rootpw that group or others may read is warned about") {
@@ -211,22 +222,76 @@ TEST_CASE("ServerConfig: a rootpw that group or others may read is warned about"
     CHECK(outcome.warnings.empty());
   } else {
     REQUIRE(outcome.warnings.size() == 1);
-    CHECK(outcome.warnings[0] == file.named(expected));
+    CHECK(outcome.warnings[0].to_string() == file.named(expected));
   }
   std::ostringstream err;
   report_server_config(outcome, err);
-  CHECK(err.str() == (expected.empty() ? "" : "numadir: warning: " + file.named(expected) + "\n"));
+  CHECK(err.str() == (expected.empty() ? "" : file.named("warning: " + expected) + "\n"));
+}
+
+TEST_CASE("ServerConfig: an [[access]] rule an earlier rule hides is a warning") {
+  const std::string read_all = "by = [{ who = \"*\", access = \"read\" }]\n";
+  struct Case {
+    const char* name;
+    std::string rules;
+    bool hidden;
+  };
+  const Case cases[] = {
+      {"everything first", "[[access]]\n" + read_all + "[[access]]\nattrs = [\"cn\"]\n" + read_all,
+       true},
+      {"a subtree first, a DN below it later",
+       "[[access]]\ndn = \"dc=example,dc=com\"\n" + read_all +
+           "[[access]]\ndn = \"OU=People,dc=example,dc=com\"\nscope = \"base\"\n" + read_all,
+       true},
+      {"the same attrs in another case",
+       "[[access]]\nattrs = [\"userPassword\", \"cn\"]\n" + read_all +
+           "[[access]]\nattrs = [\"USERPASSWORD\"]\n" + read_all,
+       true},
+      {"a filter first hides nothing",
+       "[[access]]\nfilter = \"(objectClass=person)\"\n" + read_all + "[[access]]\n" + read_all,
+       false},
+      {"fewer attrs first hide nothing",
+       "[[access]]\nattrs = [\"cn\"]\n" + read_all + "[[access]]\nattrs = [\"cn\", \"sn\"]\n" +
+           read_all,
+       false},
+      {"a base first does not hide its subtree",
+       "[[access]]\ndn = \"dc=example,dc=com\"\nscope = \"base\"\n" + read_all +
+           "[[access]]\ndn = \"dc=example,dc=com\"\n" + read_all,
+       false},
+      {"children first does not hide the entry itself",
+       "[[access]]\ndn = \"dc=example,dc=com\"\nscope = \"children\"\n" + read_all +
+           "[[access]]\ndn = \"dc=example,dc=com\"\nscope = \"base\"\n" + read_all,
+       false},
+  };
+  for (const Case& c : cases) {
+    SUBCASE(c.name) {
+      const ConfigFile file(std::string(kDatabase) + c.rules);
+      const ServerConfigOutcome outcome = compile_server_config(file.path());
+      REQUIRE_MESSAGE(outcome.ok(), outcome.errors[0].to_string());
+      if (c.hidden) {
+        REQUIRE(outcome.warnings.size() == 1);
+        CHECK(outcome.warnings[0].key == "access[1]");
+        CHECK(outcome.warnings[0].message.starts_with("never reached: access[0] comes first"));
+        CHECK(outcome.warnings[0].line > 4);
+      } else {
+        CHECK(outcome.warnings.empty());
+      }
+    }
+  }
 }
 
 TEST_CASE("ServerConfig: the report has a line per warning and per error") {
   ServerConfigOutcome outcome;
-  outcome.warnings = {"a.toml: careful"};
-  outcome.errors = {"a.toml: x: bad", "a.toml: y: worse"};
+  outcome.warnings = {ConfigDiagnostic{"a.toml", 3, 0, "z", "careful"},
+                      ConfigDiagnostic{"", 0, 0, "", "the machine's topology: none"}};
+  outcome.errors = {ConfigDiagnostic{"a.toml", 7, 0, "x", "bad"},
+                    ConfigDiagnostic{"a.toml", 0, 0, "y", "worse"},
+                    ConfigDiagnostic{"a.toml", 2, 5, "", "expected a value"}};
   std::ostringstream err;
   report_server_config(outcome, err);
   CHECK(err.str() ==
-        "numadir: warning: a.toml: careful\nnumadir: a.toml: x: bad\n"
-        "numadir: a.toml: y: worse\n");
+        "a.toml:3: warning: z: careful\nnumadir: warning: the machine's topology: none\n"
+        "a.toml:7: x: bad\na.toml: y: worse\na.toml:2:5: expected a value\n");
 }
 
 TEST_CASE("ServerConfig: threads.topology plans on the emulated nodes and pins onto this machine") {
@@ -235,8 +300,9 @@ TEST_CASE("ServerConfig: threads.topology plans on the emulated nodes and pins o
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   REQUIRE(outcome.ok());
   REQUIRE(outcome.warnings.size() == 1);
-  CHECK(outcome.warnings[0] ==
-        file.named("threads.topology: serving on the emulated topology \"numa:2 core:1 pu:1\" (2 "
+  CHECK(outcome.warnings[0].to_string() ==
+        file.named(8,
+                   "threads.topology: serving on the emulated topology \"numa:2 core:1 pu:1\" (2 "
                    "nodes), its PUs mapped onto this machine's: for tests and planning, not for "
                    "production"));
   REQUIRE(outcome.compiled->plan.has_value());
@@ -258,7 +324,8 @@ TEST_CASE("ServerConfig: threads.topology plans on the emulated nodes and pins o
                        "[threads]\ntopology = \"numa:two\"\n");
   const ServerConfigOutcome refused = compile_server_config(bad.path());
   REQUIRE(refused.errors.size() == 1);
-  CHECK(refused.errors[0].rfind(bad.named("threads.topology: hwloc rejects"), 0) == 0);
+  CHECK(refused.errors[0].to_string().rfind(bad.named(8, "threads.topology: hwloc rejects"), 0) ==
+        0);
 }
 
 }  // namespace

@@ -98,9 +98,9 @@ TEST_CASE("Config: each mistake names its key") {
       {"server id not a number", db + "server_id = \"abc\"\n",
        "test.toml: database.server_id: must be an integer from 0 to 4095"},
       {"bad index kind", db + "indexes = [\"uid equality\"]\n",
-       "test.toml: database.indexes: index \"uid equality\": unknown kind \"equality\""},
+       "test.toml: database.indexes[0]: index \"uid equality\": unknown kind \"equality\""},
       {"index without kinds", db + "indexes = [\"uid\"]\n",
-       "test.toml: database.indexes: index \"uid\": expected"},
+       "test.toml: database.indexes[0]: index \"uid\": expected"},
       {"indexes not strings", db + "indexes = [1]\n",
        "test.toml: database.indexes: must be an array of strings"},
       {"unknown schema key", db + "[schema]\nfile = []\n", "test.toml: schema.file: unknown key"},
@@ -376,7 +376,7 @@ simple_bind_requires_tls = true
 
   const auto error = [](const std::string& text) { return error_of(std::string(kMinimal) + text); };
   CHECK(error("[server]\nlisten = [\"ldaps://127.0.0.1:636\"]\n") ==
-        "test.toml: server.listen: ldaps://127.0.0.1:636 needs a [tls] section");
+        "test.toml: server.listen[0]: ldaps://127.0.0.1:636 needs a [tls] section");
   CHECK(error("[tls]\nkey = \"k\"\n") == "test.toml: tls.certificate: missing");
   CHECK(error("[tls]\ncertificate = \"c\"\nkey = \"k\"\nmin_version = \"1.1\"\n") ==
         "test.toml: tls.min_version: must be \"1.2\" or \"1.3\"");

@@ -156,6 +156,9 @@ int check_online(const FakeProvider& provider, std::string& out, std::string& er
   const std::filesystem::path password = dir.path() / "repl.pw";
   std::ofstream(password) << "pw\n";
   std::filesystem::permissions(password, std::filesystem::perms::owner_read);
+  // A database there, so that check-config has no note about database.path to print.
+  std::filesystem::create_directory(dir.path() / "db");
+  std::ofstream(dir.path() / "db" / "data.mdb");
   const std::filesystem::path config = dir.path() / "numadir.toml";
   std::ofstream(config) << "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n"
                            "[[replication.consumer]]\nrid = 3\nprovider = \""
