@@ -144,7 +144,8 @@ def run(socket_dir: str) -> int:
         check(stat.S_ISSOCK(os.lstat(stale).st_mode), "a stale socket file is left")
         with NumadirServer(args.numadir, args.gen, users=10, keep=args.keep,
                            listen=("ldap://127.0.0.1:0", ldapi_url(stale)),
-                           extra_toml=ACCESS + MAP_TO_ROOT) as mapped:
+                           extra_toml=ACCESS + MAP_TO_ROOT +
+                           '[log]\nlevel = "stats"\nfile = "access.log"\n') as mapped:
             stale_url = ldapi_url(stale)
             check_equal(stat.S_IMODE(os.lstat(stale).st_mode), 0o666,
                         "the stale socket is replaced (default mode 0666)")
@@ -156,6 +157,10 @@ def run(socket_dir: str) -> int:
             rc, out, _ = mapped.ldap("ldapsearch", "-x", "-LLL", "-D", ROOT_DN, "-w",
                                      mapped.root_pw, "-b", user_dn(1), "-s", "base", "sn")
             check("sn: Mapped" in out, "the change is there (read over TCP)", out)
+            with open(os.path.join(mapped.dir, "access.log")) as stream:
+                log = stream.read()
+            check(f"ACCEPT from PATH={stale} (PATH={stale})" in log,
+                  "the access log names the socket as slapd does", log[-1000:])
         check(not os.path.exists(stale), "removed at SIGTERM")
 
         # check-config compiles the rules: a bad regex is refused with its key.
