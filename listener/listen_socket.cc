@@ -334,6 +334,12 @@ Result<ListenSockets> open_unix(const ListenUrl& url, const UnixSocketOptions& o
   const std::string lock_path = path + ".lock";
   const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock < 0) {
+    if (errno == ENOENT) {
+      const std::string dir = path.substr(0, path.rfind('/'));
+      return Status(StatusCode::kIo, name + ": the directory " + (dir.empty() ? "/" : dir) +
+                                         " does not exist (create it, or systemd's "
+                                         "RuntimeDirectory= does)");
+    }
     return errno_status(name + ": " + lock_path);
   }
   struct LockGuard {

@@ -107,6 +107,9 @@ std::string ListenUrl::to_string() const {
 
 Result<ListenUrl> parse_listen_url(std::string_view text) {
   ListenUrl url;
+  if (text.find('\0') != std::string_view::npos) {
+    return bad_url(text, "a NUL byte in the URL");  // C calls would cut the text there.
+  }
   const std::size_t colon_slashes = text.find("://");
   if (colon_slashes == std::string_view::npos) {
     return bad_url(text, "expected ldap://address:port, ldaps://address:port or ldapi://path");

@@ -243,6 +243,16 @@ TEST_CASE("open_listen_sockets: a stale ldapi socket is replaced and a live one 
   }
 }
 
+TEST_CASE("open_listen_sockets: an ldapi socket in a missing directory says so") {
+  TempDir dir;
+  const std::string path = dir.path + "/missing/ldapi";
+  auto opened = open_listen_sockets(ldapi(path), 1, {});
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.status().message() == ldapi(path).to_string() + ": the directory " + dir.path +
+                                         "/missing does not exist (create it, or systemd's "
+                                         "RuntimeDirectory= does)");
+}
+
 TEST_CASE("open_listen_sockets: a file at the ldapi path that is not a socket is refused") {
   TempDir dir;
   const std::string path = dir.path + "/ldapi";

@@ -76,6 +76,8 @@ TEST_CASE("parse_listen_url: bad ldapi URLs are refused saying why") {
       {"ldapi://%2Frun%2Fsock?x", "no query"},
       {"ldapi://%2Frun%2F", "names a directory"},
       {"ldapx://%2Frun", "unsupported scheme"},
+      {std::string("ldapi:///run/x\0y", 16), "NUL"},
+      {std::string("ldap://127.0.0.1\0x:389", 22), "NUL"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.text);
