@@ -21,60 +21,6 @@ Status errno_status(const std::string& what) {
   return Status(StatusCode::kIo, what + ": " + std::strerror(errno));
 }
 
-// Returns: a bound, listening, non-blocking SO_REUSEPORT socket for `url` on `port`.
-Result<int> open_listen_socket(const ListenUrl& url, std::uint16_t port) {
-  sockaddr_storage address{};
-  socklen_t length = 0;
-  const bool v4 = !url.host.empty() && url.host.find(':') == std::string::npos;
-  if (v4) {
-    auto& in = reinterpret_cast<sockaddr_in&>(address);
-    in.sin_family = AF_INET;
-    in.sin_port = htons(port);
-    inet_pton(AF_INET, url.host.c_str(), &in.sin_addr);
-    length = sizeof(in);
-  } else {
-    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
-    in6.sin6_family = AF_INET6;
-    in6.sin6_port = htons(port);
-    in6.sin6_addr = in6addr_any;
-    if (!url.host.empty()) {
-      inet_pton(AF_INET6, url.host.c_str(), &in6.sin6_addr);
-    }
-    length = sizeof(in6);
-  }
-  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return errno_status(url.to_string() + ": socket");
-  }
-  const int on = 1;
-  const int off = 0;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
-  if (!v4 && url.host.empty()) {
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));  // Dual stack.
-  }
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-    Status status = errno_status(url.to_string() + ": bind");
-    ::close(fd);
-    return status;
-  }
-  if (listen(fd, SOMAXCONN) != 0) {
-    Status status = errno_status(url.to_string() + ": listen");
-    ::close(fd);
-    return status;
-  }
-  return fd;
-}
-
-std::uint16_t bound_port(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  return ntohs(address.ss_family == AF_INET
-                   ? reinterpret_cast<const sockaddr_in&>(address).sin_port
-                   : reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
-}
-
 // Returns: for each CPU of `plan`, the index (in listener order, which is each listen URL's
 //   reuseport group order) of the listener to serve a connection that CPU received: one of its
 //   node's listeners, the node's CPUs taking them in turn. CPUs of a node without listeners are
@@ -149,6 +95,9 @@ bool steer_connections(const FrontendOptions& options, const std::vector<PoolLay
   const auto routes = listener_of_cpu(*options.plan, first_listener, listeners, nodes);
   bool all = true;
   for (std::size_t url = 0; url < fds[0].size(); ++url) {
+    if (options.urls[url].is_local()) {
+      continue;  // One socket, one listener: nothing to steer.
+    }
     const Status steered =
         options.refuse_steering_for_test
             ? Status(StatusCode::kUnsupported, "SO_ATTACH_REUSEPORT_CBPF: refused (test)")
@@ -248,28 +197,35 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   auto close_all = [&fds] {
     for (auto& list : fds) {
       for (const int fd : list) {
-        ::close(fd);
+        if (fd >= 0) {
+          ::close(fd);
+        }
       }
     }
   };
   for (const ListenUrl& url : options.urls) {
-    ListenUrl bound = url;
-    for (std::size_t i = 0; i < listeners; ++i) {
-      Result<int> fd = open_listen_socket(url, bound.port);
-      if (!fd.ok()) {
-        close_all();
-        return fd.status();
-      }
-      bound.port = bound_port(*fd);
-      fds[i].push_back(*fd);
+    // TCP: one SO_REUSEPORT socket per listener, the address this server's alone
+    // (listen_socket.h). ldapi: one socket, accepted on by the first listener; the others hold
+    // -1 in its place so that every listener's sockets stay in URL order.
+    Result<ListenSockets> sockets = open_listen_sockets(url, listeners, options.unix_socket);
+    if (!sockets.ok()) {
+      close_all();
+      frontend->remove_unix_sockets();
+      return sockets.status();
     }
-    frontend->bound_urls_.push_back(bound);
+    for (std::size_t i = 0; i < listeners; ++i) {
+      fds[i].push_back(i < sockets->fds.size() ? sockets->fds[i] : -1);
+    }
+    frontend->bound_urls_.push_back(sockets->bound);
+    sockets->fds.clear();  // Owned by fds (then the listeners) from here.
+    frontend->sockets_.push_back(std::move(*sockets));
   }
   frontend->steered_ = steer_connections(options, pools, fds);
   frontend->shared_.handler = &handler;
   frontend->shared_.tls = options.tls;
   for (const ListenUrl& url : options.urls) {
     frontend->shared_.tls_urls.push_back(url.scheme == "ldaps");
+    frontend->shared_.local_paths.push_back(url.is_local() ? url.path : std::string());
   }
   frontend->shared_.limits = options.limits;
   // The classic design's listener only reads (LockedQueuePool::try_help never runs a task).
@@ -377,6 +333,17 @@ void Frontend::stop() {
     pool->stop();
   }
   listeners_.clear();
+  remove_unix_sockets();
+}
+
+void Frontend::remove_unix_sockets() {
+  for (const ListenSockets& sockets : sockets_) {
+    std::string error;
+    if (!remove_unix_socket(sockets, error)) {
+      std::cerr << "numadir: " << error << " (the next start removes it)\n";
+    }
+  }
+  sockets_.clear();
 }
 
 }  // namespace numadir::listener

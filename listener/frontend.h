@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "listener/frontend_snapshot.h"
+#include "listener/listen_socket.h"
 #include "listener/listen_url.h"
 #include "listener/listener.h"
 #include "listener/request_handler.h"
@@ -57,14 +58,19 @@ struct FrontendOptions {
   // TLS for ldaps:// URLs and StartTLS; nullptr: none (an ldaps:// URL is then an error).
   // Requires: it outlives the Frontend.
   TlsContext* tls = nullptr;
+  // How ldapi:// socket files are made (mode, owner, group).
+  UnixSocketOptions unix_socket;
 };
 
 class Frontend {
  public:
   // Binds every URL (port 0: the kernel picks, the same port for every listener), starts the
-  // pool and the listeners.
-  // Errors: kInvalidArgument for counts out of range; kIo naming the URL and errno's text when
-  //   a socket cannot be created, bound or listened on (e.g. the port is in use).
+  // pool and the listeners. An address another process (or another URL of this server)
+  // listens on is refused (listener/listen_socket.h); an ldapi:// socket file is made, a stale
+  // one replaced.
+  // Errors: kInvalidArgument for counts out of range; kAlreadyExists naming the URL (and the
+  //   process holding it, where /proc tells) for an address in use; kIo naming the URL and
+  //   errno's text when a socket cannot be created, bound or listened on.
   static Result<std::unique_ptr<Frontend>> start(const FrontendOptions& options,
                                                  RequestHandler& handler);
   Frontend(const Frontend&) = delete;
@@ -75,7 +81,8 @@ class Frontend {
   const std::vector<ListenUrl>& bound_urls() const { return bound_urls_; }
   // Stops accepting and reading, lets started requests finish, ends the open operations (their
   // on_end runs) and waits until their holders released them, closes every connection, then
-  // stops the workers. Idempotent.
+  // stops the workers, and removes the ldapi:// socket files it made (if still its own).
+  // Idempotent.
   void stop();
 
   std::size_t listener_count() const { return listeners_.size(); }
@@ -89,8 +96,11 @@ class Frontend {
 
  private:
   Frontend() = default;
+  // Removes the ldapi:// socket files still this server's (a failure: a line on stderr).
+  void remove_unix_sockets();
 
   std::vector<ListenUrl> bound_urls_;
+  std::vector<ListenSockets> sockets_;  // Per URL, what was bound (fds handed on, not kept).
   ListenerShared shared_;
   std::vector<std::unique_ptr<threadpool::TaskPool>> pools_;
   std::vector<std::unique_ptr<Listener>> listeners_;

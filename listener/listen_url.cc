@@ -19,22 +19,107 @@ bool is_numeric_address(const std::string& host) {
          inet_pton(AF_INET6, host.c_str(), buffer) == 1;
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// ldapi: what follows "ldapi://", decoded: "" or "/" for the default path, "/abs/path", or
+// slapd's "%2Fabs%2Fpath" (both forms percent-decoded).
+Result<ListenUrl> parse_ldapi(std::string_view text, std::string_view rest) {
+  ListenUrl url;
+  url.scheme = "ldapi";
+  url.port = 0;
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return bad_url(text, "an ldapi:// URL takes no query or fragment");
+  }
+  if (rest.empty() || rest == "/") {
+    url.path = std::string(kDefaultLdapiPath);
+    return url;
+  }
+  std::string path;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] != '%') {
+      path += rest[i];
+      continue;
+    }
+    const int high = i + 2 < rest.size() ? hex_value(rest[i + 1]) : -1;
+    const int low = i + 2 < rest.size() ? hex_value(rest[i + 2]) : -1;
+    if (high < 0 || low < 0) {
+      return bad_url(text, "bad percent escape (expected %XX with two hex digits)");
+    }
+    const char c = static_cast<char>(high * 16 + low);
+    if (c == '\0') {
+      return bad_url(text, "the socket path may not hold a NUL byte (%00)");
+    }
+    path += c;
+    i += 2;
+  }
+  if (path.front() != '/') {
+    return bad_url(text,
+                   "the socket path must be absolute (ldapi:///run/numadir/ldapi or "
+                   "ldapi://%2Frun%2Fnumadir%2Fldapi)");
+  }
+  if (path.size() > kMaxLdapiPathBytes) {
+    return bad_url(text, "the socket path is " + std::to_string(path.size()) +
+                             " bytes, longer than a Unix socket address holds (" +
+                             std::to_string(kMaxLdapiPathBytes) + ")");
+  }
+  if (path.back() == '/') {
+    return bad_url(text, "the socket path names a directory");
+  }
+  url.path = std::move(path);
+  return url;
+}
+
 }  // namespace
 
 std::string ListenUrl::to_string() const {
+  if (is_local()) {
+    // Percent-encodes what a URL's host part may not hold, '/' first of all (RFC 3986 §2.1).
+    std::string out = "ldapi://";
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    for (const char c : path) {
+      const auto u = static_cast<unsigned char>(c);
+      const bool plain = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') ||
+                         (u >= '0' && u <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+      if (plain) {
+        out += c;
+      } else {
+        out += '%';
+        out += kHex[u >> 4];
+        out += kHex[u & 0xf];
+      }
+    }
+    return out;
+  }
   const bool v6 = host.find(':') != std::string::npos;
   return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 Result<ListenUrl> parse_listen_url(std::string_view text) {
   ListenUrl url;
+  if (text.find('\0') != std::string_view::npos) {
+    return bad_url(text, "a NUL byte in the URL");  // C calls would cut the text there.
+  }
   const std::size_t colon_slashes = text.find("://");
   if (colon_slashes == std::string_view::npos) {
-    return bad_url(text, "expected ldap://address:port or ldaps://address:port");
+    return bad_url(text, "expected ldap://address:port, ldaps://address:port or ldapi://path");
   }
   url.scheme = std::string(text.substr(0, colon_slashes));
+  if (url.scheme == "ldapi") {
+    return parse_ldapi(text, text.substr(colon_slashes + 3));
+  }
   if (url.scheme != "ldap" && url.scheme != "ldaps") {
-    return bad_url(text, "unsupported scheme \"" + url.scheme + "\" (ldap or ldaps)");
+    return bad_url(text, "unsupported scheme \"" + url.scheme + "\" (ldap, ldaps or ldapi)");
   }
   if (url.scheme == "ldaps") {
     url.port = 636;

@@ -92,6 +92,9 @@ Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared
   event.data.u64 = kEventFdTag;
   NUMADIR_CHECK(epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &event) == 0, "epoll_ctl failed");
   for (std::size_t i = 0; i < listen_fds_.size(); ++i) {
+    if (listen_fds_[i] < 0) {
+      continue;  // An ldapi:// socket another listener accepts on.
+    }
     event.events = EPOLLIN;
     event.data.u64 = kListenTagBase + i;
     NUMADIR_CHECK(epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fds_[i], &event) == 0,
@@ -105,7 +108,9 @@ Listener::~Listener() {
   connections_.clear();
   if (!draining_) {
     for (const int fd : listen_fds_) {
-      ::close(fd);
+      if (fd >= 0) {
+        ::close(fd);
+      }
     }
   }
   ::close(epoll_fd_);
@@ -219,8 +224,10 @@ bool Listener::stopped() {
   if (!draining_ && stop_requested_.load(std::memory_order_acquire)) {
     draining_ = true;
     for (const int fd : listen_fds_) {
-      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-      ::close(fd);
+      if (fd >= 0) {
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+        ::close(fd);
+      }
     }
     std::vector<Connection*> open;
     for (auto& [id, connection] : connections_) {
@@ -257,8 +264,7 @@ void Listener::dispatch(const epoll_event& event) {
     return;  // The notices are run after the batch.
   }
   if (tag < kListenTagBase + listen_fds_.size()) {
-    const std::size_t index = tag - kListenTagBase;
-    accept_all(listen_fds_[index], index < shared_.tls_urls.size() && shared_.tls_urls[index]);
+    accept_all(tag - kListenTagBase);
     return;
   }
   Connection& connection = *static_cast<Connection*>(event.data.ptr);
@@ -391,8 +397,14 @@ bool Listener::help_pool() {
   return true;
 }
 
-void Listener::accept_all(int listen_fd, bool tls) {
+void Listener::accept_all(std::size_t index) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
+  const int listen_fd = listen_fds_[index];
+  const bool tls = index < shared_.tls_urls.size() && shared_.tls_urls[index];
+  const std::string* local_path =
+      index < shared_.local_paths.size() && !shared_.local_paths[index].empty()
+          ? &shared_.local_paths[index]
+          : nullptr;
   for (;;) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
@@ -423,6 +435,17 @@ void Listener::accept_all(int listen_fd, bool tls) {
       threadpool::owner_add(counters_.refused);
       continue;
     }
+    if (local_path != nullptr) {
+      // The client process, as the kernel recorded it at connect (SASL EXTERNAL's identity).
+      std::optional<PeerCredentials> credentials;
+      ucred peer{};
+      socklen_t peer_length = sizeof(peer);
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) == 0) {
+        credentials = PeerCredentials{peer.uid, peer.gid, peer.pid};
+      }
+      open_connection(fd, "PATH=" + *local_path, tls, /*local=*/true, credentials);
+      continue;
+    }
     open_connection(fd, peer_name(address), tls);
   }
 }
@@ -442,14 +465,19 @@ bool Listener::reserve_connection() {
 
 void Listener::release_connection() { shared_.connections.fetch_sub(1, std::memory_order_relaxed); }
 
-void Listener::open_connection(int fd, std::string peer, bool tls) {
-  const int on = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+void Listener::open_connection(int fd, std::string peer, bool tls, bool local,
+                               std::optional<PeerCredentials> credentials) {
+  if (!local) {
+    const int on = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // TCP only.
+  }
   ConnectionInfo info;
   info.id = shared_.next_connection_id.fetch_add(1, std::memory_order_relaxed);
   info.peer = std::move(peer);
-  info.local_port = local_port(fd);
+  info.local_port = local ? 0 : local_port(fd);
   info.tls = tls;
+  info.local = local;
+  info.peer_credentials = credentials;
   info.listener_state = state_.get();
   SSL* ssl = nullptr;
   if (tls && (shared_.tls == nullptr || (ssl = shared_.tls->new_ssl()) == nullptr)) {

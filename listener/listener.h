@@ -73,6 +73,8 @@ struct ListenerShared {
   TlsContext* tls = nullptr;  // nullptr: no TLS (StartTLS goes to the handler, which refuses).
   // Per listen URL, in the order of every listener's sockets: TLS from the first byte (ldaps).
   std::vector<bool> tls_urls;
+  // Per listen URL, in the same order: the ldapi:// socket path; empty for TCP.
+  std::vector<std::string> local_paths;
   ListenerLimits limits;
   // After each batch of events, before it would sleep, a listener runs one queued read of its
   // pool itself (TaskPool::try_help) instead of leaving it to a worker: no wake-up and, on a
@@ -92,10 +94,11 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // connection.
   static constexpr std::size_t kMailboxCapacity = 65000;
 
-  // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets). Requests go to
-  // `pool` (its NUMA node's); the thread pins itself to PU `pin` when given, then binds its
-  // memory as `memory` says (when active), before it accepts: the connections, their buffers
-  // and what the thread allocates come from its node. What the constructor allocates (the
+  // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets, in listen URL
+  // order; -1 for a URL this listener does not accept on: an ldapi:// one another listener has).
+  // Requests go to `pool` (its NUMA node's); the thread pins itself to PU `pin` when given, then
+  // binds its memory as `memory` says (when active), before it accepts: the connections, their
+  // buffers and what the thread allocates come from its node. What the constructor allocates (the
   // mailbox, the read buffer) comes from the constructing thread's node (Frontend builds a
   // node's listeners with threadpool::build_on_node). A test may give a smaller
   // `mailbox_capacity` (its memory is allocated up front).
@@ -156,15 +159,18 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // Returns: whether it ran one.
   bool help_pool();
 
-  void accept_all(int listen_fd, bool tls);
+  // Accepts what waits on listen_fds_[index] (listen URL `index`).
+  void accept_all(std::size_t index);
   // Takes a slot of max_connections for a connection being accepted. Returns: false when every
   // slot is taken (the caller refuses the connection).
   bool reserve_connection();
   // Gives back a slot (the connection closed, or failed before it opened).
   void release_connection();
   // Makes a connection of the accepted socket `fd` from `peer`, in the slot the caller reserved
-  // (given back if it fails: then `fd` is closed).
-  void open_connection(int fd, std::string peer, bool tls);
+  // (given back if it fails: then `fd` is closed). `local`: accepted on an ldapi:// socket, with
+  // the peer's credentials when the kernel gave them.
+  void open_connection(int fd, std::string peer, bool tls, bool local = false,
+                       std::optional<PeerCredentials> credentials = std::nullopt);
   void on_readable(Connection& connection);
   // The client ended the connection (EOF, close_notify): reads what it had buffered, then closes.
   void close_after_input(Connection& connection);

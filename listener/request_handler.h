@@ -21,9 +21,12 @@
 // handle() it runs, and destroys it when it ends, before the Frontend's stop() returns.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/check.h"
@@ -34,11 +37,23 @@
 namespace numadir::listener {
 
 // What the listener knows of a connection when it opens.
+// The client process of an ldapi:// connection, as the kernel saw it at connect (SO_PEERCRED).
+struct PeerCredentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+};
+
 struct ConnectionInfo {
   std::uint64_t id = 0;  // Unique for the process's life (conn= in the log).
-  std::string peer;      // "IP:port" of the client.
-  std::uint16_t local_port = 0;
-  bool tls = false;  // Accepted on an ldaps:// listener (or after StartTLS).
+  // "IP:port" of the client; for ldapi:// "PATH=<socket path>" (slapd's form).
+  std::string peer;
+  std::uint16_t local_port = 0;  // 0 for ldapi://.
+  bool tls = false;              // Accepted on an ldaps:// listener (or after StartTLS).
+  // Accepted on an ldapi:// listener: a local, confidential channel with the peer's
+  // credentials (nullopt when the kernel did not give them).
+  bool local = false;
+  std::optional<PeerCredentials> peer_credentials;
   // The accepting listener thread's WorkerState (made by the handler's make_worker_state), for
   // what the handler does on that thread for this connection (open_session, notice,
   // tls_established, the Session's destruction): valid during open_session only. nullptr when

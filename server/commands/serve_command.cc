@@ -147,6 +147,10 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     handler_options.external_map = config.external_map;
   }
   handler_options.simple_bind_requires_tls = config.simple_bind_requires_tls;
+  handler_options.external_rules = compiled.external_rules.get();
+  for (const listener::ListenUrl& url : settings.listen) {
+    handler_options.ldapi = handler_options.ldapi || url.is_local();
+  }
   handler_options.password_limits = config.password_limits;
   for (const ReplicationConsumerConfig& consumer : config.replication_consumers) {
     handler_options.replicated.push_back({consumer.searchbase, consumer.updateref.to_string()});
@@ -184,6 +188,10 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   frontend_options.limits.max_output_bytes = settings.max_output_bytes;
   frontend_options.limits.write_timeout_s = settings.write_timeout_s;
   frontend_options.tls = tls.get();
+  // ldapi:// socket files: made (and chown'ed) before the privilege drop below.
+  frontend_options.unix_socket.mode = static_cast<mode_t>(settings.ldapi_mode);
+  frontend_options.unix_socket.owner = compiled.ldapi_uid;
+  frontend_options.unix_socket.group = compiled.ldapi_gid;
   std::string threads_summary;
   if (config.threads.dispatcher == "single") {
     frontend_options.dispatcher = listener::Dispatcher::kSingle;

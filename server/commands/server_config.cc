@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ostream>
@@ -362,6 +363,42 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
           diagnose("server.group", "no group \"" + config.server.group + "\""));
     } else {
       compiled->gid = found->gr_gid;
+    }
+  }
+  if (!config.sasl_external_map.empty()) {
+    Result<std::unique_ptr<ExternalMapRules>> rules =
+        ExternalMapRules::compile(config.sasl_external_map);
+    if (rules.ok()) {
+      compiled->external_rules = std::move(*rules);
+    } else {
+      outcome.errors.push_back(file + ": " + rules.status().message());
+    }
+  }
+  // A name, or a number as chown(1) takes one.
+  const auto numeric = [](const std::string& text) -> std::optional<unsigned> {
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      return std::nullopt;
+    }
+    return value;
+  };
+  if (const std::string& owner = config.server.ldapi_owner; !owner.empty()) {
+    if (const passwd* user = getpwnam(owner.c_str()); user != nullptr) {
+      compiled->ldapi_uid = user->pw_uid;
+    } else if (std::optional<unsigned> id = numeric(owner)) {
+      compiled->ldapi_uid = static_cast<uid_t>(*id);
+    } else {
+      outcome.errors.push_back(file + ": server.ldapi_owner: no user \"" + owner + "\"");
+    }
+  }
+  if (const std::string& group_name = config.server.ldapi_group; !group_name.empty()) {
+    if (const group* found = getgrnam(group_name.c_str()); found != nullptr) {
+      compiled->ldapi_gid = found->gr_gid;
+    } else if (std::optional<unsigned> id = numeric(group_name)) {
+      compiled->ldapi_gid = static_cast<gid_t>(*id);
+    } else {
+      outcome.errors.push_back(file + ": server.ldapi_group: no group \"" + group_name + "\"");
     }
   }
   if (outcome.errors.empty()) {

@@ -5,7 +5,8 @@
 // it: the indexes against the schema, the rootdn and the [[access]] rules with the DN checks
 // every operation applies, the [tls] certificate, key and CAs, each [[replication.consumer]]'s
 // searchbase (under the suffix), credentials_file (read into its `credentials`) and TLS files,
-// the percpu thread plan on this machine's topology, server.user and server.group. So check-config
+// the percpu thread plan on this machine's topology, server.user and server.group,
+// server.ldapi_owner and ldapi_group, and the [[sasl.external_map]] regexes. So check-config
 // accepts exactly what serve starts with, and both report a mistake in the same words; serve then
 // uses the compiled parts themselves (the rules are compiled once).
 //
@@ -34,6 +35,7 @@
 #include "schema/schema.h"
 #include "server/formats/config.h"
 #include "server/operations/access_control.h"
+#include "server/operations/external_map.h"
 #include "threadpool/placement.h"
 
 namespace numadir::server {
@@ -53,6 +55,11 @@ struct ServerConfig {
   // server.group's gid, resolved; nullopt: keep the starting one.
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
+  // [[sasl.external_map]] compiled (its regexes); nullptr without rules.
+  std::unique_ptr<const ExternalMapRules> external_rules;
+  // server.ldapi_owner / ldapi_group resolved (a name or a number); nullopt: unchanged.
+  std::optional<uid_t> ldapi_uid;
+  std::optional<gid_t> ldapi_gid;
 };
 
 // What compile_server_config found.

@@ -303,11 +303,12 @@ namespace {
 // `listen_keys` gets the key of each URL kept in config.server.listen.
 void parse_server(const toml::table& table, Config& config, std::vector<std::string>& listen_keys,
                   Problems& problems) {
-  check_keys(table, "server",
-             {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections",
-              "max_pdu_size", "max_outstanding_per_connection", "queue_capacity",
-              "allow_unauthenticated_bind", "user", "group", "idle_timeout"},
-             problems);
+  check_keys(
+      table, "server",
+      {"listen", "rootdn", "rootpw", "listeners", "workers", "max_connections", "max_pdu_size",
+       "max_outstanding_per_connection", "queue_capacity", "allow_unauthenticated_bind", "user",
+       "group", "idle_timeout", "ldapi_mode", "ldapi_owner", "ldapi_group"},
+      problems);
   ServerSettings& server = config.server;
   std::vector<std::string> urls;
   if (get_strings(table, "server", "listen", urls, problems)) {
@@ -388,6 +389,18 @@ void parse_server(const toml::table& table, Config& config, std::vector<std::str
   }
   get_string(table, "server", "user", server.user, problems);
   get_string(table, "server", "group", server.group, problems);
+  if (get_string(table, "server", "ldapi_mode", text, problems)) {
+    // Octal, as chmod(1) takes it: "0666", "660".
+    unsigned mode = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), mode, 8);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || mode > 0777) {
+      problems.add("server.ldapi_mode", "must be octal permission bits from \"0000\" to \"0777\"");
+    } else {
+      server.ldapi_mode = mode;
+    }
+  }
+  get_string(table, "server", "ldapi_owner", server.ldapi_owner, problems);
+  get_string(table, "server", "ldapi_group", server.ldapi_group, problems);
   get_bool(table, "server", "allow_unauthenticated_bind", server.allow_unauthenticated_bind,
            problems);
 }
@@ -574,7 +587,7 @@ ConfigReport parse_config_report(std::string_view text, std::string_view origin,
   Problems problems(origin, config.key_lines);
   check_keys(root, "",
              {"database", "schema", "passwords", "server", "limits", "log", "threads", "access",
-              "tls", "replication"},
+              "tls", "replication", "sasl"},
              problems);
 
   if (const toml::table* database = get_table(root, "database", problems)) {
@@ -635,6 +648,9 @@ ConfigReport parse_config_report(std::string_view text, std::string_view origin,
   }
   if (const toml::table* tls = get_table(root, "tls", problems)) {
     detail::parse_tls(*tls, base_dir, config, problems);
+  }
+  if (const toml::table* sasl = get_table(root, "sasl", problems)) {
+    detail::parse_sasl(*sasl, config, problems);
   }
   if (const toml::table* replication = get_table(root, "replication", problems)) {
     detail::parse_replication(*replication, base_dir, config, problems);

@@ -27,6 +27,9 @@
 //   allow_unauthenticated_bind = false   # RFC 4513 5.1.2: a DN with an empty password
 //   user = "numadir"                     # drop to this user (and group) after binding ports
 //   group = "numadir"                    # (both optional; only when started as root)
+//   ldapi_mode = "0666"                  # ldapi:// socket files' permissions (octal)
+//   ldapi_owner = "numadir"              # their owner and group (names or numbers; default:
+//   ldapi_group = "numadir"              # the starting user's), set before listening
 //
 //   [limits]
 //   size_limit = 500                     # entries per search for anonymous and users (0 = none)
@@ -79,6 +82,11 @@
 //   handshake_timeout = 10               # seconds to finish the TLS handshake
 //   simple_bind_requires_tls = false     # true: simple binds without TLS get 13
 //
+//   [[sasl.external_map]]                # SASL EXTERNAL (certificate or ldapi:// peer
+//   match = "^gidNumber=0\\+uidNumber=0,cn=peercred,cn=external,cn=auth$"  # credentials): a
+//   dn = "cn=admin,dc=example,dc=com"    # POSIX ERE (case-insensitive) and its replacement
+//                                        # ($1..$9); first match wins; none: the DN itself
+//
 //   [threads]
 //   dispatcher = "percpu"                # per-NUMA-node listeners and pinned worker pools, or
 //                                        # "single": one listener, one mutex+condvar queue,
@@ -110,6 +118,7 @@
 #include "server/formats/replication_consumer_config.h"
 #include "server/monitoring/access_log.h"
 #include "server/operations/access_control.h"
+#include "server/operations/external_map.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -168,6 +177,11 @@ struct ServerSettings {
   bool allow_unauthenticated_bind = false;
   std::string user;   // Empty: keep the starting user.
   std::string group;  // Empty: the user's primary group (or keep the starting group).
+  // ldapi:// socket files: permission bits, and owner / group (a name or a number; empty:
+  // the starting process's), applied before the socket listens.
+  std::uint32_t ldapi_mode = 0666;
+  std::string ldapi_owner;
+  std::string ldapi_group;
   std::uint64_t size_limit = 500;
   // A paged search's entries over all its pages (slapd's size.prtotal); absent: size_limit;
   // 0: no limit (each page is still the page size the client asked for).
@@ -215,6 +229,9 @@ struct Config {
   std::optional<listener::TlsSettings> tls;  // [tls]; none: no ldaps://, no StartTLS.
   std::string external_map = "{subject}";    // SASL EXTERNAL: client certificate subject -> DN.
   bool simple_bind_requires_tls = false;     // RFC 4513 §5.1.3 / slapd `security simple_bind`.
+  // [[sasl.external_map]], in file order: both SASL EXTERNAL identities' mapping rules (the
+  // regexes are compiled by compile_server_config).
+  std::vector<ExternalMapRuleSpec> sasl_external_map;
   // [[replication.consumer]], in file order, rids distinct; `numadir check-config --online`
   // reaches each provider.
   std::vector<ReplicationConsumerConfig> replication_consumers;

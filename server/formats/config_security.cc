@@ -69,6 +69,32 @@ void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, 
   get_bool(table, "tls", "simple_bind_requires_tls", config.simple_bind_requires_tls, problems);
 }
 
+void parse_sasl(const toml::table& table, Config& config, Problems& problems) {
+  check_keys(table, "sasl", {"external_map"}, problems);
+  const toml::node* node = table.get("external_map");
+  if (node == nullptr) {
+    return;
+  }
+  const toml::array* array = node->as_array();
+  if (array == nullptr || !array->is_array_of_tables()) {
+    problems.add("sasl.external_map", "must be an array of tables ([[sasl.external_map]])");
+    return;
+  }
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::table& entry = *array->get(i)->as_table();
+    const std::string prefix = "sasl.external_map[" + std::to_string(i) + "]";
+    check_keys(entry, prefix, {"match", "dn"}, problems);
+    ExternalMapRuleSpec rule;
+    if (!get_string(entry, prefix, "match", rule.match, problems) && !problems.any()) {
+      problems.add(prefix + ".match", "missing (a regular expression over the identity's DN)");
+    }
+    if (!get_string(entry, prefix, "dn", rule.dn, problems) && !problems.any()) {
+      problems.add(prefix + ".dn", "missing (the DN to bind as)");
+    }
+    config.sasl_external_map.push_back(std::move(rule));
+  }
+}
+
 // [[access]]: the ordered access rules (server/operations/access_control.h). Their attribute names
 // and DNs are checked against the schema when they are compiled, by the one compile check-config
 // and serve share (server/commands/server_config.h).

@@ -451,6 +451,15 @@ void LineFormatter::append_text(const Record& record, std::string& out) {
   const auto* n = record.numbers;
   switch (record.kind) {
     case RecordKind::kAccept:
+      if (record.strings[0].starts_with("PATH=")) {
+        // ldapi://: slapd's "ACCEPT from PATH=/run/... (PATH=/run/...)".
+        piece.add("ACCEPT from ").append_to(out);
+        out += record.strings[0];
+        out += " (";
+        out += record.strings[0];
+        out += ')';
+        return;
+      }
       piece.add("ACCEPT from IP=").append_to(out);
       out += record.strings[0];
       LinePiece().add(" (port ").number(n[0]).add(')').append_to(out);

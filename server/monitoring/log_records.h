@@ -29,7 +29,7 @@ enum class LogFormat : std::uint8_t {
 Result<LogFormat> parse_log_format(std::string_view text);
 
 enum class RecordKind : std::uint8_t {
-  kAccept,     // strings[0] the peer "IP:port"; numbers[0] the local port.
+  kAccept,     // strings[0] the peer "IP:port" ("PATH=..." for ldapi); numbers[0] the local port.
   kClosed,     // The connection closed.
   kRequest,    // strings[0] the request's PDU (the whole LDAPMessage).
   kEntry,      // strings[0] the DN of an entry a search returned (level debug).

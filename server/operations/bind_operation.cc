@@ -97,7 +97,8 @@ void BindOperation::run(const LdapMessage& request, ServerSession& session,
     return;
   }
   if (bind.method == BindMethod::kSasl) {
-    if (bind.sasl_mechanism == "EXTERNAL" && context_.options().tls) {
+    if (bind.sasl_mechanism == "EXTERNAL" &&
+        (context_.options().tls || session.info().peer_credentials.has_value())) {
       external(request, session, sender);
       return;
     }
@@ -120,7 +121,8 @@ void BindOperation::run(const LdapMessage& request, ServerSession& session,
     sender.send_result(OwnedResult::success());
     return;
   }
-  if (context_.options().simple_bind_requires_tls && !session.has_tls()) {
+  // ldapi:// is as confidential as TLS (slapd: its local SSF meets `security simple_bind`).
+  if (context_.options().simple_bind_requires_tls && !session.has_tls() && !session.info().local) {
     // RFC 4513 §5.1.3 / §6.3.3: a password is never accepted in the clear.
     sender.send_result(OwnedResult::error(ResultCode::kConfidentialityRequired,
                                           "TLS confidentiality required for simple binds"));
@@ -483,20 +485,31 @@ void BindOperation::log_refusal(const LdapMessage& request, const ServerSession&
 
 void BindOperation::external(const LdapMessage& request, ServerSession& session,
                              ResultSender& sender) const {
-  // RFC 4513 §5.2.3: the identity comes from the TLS client certificate.
-  const std::optional<listener::TlsPeer> peer = session.tls();
-  if (!peer.has_value() || !peer->has_certificate || !peer->verified) {
-    sender.send_result(OwnedResult::error(ResultCode::kInappropriateAuthentication,
-                                          peer.has_value() && peer->has_certificate
-                                              ? "client certificate not verified"
-                                              : "no TLS client certificate"));
-    return;
+  // RFC 4513 §5.2.3: the identity comes from the lower layer: over ldapi:// the client process's
+  // uid and gid (SO_PEERCRED, slapd's peercred DN), otherwise the TLS client certificate.
+  Result<std::string> dn = Result<std::string>(invalid_argument(""));
+  if (const std::optional<listener::PeerCredentials>& local = session.info().peer_credentials) {
+    dn = peercred_dn(local->uid, local->gid);
+  } else {
+    const std::optional<listener::TlsPeer> peer = session.tls();
+    if (!peer.has_value() || !peer->has_certificate || !peer->verified) {
+      sender.send_result(OwnedResult::error(ResultCode::kInappropriateAuthentication,
+                                            peer.has_value() && peer->has_certificate
+                                                ? "client certificate not verified"
+                                                : "no TLS client certificate"));
+      return;
+    }
+    dn = expand_external_map(context_.options().external_map, *peer);
   }
-  Result<std::string> dn = expand_external_map(context_.options().external_map, *peer);
+  if (dn.ok() && context_.options().external_rules != nullptr) {
+    dn = context_.options().external_rules->map(*dn);  // [[sasl.external_map]]: first match.
+  }
   Result<std::string> ndn = dn.ok() ? context_.normalize_dn(*dn) : Result<std::string>(dn.status());
   if (!ndn.ok() || ndn->empty()) {
     sender.send_result(OwnedResult::error(ResultCode::kInvalidCredentials,
-                                          "client certificate subject does not map to a DN"));
+                                          session.info().peer_credentials.has_value()
+                                              ? "peer credentials do not map to a DN"
+                                              : "client certificate subject does not map to a DN"));
     return;
   }
   // An authorization identity, if any, must be the authenticated one (no proxy authorization).

@@ -63,4 +63,85 @@ Result<std::string> expand_external_map(std::string_view map, const listener::Tl
   return out;
 }
 
+std::string peercred_dn(uid_t uid, gid_t gid) {
+  return "gidNumber=" + std::to_string(gid) + "+uidNumber=" + std::to_string(uid) +
+         ",cn=peercred,cn=external,cn=auth";
+}
+
+Result<std::unique_ptr<ExternalMapRules>> ExternalMapRules::compile(
+    const std::vector<ExternalMapRuleSpec>& specs) {
+  std::unique_ptr<ExternalMapRules> out(new ExternalMapRules());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const std::string key = "sasl.external_map[" + std::to_string(i) + "]";
+    auto rule = std::make_unique<Rule>();
+    // slapd's authz-regexp: POSIX extended, case-insensitive (DNs compare without case).
+    if (const int rc = regcomp(&rule->regex, specs[i].match.c_str(), REG_EXTENDED | REG_ICASE);
+        rc != 0) {
+      char text[256];
+      regerror(rc, &rule->regex, text, sizeof(text));
+      return invalid_argument(key + ".match: \"" + specs[i].match + "\": " + text);
+    }
+    const std::size_t groups = rule->regex.re_nsub;
+    rule->dn = specs[i].dn;
+    out->rules_.push_back(std::move(rule));  // Owned now: freed even if the dn check fails.
+    if (specs[i].dn.empty()) {
+      return invalid_argument(key + ".dn: must not be empty");
+    }
+    const std::string& dn = specs[i].dn;
+    for (std::size_t at = 0; at < dn.size(); ++at) {
+      if (dn[at] != '$') {
+        continue;
+      }
+      if (at + 1 < dn.size() && dn[at + 1] == '$') {
+        ++at;
+      } else if (at + 1 < dn.size() && dn[at + 1] >= '0' && dn[at + 1] <= '9') {
+        if (static_cast<std::size_t>(dn[at + 1] - '0') > groups) {
+          return invalid_argument(key + ".dn: $" + std::string(1, dn[at + 1]) + " but match has " +
+                                  std::to_string(groups) + " group(s)");
+        }
+        ++at;
+      } else {
+        return invalid_argument(key + ".dn: '$' must be followed by a digit or '$'");
+      }
+    }
+  }
+  return out;
+}
+
+ExternalMapRules::~ExternalMapRules() {
+  for (const std::unique_ptr<Rule>& rule : rules_) {
+    regfree(&rule->regex);
+  }
+}
+
+std::string ExternalMapRules::map(std::string_view authc_dn) const {
+  const std::string subject(authc_dn);
+  for (const std::unique_ptr<Rule>& rule : rules_) {
+    regmatch_t groups[10];
+    if (regexec(&rule->regex, subject.c_str(), 10, groups, 0) != 0) {
+      continue;
+    }
+    std::string out;
+    const std::string& dn = rule->dn;
+    for (std::size_t at = 0; at < dn.size(); ++at) {
+      if (dn[at] != '$' || at + 1 >= dn.size()) {
+        out += dn[at];
+        continue;
+      }
+      ++at;
+      if (dn[at] == '$') {
+        out += '$';
+        continue;
+      }
+      const regmatch_t& group = groups[dn[at] - '0'];  // compile() checked the digit.
+      if (group.rm_so >= 0) {
+        out.append(subject, static_cast<std::size_t>(group.rm_so),
+                   static_cast<std::size_t>(group.rm_eo - group.rm_so));
+      }
+    }
+    return out;
+  }
+  return subject;
+}
+
 }  // namespace numadir::server

@@ -65,7 +65,7 @@ OperationContext::OperationContext(backend::Directory& directory, HandlerOptions
       root_dse_(make_root_dse(
           RootDseOptions{directory.options().suffix, options_.vendor_version, options_.tls,
                          options_.monitor != nullptr ? std::string(kMonitorDn) : std::string(),
-                         options_.password_policy})),
+                         options_.password_policy, options_.ldapi})),
       subschema_(make_subschema_entry(directory.schema(), std::chrono::system_clock::now())),
       subschema_ndn_(schema::Dn::parse(kSubschemaEntryDn)->normalized(&dn_normalizer_)),
       suffix_ndn_(suffix_ndn_of(directory.options().suffix, dn_normalizer_)),

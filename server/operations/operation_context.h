@@ -26,6 +26,7 @@
 namespace numadir::server {
 
 class AccessLog;
+class ExternalMapRules;
 class Monitor;
 
 struct HandlerOptions {
@@ -58,8 +59,14 @@ struct HandlerOptions {
   bool tls = false;
   // SASL EXTERNAL: the identity's DN from the client certificate's subject (expand_external_map).
   std::string external_map = "{subject}";
+  // An ldapi:// listener is configured: the root DSE lists SASL EXTERNAL (peer credentials).
+  bool ldapi = false;
+  // [[sasl.external_map]]: applied to both EXTERNAL identities (external_map.h), outliving the
+  // handler; nullptr: none (each identity binds as itself).
+  const ExternalMapRules* external_rules = nullptr;
   // RFC 4513 §5.1.3: a simple bind with a password over a connection without TLS gets
-  // confidentialityRequired (13).
+  // confidentialityRequired (13). ldapi:// connections count as confidential (slapd gives them
+  // its local SSF, 71).
   bool simple_bind_requires_tls = false;
   // The compiled [[access]] rules (OperationContext::compile_access_rules, against the
   // directory's schema), outliving the handler; nullptr: the default policy.

@@ -36,8 +36,9 @@ schema::Entry make_root_dse(const RootDseOptions& options) {
     extensions.emplace_back(kStartTlsOid);
   }
   add(entry, "supportedExtension", std::move(extensions));
-  if (options.start_tls) {
-    add(entry, "supportedSASLMechanisms", {"EXTERNAL"});  // With a client certificate.
+  if (options.start_tls || options.ldapi) {
+    // With a client certificate, or a local client's peer credentials.
+    add(entry, "supportedSASLMechanisms", {"EXTERNAL"});
   }
   add(entry, "supportedFeatures",
       {

@@ -29,6 +29,7 @@ struct RootDseOptions {
                                  // supportedSASLMechanisms EXTERNAL.
   std::string monitor_context;   // monitorContext (slapd's: "cn=Monitor"); empty: left out.
   bool password_policy = false;  // The Password Policy control in supportedControl.
+  bool ldapi = false;            // An ldapi:// listener: supportedSASLMechanisms EXTERNAL.
 };
 
 // Returns: the root DSE, DN "", with objectClass top / OpenLDAProotDSE (slapd's; a user
@@ -36,7 +37,7 @@ struct RootDseOptions {
 //   given), namingContexts, subschemaSubentry, supportedControl, supportedExtension,
 //   supportedFeatures, supportedLDAPVersion, vendorName and vendorVersion, each named by its
 //   schema primary name.
-//   supportedSASLMechanisms (EXTERNAL) only with start_tls.
+//   supportedSASLMechanisms (EXTERNAL) only with start_tls or ldapi.
 schema::Entry make_root_dse(const RootDseOptions& options);
 
 }  // namespace numadir::server

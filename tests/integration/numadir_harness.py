@@ -190,6 +190,7 @@ class NumadirServer:
         self.ports = {}
         self.ldaps_port = None
         self.ldaps_url = None
+        self.ldapi_urls = []  # ldapi:// URLs as printed (percent-encoded).
         self.dir = None
         self.stdout_lines = []
 
@@ -296,8 +297,11 @@ time_limit = {self.time_limit}
             complete = buffer[:buffer.rfind(b"\n") + 1]
             found = re.findall(rb"listening on (ldaps?)://(\[[0-9a-fA-F:.]*\]|[^:/\s]*):(\d+)",
                                complete)
-            if len(found) >= len(self.listen):
+            local = re.findall(rb"listening on (ldapi://\S+)", complete)
+            if len(found) + len(local) >= len(self.listen):
                 break
+        # ldapi:// URLs as printed (percent-encoded, as ldap-utils' -H takes them).
+        self.ldapi_urls = [url.decode() for url in local]
         for scheme, host, port in found:
             url = f"{scheme.decode()}://{host.decode()}:{int(port)}"
             self.listening_urls.append(url)

@@ -113,6 +113,8 @@ void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, 
 // [[access]]: the ordered access rules (server/operations/access_control.h), appended to
 // config.access.
 void parse_access_rules(const toml::node& node, Config& config, Problems& problems);
+// [sasl]: [[sasl.external_map]] rules (their regexes compiled by compile_server_config).
+void parse_sasl(const toml::table& table, Config& config, Problems& problems);
 
 // [replication]: its [[replication.consumer]] tables (config_replication.cc), appended to
 // config.replication_consumers. Relative paths are taken from `base_dir`.

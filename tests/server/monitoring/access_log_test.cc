@@ -250,6 +250,14 @@ TEST_CASE("LineFormatter: text lines as slapd writes them") {
   out.clear();
   formatter.append_line(accept, out);
   CHECK(out == "2023-11-14T22:13:20.002000Z conn=4 ACCEPT from IP=127.0.0.1:5555 (port 389)\n");
+  // An ldapi:// connection, as slapd logs it.
+  accept.numbers[0] = 0;
+  accept.strings[0] = "PATH=/run/numadir/ldapi";
+  out.clear();
+  formatter.append_line(accept, out);
+  CHECK(out ==
+        "2023-11-14T22:13:20.002000Z conn=4 ACCEPT from PATH=/run/numadir/ldapi "
+        "(PATH=/run/numadir/ldapi)\n");
   Record tls;
   tls.kind = RecordKind::kTls;
   tls.conn = 4;

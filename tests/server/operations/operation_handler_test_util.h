@@ -190,6 +190,11 @@ class HandlerFixture {
     info.local_port = 389;
     return handler_->open_session(info);
   }
+  // A session of a connection as `info` describes it (an ldapi:// one with peer credentials).
+  std::unique_ptr<listener::Session> open_session(listener::ConnectionInfo info) {
+    info.id = ++connections_;
+    return handler_->open_session(info);
+  }
 
   // The test thread's worker state (another thread makes its own with make_worker_state()).
   threadpool::WorkerState& worker_state() { return *state_; }
