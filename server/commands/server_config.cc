@@ -371,7 +371,7 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
     if (rules.ok()) {
       compiled->external_rules = std::move(*rules);
     } else {
-      outcome.errors.push_back(file + ": " + rules.status().message());
+      outcome.errors.push_back(diagnose.located(rules.status().message()));
     }
   }
   // A name, or a number as chown(1) takes one.
@@ -389,7 +389,7 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
     } else if (std::optional<unsigned> id = numeric(owner)) {
       compiled->ldapi_uid = static_cast<uid_t>(*id);
     } else {
-      outcome.errors.push_back(file + ": server.ldapi_owner: no user \"" + owner + "\"");
+      outcome.errors.push_back(diagnose("server.ldapi_owner", "no user \"" + owner + "\""));
     }
   }
   if (const std::string& group_name = config.server.ldapi_group; !group_name.empty()) {
@@ -398,7 +398,7 @@ ServerConfigOutcome compile_server_config(const std::filesystem::path& path) {
     } else if (std::optional<unsigned> id = numeric(group_name)) {
       compiled->ldapi_gid = static_cast<gid_t>(*id);
     } else {
-      outcome.errors.push_back(file + ": server.ldapi_group: no group \"" + group_name + "\"");
+      outcome.errors.push_back(diagnose("server.ldapi_group", "no group \"" + group_name + "\""));
     }
   }
   if (outcome.errors.empty()) {
