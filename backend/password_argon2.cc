@@ -35,7 +35,9 @@ struct Argon2Params {
   std::string hash;
 };
 
-Status bad(std::string_view what) { return malformed("password: {ARGON2}: " + std::string(what)); }
+Status argon2_malformed(std::string_view what) {
+  return malformed("password: {ARGON2}: " + std::string(what));
+}
 
 std::string_view type_name(argon2_type type) {
   switch (type) {
@@ -88,40 +90,40 @@ Status parse(std::string_view text, Argon2Params* params) {
   } else if (consume(&text, "$argon2d$")) {
     params->type = Argon2_d;
   } else {
-    return bad("expected $argon2i$, $argon2d$ or $argon2id$");
+    return argon2_malformed("expected $argon2i$, $argon2d$ or $argon2id$");
   }
   if (text.starts_with("v=")) {
     if (!consume_number(&text, "v", &params->version) || !consume(&text, "$")) {
-      return bad("bad version field");
+      return argon2_malformed("bad version field");
     }
     if (params->version != ARGON2_VERSION_10 && params->version != ARGON2_VERSION_13) {
-      return bad("unknown version " + std::to_string(params->version));
+      return argon2_malformed("unknown version " + std::to_string(params->version));
     }
   }
   if (!consume_number(&text, "m", &params->memory_kib) || !consume(&text, ",") ||
       !consume_number(&text, "t", &params->iterations) || !consume(&text, ",") ||
       !consume_number(&text, "p", &params->parallelism) || !consume(&text, "$")) {
-    return bad("expected m=<KiB>,t=<passes>,p=<lanes>");
+    return argon2_malformed("expected m=<KiB>,t=<passes>,p=<lanes>");
   }
   const std::size_t dollar = text.find('$');
   if (dollar == std::string_view::npos) {
-    return bad("missing the hash");
+    return argon2_malformed("missing the hash");
   }
   if (!base64_decode(text.substr(0, dollar), Base64Alphabet::kStandard, &params->salt) ||
       !base64_decode(text.substr(dollar + 1), Base64Alphabet::kStandard, &params->hash)) {
-    return bad("the salt or hash is not base64");
+    return argon2_malformed("the salt or hash is not base64");
   }
   // The minimums libargon2 enforces; checked here to answer kMalformed with a clear message.
   if (params->salt.size() < ARGON2_MIN_SALT_LENGTH) {
-    return bad("the salt is shorter than 8 bytes");
+    return argon2_malformed("the salt is shorter than 8 bytes");
   }
   if (params->hash.size() < ARGON2_MIN_OUTLEN) {
-    return bad("the hash is shorter than 4 bytes");
+    return argon2_malformed("the hash is shorter than 4 bytes");
   }
   if (params->iterations < ARGON2_MIN_TIME || params->parallelism < ARGON2_MIN_LANES ||
       params->parallelism > ARGON2_MAX_LANES ||
       params->memory_kib < 2 * ARGON2_SYNC_POINTS * params->parallelism) {
-    return bad("t, p or m is below libargon2's minimum (t >= 1, p >= 1, m >= 8p)");
+    return argon2_malformed("t, p or m is below libargon2's minimum (t >= 1, p >= 1, m >= 8p)");
   }
   return Status::ok_status();
 }
@@ -221,7 +223,7 @@ Result<bool> verify_argon2(std::string_view password, std::string_view payload,
         "password: {ARGON2}: out of memory for m=" + std::to_string(params.memory_kib) + " KiB");
   }
   if (rc != ARGON2_OK) {
-    return bad(argon2_error_message(rc));
+    return argon2_malformed(argon2_error_message(rc));
   }
   const bool match = equal_constant_time(actual, params.hash);
   wipe(&actual);

@@ -27,7 +27,9 @@ namespace {
 // make $6$'s 16-character salt.
 constexpr std::size_t kGensaltRandomBytes = 16;
 
-Status bad(std::string_view what) { return malformed("password: {CRYPT}: " + std::string(what)); }
+Status crypt_malformed(std::string_view what) {
+  return malformed("password: {CRYPT}: " + std::string(what));
+}
 
 // crypt_data is 32 KiB: too big for a worker's stack, so it lives on the heap, and it may hold
 // password-derived state, so it is wiped before it is freed.
@@ -125,14 +127,14 @@ Result<std::string> hash_crypt(std::string_view password, const HashOptions& opt
 Result<bool> verify_crypt(std::string_view password, std::string_view payload,
                           const VerifyPolicy& policy) {
   if (payload.empty()) {
-    return bad("the value is empty");
+    return crypt_malformed("the value is empty");
   }
   // Before anything else, as password_cost_excess() judges it.
   if (const std::optional<CostExcess> excess = crypt_cost_excess(payload, policy.limits)) {
     return cost_refused(PasswordScheme::kCrypt, *excess);
   }
   if (payload.find('\0') != std::string_view::npos) {
-    return bad("the value holds a NUL byte");
+    return crypt_malformed("the value holds a NUL byte");
   }
   // crypt(3) reads a C string: a password with a NUL would be checked by its prefix alone.
   // No stored crypt hash can match such a password, so it is simply a wrong one. The same goes
@@ -147,13 +149,14 @@ Result<bool> verify_crypt(std::string_view password, std::string_view payload,
   const char* hashed = crypt_rn(phrase.c_str(), setting.c_str(), data.get(), sizeof(crypt_data));
   wipe(&phrase);
   if (hashed == nullptr) {
-    return bad("libcrypt does not accept the stored hash (unknown method or bad characters)");
+    return crypt_malformed(
+        "libcrypt does not accept the stored hash (unknown method or bad characters)");
   }
   // crypt_rn() hashes any valid *setting*; a stored value that is only a setting, or a hash
   // with extra characters, comes back with a different length and could never match.
   const std::string_view result(hashed);
   if (result.size() != setting.size()) {
-    return bad("the stored value is not a complete crypt(3) hash");
+    return crypt_malformed("the stored value is not a complete crypt(3) hash");
   }
   return equal_constant_time(result, setting);
 }

@@ -25,10 +25,10 @@ namespace wire = listener::wire;
 
 namespace {
 
-constexpr std::size_t kInitialInputBytes = 16 * 1024;
+constexpr std::size_t kFloorInputBytes = 16 * 1024;
 // Past this much unsent output a connection is not read until the client catches up.
 constexpr std::size_t kMaxPendingOutputBytes = 1024 * 1024;
-constexpr int kMaxEvents = 256;
+constexpr int kEventsPerWait = 256;
 
 Status io_error(const std::string& what) {
   return status_error(StatusCode::kIo, what + ": " + std::strerror(errno));
@@ -165,9 +165,9 @@ void FloorServer::stop() {
 }
 
 void FloorServer::run_loop(Loop& loop, int stop_fd) {
-  epoll_event events[kMaxEvents];
+  epoll_event events[kEventsPerWait];
   for (;;) {
-    const int count = epoll_wait(loop.epoll_fd, events, kMaxEvents, -1);
+    const int count = epoll_wait(loop.epoll_fd, events, kEventsPerWait, -1);
     if (count < 0) {
       NUMADIR_CHECK(errno == EINTR, "epoll_wait failed with valid arguments");
       continue;
@@ -203,7 +203,7 @@ void FloorServer::Loop::accept_all() {
     }
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
-    conn->input.allocate_once(kInitialInputBytes);
+    conn->input.allocate_once(kFloorInputBytes);
     epoll_event event{EPOLLIN, {.fd = fd}};
     if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) {
       ::close(fd);

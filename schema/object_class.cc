@@ -3,17 +3,14 @@
 
 #include <algorithm>
 
+#include "schema/detail/schema_data.h"
+
 namespace numadir::schema {
-namespace {
-
-// RFC 4512 §2.4.1: every entry belongs to 'top', and slapd treats every class as a subclass of
-// it even where the definition names no superior (e.g. 'subschema').
-constexpr std::string_view kTopOid = "2.5.6.0";
-
-}  // namespace
 
 bool ObjectClass::is_subclass_of(const ObjectClass& other) const {
-  if (other.oid == kTopOid) {
+  // RFC 4512 §2.4.1: every entry belongs to 'top', and slapd treats every class as a subclass of
+  // it even where the definition names no superior (e.g. 'subschema').
+  if (other.oid == detail::kTopOid) {
     return true;
   }
   // The common case, a single chain of superiors, needs no memory.

@@ -2,6 +2,7 @@
 // syntaxes, closure of object classes, and the lookups. The entry checks are in
 // schema/schema_check.cc.
 #include "schema/schema.h"
+#include "schema/detail/quoted.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -33,13 +34,6 @@ using detail::NameIndex;
 using detail::SchemaData;
 
 Status load_error(std::string message) { return invalid_argument(std::move(message)); }
-
-std::string in_quotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
 
 template <typename T>
 void append_unique(std::vector<T>& out, T item) {
@@ -185,11 +179,11 @@ class SchemaBuilder {
       if (!name_inserted) {
         if (name_it->second == element) {
           return load_error(pending[i].source + ": " + std::string(what) + " " + d.oid +
-                            " lists the name " + in_quotes(name) + " twice");
+                            " lists the name " + detail::in_quotes(name) + " twice");
         }
         return load_error(pending[i].source + ": duplicate " + std::string(what) + " name " +
-                          in_quotes(name) + " (already defined at " + source_of(name_it->second) +
-                          ")");
+                          detail::in_quotes(name) + " (already defined at " +
+                          source_of(name_it->second) + ")");
       }
     }
     return Status();
@@ -232,7 +226,7 @@ class SchemaBuilder {
       while (state[i] != State::kDone) {
         if (state[i] == State::kInChain) {
           return load_error(attribute_types_[i].source + ": attribute type " +
-                            in_quotes(attribute_types_[i].type->primary_name()) +
+                            detail::in_quotes(attribute_types_[i].type->primary_name()) +
                             " is its own superior (through " + chain_names(chain, i) + ")");
         }
         state[i] = State::kInChain;
@@ -244,8 +238,8 @@ class SchemaBuilder {
         const AttributeType* found = find_attribute_type(superior);
         if (found == nullptr) {
           return load_error(attribute_types_[i].source + ": attribute type " +
-                            in_quotes(attribute_types_[i].type->primary_name()) +
-                            ": unknown superior " + in_quotes(superior));
+                            detail::in_quotes(attribute_types_[i].type->primary_name()) +
+                            ": unknown superior " + detail::in_quotes(superior));
         }
         i = attribute_type_position_[found];
       }
@@ -287,15 +281,16 @@ class SchemaBuilder {
       return Status();
     }
     const MatchingRule* rule = find_matching_rule(name);
-    const std::string prefix =
-        pending.source + ": attribute type " + in_quotes(pending.type->primary_name()) + ": ";
+    const std::string prefix = pending.source + ": attribute type " +
+                               detail::in_quotes(pending.type->primary_name()) + ": ";
     if (rule == nullptr) {
       return load_error(prefix + "unknown " + std::string(keyword) + " matching rule " +
-                        in_quotes(name));
+                        detail::in_quotes(name));
     }
     if (rule->use != use) {
-      return load_error(prefix + in_quotes(name) + " cannot be the " + std::string(keyword) +
-                        " rule (it is " + std::string(use_name(rule->use)) + " rule)");
+      return load_error(prefix + detail::in_quotes(name) + " cannot be the " +
+                        std::string(keyword) + " rule (it is " + std::string(use_name(rule->use)) +
+                        " rule)");
     }
     out = rule;
     return Status();
@@ -306,7 +301,7 @@ class SchemaBuilder {
     const AttributeTypeDescription& d = pending.description;
     AttributeType& type = *pending.type;
     const std::string prefix =
-        pending.source + ": attribute type " + in_quotes(type.primary_name()) + ": ";
+        pending.source + ": attribute type " + detail::in_quotes(type.primary_name()) + ": ";
     const AttributeType* superior = d.superior.empty() ? nullptr : find_attribute_type(d.superior);
     type.superior = superior;
     NUMADIR_RETURN_IF_ERROR(resolve_rule(pending, d.equality, MatchingRuleUse::kEquality,
@@ -331,11 +326,11 @@ class SchemaBuilder {
     }
     if (superior != nullptr && superior->usage != type.usage) {
       return load_error(prefix + "USAGE differs from that of its superior " +
-                        in_quotes(superior->primary_name()));
+                        detail::in_quotes(superior->primary_name()));
     }
     if (superior != nullptr && superior->collective && !type.collective) {
       return load_error(prefix + "must be COLLECTIVE as its superior " +
-                        in_quotes(superior->primary_name()) + " is");
+                        detail::in_quotes(superior->primary_name()) + " is");
     }
     if (type.collective && type.operational()) {
       return load_error(prefix + "COLLECTIVE requires USAGE userApplications");
@@ -392,14 +387,15 @@ class SchemaBuilder {
           const ObjectClass* found = find_object_class(name);
           if (found == nullptr) {
             return load_error(object_classes_[i].source + ": object class " +
-                              in_quotes(object_classes_[i].object_class->primary_name()) +
-                              ": unknown superior " + in_quotes(name));
+                              detail::in_quotes(object_classes_[i].object_class->primary_name()) +
+                              ": unknown superior " + detail::in_quotes(name));
           }
           const std::size_t j = object_class_position_[found];
           if (state[j] == State::kOnStack) {
             return load_error(object_classes_[i].source + ": object class " +
-                              in_quotes(object_classes_[i].object_class->primary_name()) +
-                              ": superior " + in_quotes(name) + " leads back to it (a cycle)");
+                              detail::in_quotes(object_classes_[i].object_class->primary_name()) +
+                              ": superior " + detail::in_quotes(name) +
+                              " leads back to it (a cycle)");
           }
           if (state[j] == State::kPending) {
             state[j] = State::kOnStack;
@@ -433,9 +429,10 @@ class SchemaBuilder {
     for (const std::string& name : names) {
       const AttributeType* type = find_attribute_type(name);
       if (type == nullptr) {
-        return load_error(
-            pending.source + ": object class " + in_quotes(pending.object_class->primary_name()) +
-            ": " + std::string(keyword) + " names unknown attribute type " + in_quotes(name));
+        return load_error(pending.source + ": object class " +
+                          detail::in_quotes(pending.object_class->primary_name()) + ": " +
+                          std::string(keyword) + " names unknown attribute type " +
+                          detail::in_quotes(name));
       }
       append_unique(out, type);
     }
@@ -455,9 +452,9 @@ class SchemaBuilder {
           (object_class.kind != ObjectClassKind::kAbstract && superior->kind == object_class.kind);
       if (!allowed) {
         return load_error(pending.source + ": " + std::string(kind_name(object_class.kind)) +
-                          " object class " + in_quotes(object_class.primary_name()) +
+                          " object class " + detail::in_quotes(object_class.primary_name()) +
                           " cannot have the " + std::string(kind_name(superior->kind)) +
-                          " superior " + in_quotes(name));
+                          " superior " + detail::in_quotes(name));
       }
       append_unique(object_class.superiors, superior);
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "schema/ascii.h"
+#include "schema/detail/quoted.h"
 #include "schema/detail/schema_data.h"
 #include "schema/dn.h"
 #include "schema/matching_rule.h"
@@ -19,17 +20,7 @@
 namespace numadir::schema {
 namespace {
 
-using detail::kTopOid;
-using detail::SchemaData;
-
 constexpr std::string_view kObjectIdentifierMatchOid = "2.5.13.0";
-
-std::string in_quotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
 
 // The attributes of an entry that share one attribute type and one set of options.
 struct AttributeGroup {
@@ -142,7 +133,7 @@ class EntryChecker {
  public:
   // `storage`: what earlier checks left for reuse, taken back when this one ends; nullptr for a
   // check of its own.
-  EntryChecker(const Schema& schema, const SchemaData& impl, const Entry& entry,
+  EntryChecker(const Schema& schema, const detail::SchemaData& impl, const Entry& entry,
                EntryCheckScratch::Storage* storage = nullptr)
       : schema_(schema), impl_(impl), entry_(entry), storage_(storage) {
     if (storage_ != nullptr) {
@@ -376,7 +367,7 @@ class EntryChecker {
       if (group.type->single_value && group.values.size() > 1) {
         return status_error(
             StatusCode::kConstraintViolation,
-            "attribute " + in_quotes(group.description) + " cannot have multiple values");
+            "attribute " + detail::in_quotes(group.description) + " cannot have multiple values");
       }
     }
     return Status();
@@ -391,7 +382,7 @@ class EntryChecker {
       const ObjectClass* object_class = known.empty() ? schema_.object_class(*value) : known[i];
       if (object_class == nullptr) {
         return status_error(StatusCode::kObjectClassViolation,
-                            "unrecognized objectClass " + in_quotes(*value));
+                            "unrecognized objectClass " + detail::in_quotes(*value));
       }
       if (std::find(classes_.begin(), classes_.end(), object_class) == classes_.end()) {
         classes_.push_back(object_class);
@@ -442,16 +433,17 @@ class EntryChecker {
   Status check_abstract_classes() {
     for (std::size_t i = 0; i < classes_.size(); ++i) {
       const ObjectClass* object_class = classes_[i];
-      if (object_class->kind != ObjectClassKind::kAbstract || object_class->oid == kTopOid) {
+      if (object_class->kind != ObjectClassKind::kAbstract ||
+          object_class->oid == detail::kTopOid) {
         continue;
       }
       const bool derived = std::any_of(classes_.begin(), classes_.end(), [&](const ObjectClass* c) {
         return c != object_class && c->is_subclass_of(*object_class);
       });
       if (!derived) {
-        return status_error(
-            StatusCode::kObjectClassViolation,
-            "instantiation of abstract objectClass " + in_quotes(class_names_[i]) + " not allowed");
+        return status_error(StatusCode::kObjectClassViolation,
+                            "instantiation of abstract objectClass " +
+                                detail::in_quotes(class_names_[i]) + " not allowed");
       }
     }
     return Status();
@@ -471,7 +463,7 @@ class EntryChecker {
       const AttributeType* type = schema_.attribute_type(ava.type);
       if (type == nullptr) {
         return status_error(StatusCode::kNamingViolation,
-                            "naming attribute " + in_quotes(ava.type) + " is not defined");
+                            "naming attribute " + detail::in_quotes(ava.type) + " is not defined");
       }
       const std::string_view value = ava.hex_form ? ber_contents(ava.value) : ava.value;
       const AttributeGroup* group = find_group(type, "");
@@ -479,9 +471,9 @@ class EntryChecker {
                            std::find(group->normalized.begin(), group->normalized.end(),
                                      normalized) != group->normalized.end();
       if (!present) {
-        return status_error(
-            StatusCode::kNamingViolation,
-            "value of naming attribute " + in_quotes(ava.type) + " is not present in entry");
+        return status_error(StatusCode::kNamingViolation, "value of naming attribute " +
+                                                              detail::in_quotes(ava.type) +
+                                                              " is not present in entry");
       }
     }
     return Status();
@@ -498,8 +490,8 @@ class EntryChecker {
       for (const AttributeType* type : classes_[i]->all_must) {
         if (!has_type(type)) {
           return status_error(StatusCode::kObjectClassViolation,
-                              "object class " + in_quotes(class_names_[i]) +
-                                  " requires attribute " + in_quotes(type->primary_name()));
+                              "object class " + detail::in_quotes(class_names_[i]) +
+                                  " requires attribute " + detail::in_quotes(type->primary_name()));
         }
       }
     }
@@ -537,14 +529,14 @@ class EntryChecker {
                                    [&](const ObjectClass* c) { return c->allows(group.type); });
       if (!is_allowed) {
         return status_error(StatusCode::kObjectClassViolation,
-                            "attribute " + in_quotes(group.description) + " not allowed");
+                            "attribute " + detail::in_quotes(group.description) + " not allowed");
       }
     }
     return Status();
   }
 
   const Schema& schema_;
-  const SchemaData& impl_;
+  const detail::SchemaData& impl_;
   const Entry& entry_;
   EntryCheckScratch::Storage* const storage_;
   std::vector<AttributeGroup> groups_;

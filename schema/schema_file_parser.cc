@@ -10,21 +10,13 @@
 
 #include "schema/ascii.h"
 #include "schema/detail/description_parser.h"
+#include "schema/detail/quoted.h"
 #include "schema/schema_parser.h"
 
 namespace numadir::schema {
 namespace {
 
 using detail::ParseError;
-
-bool is_space(unsigned char c) { return detail::is_schema_space(c); }
-
-std::string in_quotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
 
 // Where each physical line of a logical text (a statement or an LDIF value) starts.
 struct LineMap {
@@ -103,11 +95,11 @@ Status define_macro(std::string_view text, std::size_t line, std::string_view or
   std::vector<std::string_view> tokens;
   std::size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && is_space(static_cast<unsigned char>(text[i]))) {
+    while (i < text.size() && detail::is_schema_space(static_cast<unsigned char>(text[i]))) {
       ++i;
     }
     const std::size_t start = i;
-    while (i < text.size() && !is_space(static_cast<unsigned char>(text[i]))) {
+    while (i < text.size() && !detail::is_schema_space(static_cast<unsigned char>(text[i]))) {
       ++i;
     }
     if (i > start) {
@@ -144,7 +136,7 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 
 bool is_blank(std::string_view line) {
   return std::all_of(line.begin(), line.end(),
-                     [](char c) { return is_space(static_cast<unsigned char>(c)); });
+                     [](char c) { return detail::is_schema_space(static_cast<unsigned char>(c)); });
 }
 
 // True if `line` reads "attribute[;options]:" as LDIF lines do.
@@ -167,7 +159,8 @@ Status parse_openldap_statement(const Statement& statement, std::string_view ori
                                 OidMacros& macros, SchemaFileContents& contents) {
   std::string_view text = statement.text;
   std::size_t i = 0;
-  while (i < text.size() && !is_space(static_cast<unsigned char>(text[i])) && text[i] != '(') {
+  while (i < text.size() && !detail::is_schema_space(static_cast<unsigned char>(text[i])) &&
+         text[i] != '(') {
     ++i;
   }
   const std::string keyword = ascii_lowered(text.substr(0, i));
@@ -185,7 +178,7 @@ Status parse_openldap_statement(const Statement& statement, std::string_view ori
     return define_macro(rest, statement.lines.first_line, origin, macros);
   } else {
     return file_error(origin, statement.lines.first_line,
-                      "unknown keyword " + in_quotes(text.substr(0, i)) +
+                      "unknown keyword " + detail::in_quotes(text.substr(0, i)) +
                           " (expected attributetype, objectclass, objectidentifier or "
                           "ldapsyntax)");
   }
@@ -252,7 +245,8 @@ Status parse_openldap_file(std::string_view text, std::string_view origin, OidMa
       // An indented line after an empty one starts a statement of its own (slapd skips the
       // leading whitespace when it splits the statement into words).
       std::string_view trimmed = line;
-      while (!trimmed.empty() && is_space(static_cast<unsigned char>(trimmed.front()))) {
+      while (!trimmed.empty() &&
+             detail::is_schema_space(static_cast<unsigned char>(trimmed.front()))) {
         trimmed.remove_prefix(1);
       }
       if (trimmed.empty()) {
@@ -358,10 +352,12 @@ Status parse_ldif_line(const LdifLine& line, std::string_view origin, OidMacros&
   bool mapped = true;  // Whether offsets in `value` map to the file (not for base64).
   if (value_offset < text.size() && text[value_offset] == ':') {
     std::string_view encoded = text.substr(value_offset + 1);
-    while (!encoded.empty() && is_space(static_cast<unsigned char>(encoded.front()))) {
+    while (!encoded.empty() &&
+           detail::is_schema_space(static_cast<unsigned char>(encoded.front()))) {
       encoded.remove_prefix(1);
     }
-    while (!encoded.empty() && is_space(static_cast<unsigned char>(encoded.back()))) {
+    while (!encoded.empty() &&
+           detail::is_schema_space(static_cast<unsigned char>(encoded.back()))) {
       encoded.remove_suffix(1);
     }
     if (!decode_base64(encoded, decoded)) {

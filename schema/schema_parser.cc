@@ -16,8 +16,6 @@ namespace {
 
 constexpr char kHexUpper[] = "0123456789ABCDEF";
 
-bool is_space(unsigned char c) { return detail::is_schema_space(c); }
-
 std::string upper(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), ascii_upper);
@@ -48,7 +46,7 @@ std::string describe_char(unsigned char c) {
 }
 
 // Quotes `text` for an error message, cut to a readable length.
-std::string in_quotes(std::string_view text) {
+std::string excerpt_in_quotes(std::string_view text) {
   constexpr std::size_t kMax = 64;
   std::string out = "'";
   if (text.size() > kMax) {
@@ -106,7 +104,7 @@ class DescriptionParser {
       }
       if (keyword.size() >= 2 && (keyword[0] == 'X' || keyword[0] == 'x') && keyword[1] == '-') {
         if (!is_xstring(keyword)) {
-          return fail(keyword_at, "invalid extension name " + in_quotes(keyword));
+          return fail(keyword_at, "invalid extension name " + excerpt_in_quotes(keyword));
         }
         SchemaExtension extension{.name = std::string(keyword), .values = {}};
         if (!read_qdstrings(extension.values)) {
@@ -127,7 +125,7 @@ class DescriptionParser {
   }
 
   bool unknown_keyword(std::string_view keyword, std::size_t offset) {
-    return fail(offset, "unknown keyword " + in_quotes(keyword));
+    return fail(offset, "unknown keyword " + excerpt_in_quotes(keyword));
   }
 
   bool fail(std::size_t offset, std::string problem) {
@@ -212,7 +210,7 @@ class DescriptionParser {
     if (text.find(':') != std::string::npos && macros_ != nullptr) {
       return expand(text, at, out);
     }
-    return fail(at, "expected a name or a numeric OID, found " + in_quotes(text));
+    return fail(at, "expected a name or a numeric OID, found " + excerpt_in_quotes(text));
   }
 
   // oids = oid / ( LPAREN WSP oidlist WSP RPAREN ); oidlist = oid *( WSP DOLLAR WSP oid ).
@@ -266,7 +264,7 @@ class DescriptionParser {
       const std::size_t brace = inside.find('{');
       if (brace != std::string::npos) {
         if (inside.back() != '}') {
-          return fail(at, "bad length in SYNTAX " + in_quotes(inside));
+          return fail(at, "bad length in SYNTAX " + excerpt_in_quotes(inside));
         }
         if (!parse_length(inside.substr(brace + 1, inside.size() - brace - 2), at, length)) {
           return false;
@@ -316,7 +314,8 @@ class DescriptionParser {
     } else if (value == "dsaoperation") {
       usage = AttributeUsage::kDsaOperation;
     } else {
-      return fail(at, "unknown USAGE " + in_quotes(value.empty() ? describe_at(at) : value));
+      return fail(at,
+                  "unknown USAGE " + excerpt_in_quotes(value.empty() ? describe_at(at) : value));
     }
     return true;
   }
@@ -330,7 +329,7 @@ class DescriptionParser {
   }
 
   void skip_space() {
-    while (!at_end() && is_space(peek())) {
+    while (!at_end() && detail::is_schema_space(peek())) {
       ++pos_;
     }
   }
@@ -348,7 +347,8 @@ class DescriptionParser {
     const std::size_t start = pos_;
     while (!at_end()) {
       const unsigned char c = peek();
-      if (is_space(c) || c == '(' || c == ')' || c == '\'' || c == '$' || c == '{' || c == '}') {
+      if (detail::is_schema_space(c) || c == '(' || c == ')' || c == '\'' || c == '$' || c == '{' ||
+          c == '}') {
         break;
       }
       ++pos_;
@@ -387,7 +387,7 @@ class DescriptionParser {
     if (macros_ != nullptr && !text.empty() && is_ascii_alpha(text.front())) {
       return expand(text, at, out);
     }
-    return fail(at, std::string(what) + " needs a numeric OID, found " + in_quotes(text));
+    return fail(at, std::string(what) + " needs a numeric OID, found " + excerpt_in_quotes(text));
   }
 
   bool expand(const std::string& text, std::size_t at, std::string& out) {
@@ -402,13 +402,13 @@ class DescriptionParser {
   bool parse_length(std::string_view digits, std::size_t at, std::uint32_t& length) {
     if (digits.empty() ||
         !std::all_of(digits.begin(), digits.end(), [](char c) { return is_ascii_digit(c); })) {
-      return fail(at, "bad SYNTAX length " + in_quotes(digits));
+      return fail(at, "bad SYNTAX length " + excerpt_in_quotes(digits));
     }
     std::uint64_t value = 0;
     for (const char c : digits) {
       value = value * 10 + static_cast<std::uint64_t>(c - '0');
       if (value > std::numeric_limits<std::uint32_t>::max()) {
-        return fail(at, "SYNTAX length " + in_quotes(digits) + " is too large");
+        return fail(at, "SYNTAX length " + excerpt_in_quotes(digits) + " is too large");
       }
     }
     length = static_cast<std::uint32_t>(value);
@@ -425,7 +425,7 @@ class DescriptionParser {
       return false;
     }
     if (!is_descr(name)) {
-      return fail(at + 1, "invalid name " + in_quotes(name) +
+      return fail(at + 1, "invalid name " + excerpt_in_quotes(name) +
                               " (a letter, then letters, digits and hyphens)");
     }
     out.push_back(std::move(name));
@@ -624,7 +624,7 @@ bool parse_matching_rule(std::string_view text, const OidMacros* macros,
 
 Status OidMacros::define(std::string_view name, std::string_view oid) {
   if (!is_descr(name)) {
-    return malformed("invalid objectidentifier name " + in_quotes(name));
+    return malformed("invalid objectidentifier name " + excerpt_in_quotes(name));
   }
   Result<std::string> value = expand(oid);
   if (!value.ok()) {
@@ -632,8 +632,8 @@ Status OidMacros::define(std::string_view name, std::string_view oid) {
   }
   auto [it, inserted] = oids_.emplace(ascii_lowered(name), *value);
   if (!inserted && it->second != *value) {
-    return Status(StatusCode::kAlreadyExists,
-                  "objectidentifier " + in_quotes(name) + " already stands for " + it->second);
+    return Status(StatusCode::kAlreadyExists, "objectidentifier " + excerpt_in_quotes(name) +
+                                                  " already stands for " + it->second);
   }
   return Status();
 }
@@ -645,11 +645,11 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
   const std::size_t colon = text.find(':');
   const std::string_view name = text.substr(0, colon);
   if (!is_descr(name)) {
-    return malformed("expected a numeric OID or an OID macro, found " + in_quotes(text));
+    return malformed("expected a numeric OID or an OID macro, found " + excerpt_in_quotes(text));
   }
   const auto it = oids_.find(ascii_lowered(name));
   if (it == oids_.end()) {
-    return malformed("unknown OID macro " + in_quotes(name));
+    return malformed("unknown OID macro " + excerpt_in_quotes(name));
   }
   if (colon == std::string_view::npos) {
     return it->second;
@@ -657,7 +657,7 @@ Result<std::string> OidMacros::expand(std::string_view text) const {
   const std::string_view suffix = text.substr(colon + 1);
   std::string result = it->second + "." + std::string(suffix);
   if (suffix.empty() || !is_numericoid(result)) {
-    return malformed("bad OID suffix in " + in_quotes(text));
+    return malformed("bad OID suffix in " + excerpt_in_quotes(text));
   }
   return result;
 }

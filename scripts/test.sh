@@ -14,9 +14,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage says when it starts, and at the end (also after a failure) the run prints how long
+# each stage took: the whole run must stay under 14 minutes on 2 CPUs.
+stage_names=()
+stage_starts=()
+stage() {
+  stage_names+=("${1%%(*}")
+  stage_starts+=("$SECONDS")
+  echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"
+}
+stage_times() {
+  local end=$SECONDS i took
+  echo "== stage times"
+  for i in "${!stage_names[@]}"; do
+    if [ $((i + 1)) -lt ${#stage_names[@]} ]; then
+      took=$((stage_starts[i + 1] - stage_starts[i]))
+    else
+      took=$((end - stage_starts[i]))
+    fi
+    printf '  %-52s %3dm%02ds\n' "${stage_names[i]}" $((took / 60)) $((took % 60))
+  done
+  printf '  %-52s %3dm%02ds\n' "total" $((end / 60)) $((end % 60))
+}
+trap stage_times EXIT
+
+stage "setup: scripts/setup.sh (apt-get of what is missing)"
 scripts/setup.sh
 
-echo "== format: clang-format --dry-run -Werror over every tracked .cc and .h"
+stage "format: clang-format --dry-run -Werror over every tracked .cc and .h"
 unformatted=()
 while IFS= read -r -d '' file; do
   if ! clang-format --dry-run -Werror "$file" >/dev/null 2>&1; then
@@ -39,8 +64,6 @@ jobs="$(nproc)"
 # (RUN_SERIAL in tests/CMakeLists.txt).
 test_jobs=$((jobs + 1))
 fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-3}"
-# Each stage says when it starts: the whole run must stay under 30 minutes on 2 CPUs.
-stage() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
 stage "build: release (numadir, authrate, floor-server, tls-handshake-bench)"
 cmake --preset release >/dev/null
@@ -68,12 +91,13 @@ ctest --preset tsan -j "$test_jobs" -R "^(listener_tests|threadpool_tests|server
   -E "$tsan_skip"
 
 
+stage "fuzz: each target for ${fuzz_seconds}s over its seed corpus"
 fuzz_failed=0
 for corpus in tests/fuzz/corpus/*/; do
   name="$(basename "$corpus")"
   target="build/asan/tests/fuzz/${name}_fuzz"
   work="$(mktemp -d)"
-  stage "fuzz: $name for ${fuzz_seconds}s (seed corpus: $corpus)"
+  echo "fuzz: $name for ${fuzz_seconds}s (seed corpus: $corpus)"
   # New inputs go to a temporary directory; the committed corpus is only read.
   if ! "$target" -max_total_time="$fuzz_seconds" -print_final_stats=1 \
       -artifact_prefix="$work/" "$work" "$corpus" >"$work/log" 2>&1; then
@@ -86,5 +110,4 @@ for corpus in tests/fuzz/corpus/*/; do
   echo "fuzz: $name ok"
   rm -rf "$work"
 done
-stage "done"
 exit "$fuzz_failed"

@@ -11,17 +11,11 @@
 #include <system_error>
 #include <thread>
 
+#include "threadpool/detail/hwloc_bitmap.h"
 #include "threadpool/topology.h"
 
 namespace numadir::threadpool {
 namespace {
-
-struct BitmapDeleter {
-  void operator()(hwloc_bitmap_s* bitmap) const { hwloc_bitmap_free(bitmap); }
-};
-using BitmapHandle = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
-
-std::string errno_text(int error) { return std::generic_category().message(error); }
 
 std::vector<unsigned> bitmap_members(hwloc_const_bitmap_t bitmap) {
   std::vector<unsigned> out;
@@ -54,14 +48,15 @@ std::string_view policy_name(hwloc_membind_policy_t policy) {
 
 // Returns: the calling thread's memory binding. Errors: kUnsupported with errno's text.
 Result<MemoryBinding> thread_binding(hwloc_topology_t topology) {
-  BitmapHandle nodeset(hwloc_bitmap_alloc());
+  detail::BitmapHandle nodeset(hwloc_bitmap_alloc());
   if (nodeset == nullptr) {
     return Status(StatusCode::kIo, "hwloc: out of memory");
   }
   hwloc_membind_policy_t policy = HWLOC_MEMBIND_DEFAULT;
   if (hwloc_get_membind(topology, nodeset.get(), &policy,
                         HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
-    return unsupported("reading the memory binding (hwloc_get_membind): " + errno_text(errno));
+    return unsupported("reading the memory binding (hwloc_get_membind): " +
+                       detail::errno_text(errno));
   }
   return MemoryBinding{bitmap_members(nodeset.get()), std::string(policy_name(policy))};
 }
@@ -101,12 +96,12 @@ std::string_view memory_user_name(MemoryUser user) {
 Result<std::unique_ptr<HwlocNodeMemory>> HwlocNodeMemory::open() {
   hwloc_topology_t topology = nullptr;
   if (hwloc_topology_init(&topology) != 0) {
-    return Status(StatusCode::kIo, "hwloc: cannot initialize: " + errno_text(errno));
+    return Status(StatusCode::kIo, "hwloc: cannot initialize: " + detail::errno_text(errno));
   }
   if (hwloc_topology_load(topology) != 0) {
     const int error = errno;
     hwloc_topology_destroy(topology);
-    return Status(StatusCode::kIo, "hwloc: cannot read the topology: " + errno_text(error));
+    return Status(StatusCode::kIo, "hwloc: cannot read the topology: " + detail::errno_text(error));
   }
   // Unreadable (no NUMA support): then binding fails too, and says why when asked.
   std::optional<MemoryBinding> started_with;
@@ -119,8 +114,8 @@ Result<std::unique_ptr<HwlocNodeMemory>> HwlocNodeMemory::open() {
 HwlocNodeMemory::~HwlocNodeMemory() { hwloc_topology_destroy(topology_); }
 
 Result<std::vector<unsigned>> HwlocNodeMemory::nodes_of(std::span<const unsigned> pus) const {
-  BitmapHandle cpus(hwloc_bitmap_alloc());
-  BitmapHandle nodes(hwloc_bitmap_alloc());
+  detail::BitmapHandle cpus(hwloc_bitmap_alloc());
+  detail::BitmapHandle nodes(hwloc_bitmap_alloc());
   if (cpus == nullptr || nodes == nullptr) {
     return Status(StatusCode::kIo, "hwloc: out of memory");
   }
@@ -140,7 +135,7 @@ Status HwlocNodeMemory::bind(std::span<const unsigned> pus) const {
   if (!nodes.ok()) {
     return nodes.status();
   }
-  BitmapHandle nodeset(hwloc_bitmap_alloc());
+  detail::BitmapHandle nodeset(hwloc_bitmap_alloc());
   if (nodeset == nullptr) {
     return Status(StatusCode::kIo, "hwloc: out of memory");
   }
@@ -151,7 +146,7 @@ Status HwlocNodeMemory::bind(std::span<const unsigned> pus) const {
   if (hwloc_set_membind(topology_, nodeset.get(), HWLOC_MEMBIND_BIND,
                         HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET) != 0) {
     return unsupported("binding memory to NUMA node " + list(*nodes) +
-                       " (hwloc_set_membind): " + errno_text(errno));
+                       " (hwloc_set_membind): " + detail::errno_text(errno));
   }
   return Status();
 }

@@ -10,6 +10,7 @@
 #include <set>
 #include <system_error>
 #include <tuple>
+#include "threadpool/detail/hwloc_bitmap.h"
 
 namespace numadir::threadpool {
 namespace {
@@ -19,28 +20,21 @@ struct TopologyDeleter {
 };
 using TopologyHandle = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
-struct BitmapDeleter {
-  void operator()(hwloc_bitmap_s* bitmap) const { hwloc_bitmap_free(bitmap); }
-};
-using BitmapHandle = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
-
 // CPU numbers above this are refused before allocating a cpu_set_t for them (Linux's own
 // limit, NR_CPUS, is at most 8192 today).
 constexpr unsigned kMaxCpuIndex = 1u << 20;
 
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
 Result<TopologyHandle> new_topology() {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) {
-    return Status(StatusCode::kIo, "hwloc: cannot initialize: " + errno_text(errno));
+    return Status(StatusCode::kIo, "hwloc: cannot initialize: " + detail::errno_text(errno));
   }
   return TopologyHandle(raw);
 }
 
 Status load(hwloc_topology_t topology) {
   if (hwloc_topology_load(topology) != 0) {
-    return Status(StatusCode::kIo, "hwloc: cannot read the topology: " + errno_text(errno));
+    return Status(StatusCode::kIo, "hwloc: cannot read the topology: " + detail::errno_text(errno));
   }
   return Status();
 }
@@ -105,8 +99,8 @@ Result<Topology> Topology::detect() {
   // hwloc's allowed set covers cgroup cpusets; the process binding covers taskset and
   // sched_setaffinity. hwloc reads the binding of every thread of the process and unites
   // them, so a thread pinned earlier does not shrink the set.
-  BitmapHandle allowed(hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t)));
-  BitmapHandle binding(hwloc_bitmap_alloc());
+  detail::BitmapHandle allowed(hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t)));
+  detail::BitmapHandle binding(hwloc_bitmap_alloc());
   if (allowed == nullptr || binding == nullptr) {
     return Status(StatusCode::kIo, "hwloc: out of memory");
   }
@@ -133,7 +127,7 @@ Result<Topology> Topology::synthetic(std::string_view description,
                             "\" (expected e.g. \"numa:4 core:8 pu:2\")");
   }
   NUMADIR_RETURN_IF_ERROR(load(t));
-  BitmapHandle allowed(hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(t)));
+  detail::BitmapHandle allowed(hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(t)));
   if (allowed == nullptr) {
     return Status(StatusCode::kIo, "hwloc: out of memory");
   }
@@ -160,11 +154,11 @@ Result<Topology> Topology::from_xml(const std::string& path) {
   hwloc_topology_t t = topology->get();
   if (hwloc_topology_set_xml(t, path.c_str()) != 0) {
     return invalid_argument("hwloc cannot read the XML topology " + path + ": " +
-                            errno_text(errno));
+                            detail::errno_text(errno));
   }
   if (hwloc_topology_load(t) != 0) {
     return invalid_argument("hwloc cannot load the XML topology " + path + ": " +
-                            errno_text(errno));
+                            detail::errno_text(errno));
   }
   return TopologyBuilder::build(t, hwloc_topology_get_complete_cpuset(t), "XML file " + path);
 }
@@ -264,11 +258,11 @@ Status pin_current_thread_to(std::span<const unsigned> os_indexes) {
   const std::string what = "sched_setaffinity(CPU " + cpu_list(cpus) + "): ";
   const unsigned highest = *std::max_element(cpus.begin(), cpus.end());
   if (highest >= kMaxCpuIndex) {
-    return Status(StatusCode::kIo, what + errno_text(EINVAL));
+    return Status(StatusCode::kIo, what + detail::errno_text(EINVAL));
   }
   cpu_set_t* set = CPU_ALLOC(highest + 1);
   if (set == nullptr) {
-    return Status(StatusCode::kIo, what + errno_text(ENOMEM));
+    return Status(StatusCode::kIo, what + detail::errno_text(ENOMEM));
   }
   const std::size_t size = CPU_ALLOC_SIZE(highest + 1);
   CPU_ZERO_S(size, set);
@@ -279,7 +273,7 @@ Status pin_current_thread_to(std::span<const unsigned> os_indexes) {
   const int error = errno;
   CPU_FREE(set);
   if (rc != 0) {
-    return Status(StatusCode::kIo, what + errno_text(error));
+    return Status(StatusCode::kIo, what + detail::errno_text(error));
   }
   return Status();
 }

@@ -24,7 +24,6 @@ namespace {
 using detail::check_plain_value;
 using detail::decode_base64;
 using detail::errno_text;
-using detail::quoted;
 using detail::read_file_url;
 
 // Small enough that tests can push every boundary case through refill().
@@ -331,7 +330,7 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
                                          /*is_dn=*/false, version));
     if (version != "1") {
       return error(StatusCode::kUnsupported, line,
-                   "unsupported LDIF version " + quoted(version) + " (only 'version: 1')");
+                   "unsupported LDIF version " + detail::quoted(version) + " (only 'version: 1')");
     }
     return Status();
   }
@@ -341,13 +340,13 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
   }
   if (colon == std::string_view::npos) {
     return error(StatusCode::kMalformed, line,
-                 "missing ':' after the attribute description in " + quoted(text));
+                 "missing ':' after the attribute description in " + detail::quoted(text));
   }
   auto invalid_description = [&] {
     return error(StatusCode::kMalformed, line,
                  description.empty()
                      ? std::string("empty attribute description before ':'")
-                     : "invalid attribute description " + quoted(description) +
+                     : "invalid attribute description " + detail::quoted(description) +
                            " (allowed: a name of letters, digits and '-' starting with a "
                            "letter, or a numeric OID, then ;options)");
   };
@@ -364,7 +363,7 @@ Status LdifReader::handle_line(std::string_view text, std::uint64_t line, schema
                      "'version:' is only allowed as the first line of the input");
       }
       return error(StatusCode::kMalformed, line,
-                   "record does not start with 'dn:' (found " + quoted(description) +
+                   "record does not start with 'dn:' (found " + detail::quoted(description) +
                        "); every record needs a dn: line first, and records are separated by "
                        "blank lines");
     }
@@ -414,7 +413,7 @@ Status LdifReader::decode_value(std::string_view spec, std::string_view descript
       const std::string reason = check_plain_value(spec);
       if (!reason.empty()) {
         return error(StatusCode::kMalformed, line,
-                     "value of " + quoted(description) + ": " + reason);
+                     "value of " + detail::quoted(description) + ": " + reason);
       }
       out.assign(spec);
       return Status();
@@ -423,7 +422,7 @@ Status LdifReader::decode_value(std::string_view spec, std::string_view descript
       const std::string reason = decode_base64(spec, out);
       if (!reason.empty()) {
         return error(StatusCode::kMalformed, line,
-                     "bad base64 in the value of " + quoted(description) + ": " + reason);
+                     "bad base64 in the value of " + detail::quoted(description) + ": " + reason);
       }
       if (is_dn) {
         const std::size_t bad = schema::find_invalid_utf8(out);
@@ -441,14 +440,14 @@ Status LdifReader::decode_value(std::string_view spec, std::string_view descript
       if (!options_.allow_file_urls) {
         return error(StatusCode::kUnsupported, line,
                      "URL values (attr:< url) are not allowed, found one for " +
-                         quoted(description) +
+                         detail::quoted(description) +
                          "; put the value inline, base64-encoded (attr:: ...)");
       }
       {
         Status read = read_file_url(spec, options_.max_record_bytes, out);
         if (!read.ok()) {
           return error(read.code(), line,
-                       "value of " + quoted(description) + ": " + read.message());
+                       "value of " + detail::quoted(description) + ": " + read.message());
         }
       }
       return Status();

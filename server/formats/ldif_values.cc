@@ -102,7 +102,7 @@ std::string decode_base64(std::string_view in, std::string& out) {
     const std::size_t at = g * 4;
     for (std::size_t k = 0; k < 4; ++k) {
       if (kBase64Table[src[k]] & 0x80) {
-        return "invalid base64 character " + quoted(in.substr(at + k, 1)) + " at offset " +
+        return "invalid base64 character " + detail::quoted(in.substr(at + k, 1)) + " at offset " +
                std::to_string(at + k);
       }
     }
@@ -162,14 +162,15 @@ Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& o
   constexpr std::string_view kScheme = "file://";
   if (url.size() < kScheme.size() ||
       !schema::ascii_iequals(url.substr(0, kScheme.size()), kScheme)) {
-    return unsupported("only file:// URLs are supported, not " + quoted(url));
+    return unsupported("only file:// URLs are supported, not " + detail::quoted(url));
   }
   std::string_view rest = url.substr(kScheme.size());
   const std::size_t slash = rest.find('/');
   const std::string_view host = rest.substr(0, slash);
   if (slash == std::string_view::npos ||
       (!host.empty() && !schema::ascii_iequals(host, "localhost"))) {
-    return unsupported("only local file:// URLs (file:///path) are supported, not " + quoted(url));
+    return unsupported("only local file:// URLs (file:///path) are supported, not " +
+                       detail::quoted(url));
   }
   // RFC 1738: the path may carry %XX escapes.
   std::string path;
@@ -181,7 +182,7 @@ Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& o
     const int hi = i + 2 < rest.size() ? schema::ascii_hex_value(rest[i + 1]) : -1;
     const int lo = i + 2 < rest.size() ? schema::ascii_hex_value(rest[i + 2]) : -1;
     if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-      return malformed("bad %-escape in URL " + quoted(url));
+      return malformed("bad %-escape in URL " + detail::quoted(url));
     }
     path += static_cast<char>(hi * 16 + lo);
     i += 2;
@@ -189,8 +190,9 @@ Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& o
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
-                  "cannot open " + quoted(path) + " named by URL value: " + errno_text(err));
+    return Status(
+        err == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
+        "cannot open " + detail::quoted(path) + " named by URL value: " + errno_text(err));
   }
   out.clear();
   const std::unique_ptr<LdifSource> file = fd_source(fd, /*owned=*/true);
@@ -198,13 +200,14 @@ Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& o
   for (;;) {
     Result<std::size_t> got = file->read(chunk, sizeof(chunk));
     if (!got.ok()) {
-      return Status(StatusCode::kIo, "reading " + quoted(path) + ": " + got.status().message());
+      return Status(StatusCode::kIo,
+                    "reading " + detail::quoted(path) + ": " + got.status().message());
     }
     if (*got == 0) {
       return Status();
     }
     if (out.size() + *got > max_bytes) {
-      return limit_exceeded("file " + quoted(path) + " named by URL value is longer than " +
+      return limit_exceeded("file " + detail::quoted(path) + " named by URL value is longer than " +
                             std::to_string(max_bytes) + " bytes");
     }
     out.append(chunk, *got);

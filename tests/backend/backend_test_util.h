@@ -52,6 +52,11 @@ inline const schema::Schema& test_schema() {
 }
 
 inline constexpr std::string_view kSuffix = "dc=example,dc=com";
+inline const std::string kPeople = "ou=people," + std::string(kSuffix);
+inline const std::string kGroups = "ou=groups," + std::string(kSuffix);
+
+// Returns: the DN of test user n under kPeople.
+inline std::string user_dn(int n) { return "uid=user" + std::to_string(n) + "," + kPeople; }
 
 inline std::vector<IndexSpec> default_indexes() {
   return {

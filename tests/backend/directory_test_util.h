@@ -1,5 +1,5 @@
 // tests/backend/directory_test_util.h: what the Directory tests (directory_*test.cc) share:
-// user entries under ou=people, a Fixture holding a directory with the base tree and two users
+// user entries, a Fixture holding a directory with the base tree and two users
 // (whose indexes it verifies when it goes), and a Modification builder.
 //
 // Thread contract: test-thread only, as backend_test_util.h.
@@ -17,10 +17,6 @@
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::backend::testing {
-
-inline const std::string kPeople = "ou=people," + std::string(kSuffix);
-
-inline std::string user_dn(int n) { return "uid=user" + std::to_string(n) + "," + kPeople; }
 
 inline schema::Entry user(int n) {
   return person_entry(user_dn(n), "user" + std::to_string(n), "User " + std::to_string(n),

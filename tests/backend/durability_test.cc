@@ -22,8 +22,6 @@ namespace {
 
 using namespace testing;
 
-const std::string kPeople = "ou=people," + std::string(kSuffix);
-
 // The child: adds users until killed, writing "<dn>\n" after each acknowledged add.
 [[noreturn]] void run_writer(const DirectoryOptions& options, int out_fd) {
   Result<std::unique_ptr<Directory>> directory =

@@ -18,9 +18,6 @@ namespace {
 
 using namespace testing;
 
-constexpr std::string_view kPeople = "ou=people,dc=example,dc=com";
-constexpr std::string_view kGroups = "ou=groups,dc=example,dc=com";
-
 bool is_injected(const Status& status) {
   return status.code() == StatusCode::kStorage && status.message() == "disk on fire";
 }

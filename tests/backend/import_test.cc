@@ -14,10 +14,6 @@ namespace {
 
 using namespace testing;
 
-const std::string kPeople = "ou=people," + std::string(kSuffix);
-
-std::string user_dn(int n) { return "uid=user" + std::to_string(n) + "," + kPeople; }
-
 schema::Entry user(int n) {
   schema::Entry entry = person_entry(user_dn(n), "user" + std::to_string(n),
                                      "User " + std::to_string(n), "Surname" + std::to_string(n));

@@ -16,11 +16,6 @@ namespace {
 
 using namespace testing;
 
-const std::string kPeople = "ou=people," + std::string(kSuffix);
-const std::string kGroups = "ou=groups," + std::string(kSuffix);
-
-std::string user_dn(int n) { return "uid=user" + std::to_string(n) + "," + kPeople; }
-
 // Ten users (uidNumber 1000 + n, mail for even n, cn;lang-de for n == 3), a nested ou with
 // one person: 15 entries with the suffix, ou=people and ou=groups.
 class SearchFixture {

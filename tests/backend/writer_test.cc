@@ -25,8 +25,6 @@ namespace {
 
 using namespace testing;
 
-const std::string kPeople = "ou=people," + std::string(kSuffix);
-
 std::string user_dn(const std::string& uid) { return "uid=" + uid + "," + kPeople; }
 
 schema::Entry user(const std::string& uid) {

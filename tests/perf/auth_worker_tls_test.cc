@@ -95,14 +95,14 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
-struct ServerOptions {
+struct TlsServerOptions {
   bool starttls = false;         // Expect StartTLS first on each connection.
   bool refuse_starttls = false;  // ... and answer it with unwillingToPerform.
   int stop_after = 10;           // Binds (or refusals, or failed handshakes) before the stop.
 };
 
 // Counters the server thread writes and the test reads after joining it.
-struct ServerCounts {
+struct TlsServerCounts {
   int connections = 0;
   int handshakes = 0;
   int resumed = 0;
@@ -113,7 +113,7 @@ struct ServerCounts {
 
 class TestTlsServer {
  public:
-  TestTlsServer(const TestCertificate& certificate, ServerOptions options, int stop_fd)
+  TestTlsServer(const TestCertificate& certificate, TlsServerOptions options, int stop_fd)
       : options_(options), stop_fd_(stop_fd) {
     // OpenSSL writes with write(2): a peer that closed first must not kill the test (authrate
     // ignores SIGPIPE for the same reason).
@@ -146,7 +146,7 @@ class TestTlsServer {
   const sockaddr_storage& address() const { return address_; }
   socklen_t address_len() const { return address_len_; }
   // Valid after join().
-  const ServerCounts& counts() const { return counts_; }
+  const TlsServerCounts& counts() const { return counts_; }
 
  private:
   // Blocking reads of one PDU through `ssl` (or the socket when null). Returns: false at the
@@ -263,32 +263,32 @@ class TestTlsServer {
     }
   }
 
-  const ServerOptions options_;
+  const TlsServerOptions options_;
   const int stop_fd_;
   SSL_CTX* ctx_ = nullptr;
   int listen_fd_ = -1;
   sockaddr_storage address_{};
   socklen_t address_len_ = 0;
-  ServerCounts counts_;  // Owner: the server thread until join().
+  TlsServerCounts counts_;  // Owner: the server thread until join().
   std::thread thread_;
 };
 
-struct RunResult {
+struct TlsRunResult {
   AuthTotals totals;
-  ServerCounts server;
+  TlsServerCounts server;
 };
 
 // Runs one AuthWorker (one slot) against a TestTlsServer until the server stops it.
-RunResult run_against_server(const TestCertificate& server_certificate,
-                             const TlsClientOptions& tls_options, ServerOptions server_options,
-                             bool reconnect) {
+TlsRunResult run_against_server(const TestCertificate& server_certificate,
+                                const TlsClientOptions& tls_options,
+                                TlsServerOptions server_options, bool reconnect) {
   const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   REQUIRE(stop_fd >= 0);
   auto workload = AuthWorkload::create(WorkloadOptions{});
   REQUIRE(workload.ok());
   auto client = TlsClient::create(tls_options, "127.0.0.1");
   REQUIRE(client.ok());
-  RunResult result;
+  TlsRunResult result;
   {
     TestTlsServer server(server_certificate, server_options, stop_fd);
     WorkerConfig config;
@@ -317,14 +317,14 @@ TEST_CASE("AuthWorker: auths over ldaps and StartTLS on a persistent connection"
   TestCertificate certificate(dir.path, "server");
   TlsClientOptions tls;
   tls.ca_file = certificate.cert_file;
-  ServerOptions server;
+  TlsServerOptions server;
   server.stop_after = 20;
   SUBCASE("ldaps") { tls.mode = TlsMode::kLdaps; }
   SUBCASE("StartTLS") {
     tls.mode = TlsMode::kStartTls;
     server.starttls = true;
   }
-  const RunResult run = run_against_server(certificate, tls, server, /*reconnect=*/false);
+  const TlsRunResult run = run_against_server(certificate, tls, server, /*reconnect=*/false);
   // The last bind's answer may race the stop.
   CHECK(run.totals.auths >= 19);
   CHECK(run.totals.error_total() == 0);
@@ -340,7 +340,7 @@ TEST_CASE("AuthWorker: a new connection per auth resumes the slot's session with
   TlsClientOptions tls;
   tls.mode = TlsMode::kLdaps;
   tls.ca_file = certificate.cert_file;
-  ServerOptions server;
+  TlsServerOptions server;
   server.stop_after = 10;
   SUBCASE("ldaps") {}
   SUBCASE("StartTLS") {
@@ -348,7 +348,7 @@ TEST_CASE("AuthWorker: a new connection per auth resumes the slot's session with
     server.starttls = true;
   }
   SUBCASE("without resumption") {
-    const RunResult run = run_against_server(certificate, tls, server, /*reconnect=*/true);
+    const TlsRunResult run = run_against_server(certificate, tls, server, /*reconnect=*/true);
     CHECK(run.totals.auths >= 9);
     CHECK(run.totals.error_total() == 0);
     CHECK(run.totals.tls_handshakes >= 10);
@@ -357,7 +357,7 @@ TEST_CASE("AuthWorker: a new connection per auth resumes the slot's session with
     return;
   }
   tls.resume = true;
-  const RunResult run = run_against_server(certificate, tls, server, /*reconnect=*/true);
+  const TlsRunResult run = run_against_server(certificate, tls, server, /*reconnect=*/true);
   CHECK(run.totals.auths >= 9);
   CHECK(run.totals.error_total() == 0);
   CHECK(run.totals.tls_handshakes >= 10);
@@ -371,11 +371,11 @@ TEST_CASE("AuthWorker: a refused StartTLS counts its result code and no auth") {
   TestCertificate certificate(dir.path, "server");
   TlsClientOptions tls;
   tls.mode = TlsMode::kStartTls;
-  ServerOptions server;
+  TlsServerOptions server;
   server.starttls = true;
   server.refuse_starttls = true;
   server.stop_after = 3;
-  const RunResult run = run_against_server(certificate, tls, server, /*reconnect=*/false);
+  const TlsRunResult run = run_against_server(certificate, tls, server, /*reconnect=*/false);
   // The last refusal may race the stop.
   CHECK(run.totals.auths == 0);
   CHECK(run.totals.result_codes[53] >= 2);
@@ -391,9 +391,9 @@ TEST_CASE("AuthWorker: a server certificate from another CA fails the handshake"
   TlsClientOptions tls;
   tls.mode = TlsMode::kLdaps;
   tls.ca_file = other.cert_file;
-  ServerOptions server;
+  TlsServerOptions server;
   server.stop_after = 2;
-  const RunResult run = run_against_server(certificate, tls, server, /*reconnect=*/false);
+  const TlsRunResult run = run_against_server(certificate, tls, server, /*reconnect=*/false);
   CHECK(run.totals.auths == 0);
   CHECK(run.totals.errors[static_cast<std::size_t>(AuthError::kTlsFailed)] >= 2);
   CHECK(run.totals.tls_handshakes == 0);
@@ -440,7 +440,7 @@ TEST_CASE("probe_tls: a verified handshake passes and another CA is named as the
   TestCertificate other(dir.path, "other");
   const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   REQUIRE(stop_fd >= 0);
-  ServerOptions server_options;
+  TlsServerOptions server_options;
   server_options.stop_after = 1;  // The failed probe stops the server.
   TestTlsServer server(certificate, server_options, stop_fd);
   const auto probe = [&](const std::string& ca_file) {

@@ -17,18 +17,12 @@
 #include <vector>
 
 #include "schema/schema.h"
+#include "tests/schema/shipped_schema.h"
 
 namespace numadir::schema {
 namespace {
 
-const Schema& shipped() {
-  static const Schema schema = [] {
-    Result<Schema> loaded = Schema::load_default();
-    NUMADIR_CHECK(loaded.ok(), loaded.status().to_string().c_str());
-    return std::move(loaded).value();
-  }();
-  return schema;
-}
+using testing::shipped;
 
 // The shipped schema plus `text` (OpenLDAP form), through a file in a fresh temp dir.
 Schema shipped_plus(std::string_view text) {

@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::string_view_literals;
 
-Filter parse_ok(std::string_view text, const FilterParseLimits& limits = {}) {
+Filter parse_filter_ok(std::string_view text, const FilterParseLimits& limits = {}) {
   Result<Filter> parsed = Filter::parse(text, limits);
   INFO("text: ", std::string(text));
   REQUIRE_MESSAGE(parsed.ok(), parsed.status().to_string());
@@ -89,63 +89,64 @@ TEST_CASE("Filter: filter_kind_name names every kind") {
 
 TEST_CASE("Filter: parses every simple item type") {
   SUBCASE("equality") {
-    check_nodes(parse_ok("(uid=jdoe)"), {{FilterKind::kEquality, 1, "uid", "jdoe"}});
+    check_nodes(parse_filter_ok("(uid=jdoe)"), {{FilterKind::kEquality, 1, "uid", "jdoe"}});
   }
   SUBCASE("equality with an empty value") {
-    check_nodes(parse_ok("(cn=)"), {{FilterKind::kEquality, 1, "cn", ""}});
+    check_nodes(parse_filter_ok("(cn=)"), {{FilterKind::kEquality, 1, "cn", ""}});
   }
   SUBCASE("equality keeps spaces and '=' in the value") {
-    check_nodes(parse_ok("(cn= a=b )"), {{FilterKind::kEquality, 1, "cn", " a=b "}});
+    check_nodes(parse_filter_ok("(cn= a=b )"), {{FilterKind::kEquality, 1, "cn", " a=b "}});
   }
   SUBCASE("approx") {
-    check_nodes(parse_ok("(sn~=smith)"), {{FilterKind::kApprox, 1, "sn", "smith"}});
+    check_nodes(parse_filter_ok("(sn~=smith)"), {{FilterKind::kApprox, 1, "sn", "smith"}});
   }
   SUBCASE("greater or equal") {
-    check_nodes(parse_ok("(uidNumber>=1000)"),
+    check_nodes(parse_filter_ok("(uidNumber>=1000)"),
                 {{FilterKind::kGreaterOrEqual, 1, "uidNumber", "1000"}});
   }
   SUBCASE("less or equal") {
-    check_nodes(parse_ok("(uidNumber<=99)"), {{FilterKind::kLessOrEqual, 1, "uidNumber", "99"}});
+    check_nodes(parse_filter_ok("(uidNumber<=99)"),
+                {{FilterKind::kLessOrEqual, 1, "uidNumber", "99"}});
   }
   SUBCASE("present") {
-    check_nodes(parse_ok("(objectClass=*)"), {{FilterKind::kPresent, 1, "objectClass"}});
+    check_nodes(parse_filter_ok("(objectClass=*)"), {{FilterKind::kPresent, 1, "objectClass"}});
   }
 }
 
 TEST_CASE("Filter: substrings keep their pieces as child nodes") {
   SUBCASE("initial") {
-    check_nodes(parse_ok("(cn=ab*)"),
+    check_nodes(parse_filter_ok("(cn=ab*)"),
                 {{FilterKind::kSubstrings, 2, "cn"}, {FilterKind::kSubInitial, 2, "", "ab"}});
   }
   SUBCASE("final") {
-    check_nodes(parse_ok("(cn=*ef)"),
+    check_nodes(parse_filter_ok("(cn=*ef)"),
                 {{FilterKind::kSubstrings, 2, "cn"}, {FilterKind::kSubFinal, 2, "", "ef"}});
   }
   SUBCASE("any") {
-    check_nodes(parse_ok("(cn=*cd*)"),
+    check_nodes(parse_filter_ok("(cn=*cd*)"),
                 {{FilterKind::kSubstrings, 2, "cn"}, {FilterKind::kSubAny, 2, "", "cd"}});
   }
   SUBCASE("initial, two any and final") {
-    check_nodes(parse_ok("(cn=ab*cd*ef*gh)"), {{FilterKind::kSubstrings, 5, "cn"},
-                                               {FilterKind::kSubInitial, 2, "", "ab"},
-                                               {FilterKind::kSubAny, 3, "", "cd"},
-                                               {FilterKind::kSubAny, 4, "", "ef"},
-                                               {FilterKind::kSubFinal, 5, "", "gh"}});
+    check_nodes(parse_filter_ok("(cn=ab*cd*ef*gh)"), {{FilterKind::kSubstrings, 5, "cn"},
+                                                      {FilterKind::kSubInitial, 2, "", "ab"},
+                                                      {FilterKind::kSubAny, 3, "", "cd"},
+                                                      {FilterKind::kSubAny, 4, "", "ef"},
+                                                      {FilterKind::kSubFinal, 5, "", "gh"}});
   }
   SUBCASE("initial and final") {
-    check_nodes(parse_ok("(cn=a*z)"), {{FilterKind::kSubstrings, 3, "cn"},
-                                       {FilterKind::kSubInitial, 2, "", "a"},
-                                       {FilterKind::kSubFinal, 3, "", "z"}});
+    check_nodes(parse_filter_ok("(cn=a*z)"), {{FilterKind::kSubstrings, 3, "cn"},
+                                              {FilterKind::kSubInitial, 2, "", "a"},
+                                              {FilterKind::kSubFinal, 3, "", "z"}});
   }
   SUBCASE("an escaped '*' is part of a piece, not a separator") {
-    check_nodes(parse_ok("(cn=a\\2a*b)"), {{FilterKind::kSubstrings, 3, "cn"},
-                                           {FilterKind::kSubInitial, 2, "", "a*"},
-                                           {FilterKind::kSubFinal, 3, "", "b"}});
+    check_nodes(parse_filter_ok("(cn=a\\2a*b)"), {{FilterKind::kSubstrings, 3, "cn"},
+                                                  {FilterKind::kSubInitial, 2, "", "a*"},
+                                                  {FilterKind::kSubFinal, 3, "", "b"}});
   }
 }
 
 TEST_CASE("Filter: and/or/not nest in preorder with end indices") {
-  const Filter f = parse_ok("(&(a=b)(|(c=d)(!(e=f)))(g=h*i))");
+  const Filter f = parse_filter_ok("(&(a=b)(|(c=d)(!(e=f)))(g=h*i))");
   // 0 and [0,9)  1 a=b  2 or [2,6)  3 c=d  4 not [4,6)  5 e=f  6 substrings [6,9)  7 h  8 i
   check_nodes(f, {{FilterKind::kAnd, 9},
                   {FilterKind::kEquality, 2, "a", "b"},
@@ -165,34 +166,38 @@ TEST_CASE("Filter: and/or/not nest in preorder with end indices") {
 }
 
 TEST_CASE("Filter: empty and/or are accepted (RFC 4526 absolute true/false)") {
-  SUBCASE("and") { check_nodes(parse_ok("(&)"), {{FilterKind::kAnd, 1}}); }
-  SUBCASE("or") { check_nodes(parse_ok("(|)"), {{FilterKind::kOr, 1}}); }
+  SUBCASE("and") { check_nodes(parse_filter_ok("(&)"), {{FilterKind::kAnd, 1}}); }
+  SUBCASE("or") { check_nodes(parse_filter_ok("(|)"), {{FilterKind::kOr, 1}}); }
   SUBCASE("nested") {
     check_nodes(
-        parse_ok("(|(&)(!(|)))"),
+        parse_filter_ok("(|(&)(!(|)))"),
         {{FilterKind::kOr, 4}, {FilterKind::kAnd, 2}, {FilterKind::kNot, 4}, {FilterKind::kOr, 4}});
   }
 }
 
 TEST_CASE("Filter: escapes are decoded into the value") {
-  SUBCASE("star") { check_nodes(parse_ok("(cn=\\2a)"), {{FilterKind::kEquality, 1, "cn", "*"}}); }
+  SUBCASE("star") {
+    check_nodes(parse_filter_ok("(cn=\\2a)"), {{FilterKind::kEquality, 1, "cn", "*"}});
+  }
   SUBCASE("parentheses") {
-    check_nodes(parse_ok("(cn=\\28x\\29)"), {{FilterKind::kEquality, 1, "cn", "(x)"}});
+    check_nodes(parse_filter_ok("(cn=\\28x\\29)"), {{FilterKind::kEquality, 1, "cn", "(x)"}});
   }
   SUBCASE("backslash") {
-    check_nodes(parse_ok("(cn=a\\5cb)"), {{FilterKind::kEquality, 1, "cn", "a\\b"}});
+    check_nodes(parse_filter_ok("(cn=a\\5cb)"), {{FilterKind::kEquality, 1, "cn", "a\\b"}});
   }
   SUBCASE("NUL") {
-    check_nodes(parse_ok("(cn=a\\00b)"), {{FilterKind::kEquality, 1, "cn", "a\0b"sv}});
+    check_nodes(parse_filter_ok("(cn=a\\00b)"), {{FilterKind::kEquality, 1, "cn", "a\0b"sv}});
   }
   SUBCASE("UTF-8 bytes") {
-    check_nodes(parse_ok("(sn=Lu\\c3\\a9)"), {{FilterKind::kEquality, 1, "sn", "Lu\xc3\xa9"}});
+    check_nodes(parse_filter_ok("(sn=Lu\\c3\\a9)"),
+                {{FilterKind::kEquality, 1, "sn", "Lu\xc3\xa9"}});
   }
   SUBCASE("upper-case hex digits") {
-    check_nodes(parse_ok("(cn=\\C3\\A9\\2A)"), {{FilterKind::kEquality, 1, "cn", "\xc3\xa9*"}});
+    check_nodes(parse_filter_ok("(cn=\\C3\\A9\\2A)"),
+                {{FilterKind::kEquality, 1, "cn", "\xc3\xa9*"}});
   }
   SUBCASE("in every value position") {
-    check_nodes(parse_ok("(|(a~=\\28)(b>=\\29)(c<=\\5c)(d:=\\2a))"),
+    check_nodes(parse_filter_ok("(|(a~=\\28)(b>=\\29)(c<=\\5c)(d:=\\2a))"),
                 {{FilterKind::kOr, 5},
                  {FilterKind::kApprox, 2, "a", "("},
                  {FilterKind::kGreaterOrEqual, 3, "b", ")"},
@@ -203,82 +208,87 @@ TEST_CASE("Filter: escapes are decoded into the value") {
 
 TEST_CASE("Filter: raw non-special bytes pass through as they are") {
   SUBCASE("UTF-8") {
-    check_nodes(parse_ok("(sn=Lu\xc3\xa9 \xe2\x82\xac)"),
+    check_nodes(parse_filter_ok("(sn=Lu\xc3\xa9 \xe2\x82\xac)"),
                 {{FilterKind::kEquality, 1, "sn", "Lu\xc3\xa9 \xe2\x82\xac"}});
   }
   SUBCASE("bytes that are not UTF-8, and controls") {
-    check_nodes(parse_ok("(sn=\xff\x01\x7f)"), {{FilterKind::kEquality, 1, "sn", "\xff\x01\x7f"}});
+    check_nodes(parse_filter_ok("(sn=\xff\x01\x7f)"),
+                {{FilterKind::kEquality, 1, "sn", "\xff\x01\x7f"}});
   }
 }
 
 TEST_CASE("Filter: attribute descriptions") {
   SUBCASE("one option") {
-    check_nodes(parse_ok("(cn;lang-en=Bob)"), {{FilterKind::kEquality, 1, "cn;lang-en", "Bob"}});
+    check_nodes(parse_filter_ok("(cn;lang-en=Bob)"),
+                {{FilterKind::kEquality, 1, "cn;lang-en", "Bob"}});
   }
   SUBCASE("several options") {
-    check_nodes(parse_ok("(cn;lang-en;x-2=*)"), {{FilterKind::kPresent, 1, "cn;lang-en;x-2"}});
+    check_nodes(parse_filter_ok("(cn;lang-en;x-2=*)"),
+                {{FilterKind::kPresent, 1, "cn;lang-en;x-2"}});
   }
   SUBCASE("numeric OID") {
-    check_nodes(parse_ok("(2.5.4.3=x)"), {{FilterKind::kEquality, 1, "2.5.4.3", "x"}});
+    check_nodes(parse_filter_ok("(2.5.4.3=x)"), {{FilterKind::kEquality, 1, "2.5.4.3", "x"}});
   }
   SUBCASE("numeric OID with a zero arc and an option") {
-    check_nodes(parse_ok("(0.10.0;binary>=x)"),
+    check_nodes(parse_filter_ok("(0.10.0;binary>=x)"),
                 {{FilterKind::kGreaterOrEqual, 1, "0.10.0;binary", "x"}});
   }
   SUBCASE("descr with digits and hyphens; case is kept") {
-    check_nodes(parse_ok("(x-Attr-2=v)"), {{FilterKind::kEquality, 1, "x-Attr-2", "v"}});
+    check_nodes(parse_filter_ok("(x-Attr-2=v)"), {{FilterKind::kEquality, 1, "x-Attr-2", "v"}});
   }
 }
 
 TEST_CASE("Filter: extensible match variants") {
   SUBCASE("attribute and rule") {
-    check_nodes(parse_ok("(cn:2.5.13.5:=Fred)"),
+    check_nodes(parse_filter_ok("(cn:2.5.13.5:=Fred)"),
                 {{FilterKind::kExtensible, 1, "cn", "Fred", "2.5.13.5"}});
   }
   SUBCASE("attribute, dn and rule") {
-    check_nodes(parse_ok("(cn:dn:caseExactMatch:=x)"),
+    check_nodes(parse_filter_ok("(cn:dn:caseExactMatch:=x)"),
                 {{FilterKind::kExtensible, 1, "cn", "x", "caseExactMatch", true}});
   }
   SUBCASE("attribute only") {
-    check_nodes(parse_ok("(o:=Acme)"), {{FilterKind::kExtensible, 1, "o", "Acme"}});
+    check_nodes(parse_filter_ok("(o:=Acme)"), {{FilterKind::kExtensible, 1, "o", "Acme"}});
   }
   SUBCASE("attribute and dn; 'dn' is case-insensitive") {
-    check_nodes(parse_ok("(ou:DN:=People)"),
+    check_nodes(parse_filter_ok("(ou:DN:=People)"),
                 {{FilterKind::kExtensible, 1, "ou", "People", "", true}});
   }
   SUBCASE("rule only") {
-    check_nodes(parse_ok("(:caseIgnoreMatch:=x)"),
+    check_nodes(parse_filter_ok("(:caseIgnoreMatch:=x)"),
                 {{FilterKind::kExtensible, 1, "", "x", "caseIgnoreMatch"}});
   }
   SUBCASE("dn and rule without attribute") {
-    check_nodes(parse_ok("(:dn:2.4.6.8.10:=Dino)"),
+    check_nodes(parse_filter_ok("(:dn:2.4.6.8.10:=Dino)"),
                 {{FilterKind::kExtensible, 1, "", "Dino", "2.4.6.8.10", true}});
   }
   SUBCASE("a rule named dn after :dn") {
-    check_nodes(parse_ok("(cn:dn:dn:=x)"), {{FilterKind::kExtensible, 1, "cn", "x", "dn", true}});
+    check_nodes(parse_filter_ok("(cn:dn:dn:=x)"),
+                {{FilterKind::kExtensible, 1, "cn", "x", "dn", true}});
   }
   SUBCASE("empty value and an attribute with options") {
-    check_nodes(parse_ok("(cn;x:1.2:=)"), {{FilterKind::kExtensible, 1, "cn;x", "", "1.2"}});
+    check_nodes(parse_filter_ok("(cn;x:1.2:=)"), {{FilterKind::kExtensible, 1, "cn;x", "", "1.2"}});
   }
 }
 
 TEST_CASE("Filter: a bare item without parentheses is accepted at top level") {
   SUBCASE("equality") {
-    check_nodes(parse_ok("uid=jdoe"), {{FilterKind::kEquality, 1, "uid", "jdoe"}});
+    check_nodes(parse_filter_ok("uid=jdoe"), {{FilterKind::kEquality, 1, "uid", "jdoe"}});
   }
   SUBCASE("present") {
-    check_nodes(parse_ok("objectClass=*"), {{FilterKind::kPresent, 1, "objectClass"}});
+    check_nodes(parse_filter_ok("objectClass=*"), {{FilterKind::kPresent, 1, "objectClass"}});
   }
   SUBCASE("substrings") {
-    check_nodes(parse_ok("cn=a*b"), {{FilterKind::kSubstrings, 3, "cn"},
-                                     {FilterKind::kSubInitial, 2, "", "a"},
-                                     {FilterKind::kSubFinal, 3, "", "b"}});
+    check_nodes(parse_filter_ok("cn=a*b"), {{FilterKind::kSubstrings, 3, "cn"},
+                                            {FilterKind::kSubInitial, 2, "", "a"},
+                                            {FilterKind::kSubFinal, 3, "", "b"}});
   }
   SUBCASE("extensible") {
-    check_nodes(parse_ok(":dn:rule:=x"), {{FilterKind::kExtensible, 1, "", "x", "rule", true}});
+    check_nodes(parse_filter_ok(":dn:rule:=x"),
+                {{FilterKind::kExtensible, 1, "", "x", "rule", true}});
   }
   SUBCASE("printing adds the parentheses") {
-    CHECK(parse_ok("uid=jdoe").to_string() == "(uid=jdoe)");
+    CHECK(parse_filter_ok("uid=jdoe").to_string() == "(uid=jdoe)");
   }
   SUBCASE("and/or/not need parentheses") {
     check_rejects("&(a=b)", StatusCode::kMalformed, 0);
@@ -308,30 +318,30 @@ TEST_CASE("Filter: to_string prints the canonical RFC 4515 form") {
   };
   for (const auto& c : cases) {
     INFO("input: ", c[0]);
-    CHECK(parse_ok(c[0]).to_string() == c[1]);
+    CHECK(parse_filter_ok(c[0]).to_string() == c[1]);
   }
 }
 
 TEST_CASE("Filter: to_string escapes what RFC 4515 requires in lower-case hex") {
   SUBCASE("specials") {
-    CHECK(parse_ok("(cn=\\2A\\28\\29\\5C\\00)").to_string() == "(cn=\\2a\\28\\29\\5c\\00)");
+    CHECK(parse_filter_ok("(cn=\\2A\\28\\29\\5C\\00)").to_string() == "(cn=\\2a\\28\\29\\5c\\00)");
   }
   SUBCASE("controls and DEL") {
-    CHECK(parse_ok("(cn=\x01\x1f\x7f)").to_string() == "(cn=\\01\\1f\\7f)");
+    CHECK(parse_filter_ok("(cn=\x01\x1f\x7f)").to_string() == "(cn=\\01\\1f\\7f)");
   }
   SUBCASE("invalid UTF-8: stray continuation, overlong, surrogate, truncated, above U+10FFFF") {
-    CHECK(parse_ok("(cn=\x80)").to_string() == "(cn=\\80)");
-    CHECK(parse_ok("(cn=\xc0\xaf)").to_string() == "(cn=\\c0\\af)");
-    CHECK(parse_ok("(cn=\xed\xa0\x80)").to_string() == "(cn=\\ed\\a0\\80)");
-    CHECK(parse_ok("(cn=\xe2\x82)").to_string() == "(cn=\\e2\\82)");
-    CHECK(parse_ok("(cn=\xf4\x90\x80\x80)").to_string() == "(cn=\\f4\\90\\80\\80)");
+    CHECK(parse_filter_ok("(cn=\x80)").to_string() == "(cn=\\80)");
+    CHECK(parse_filter_ok("(cn=\xc0\xaf)").to_string() == "(cn=\\c0\\af)");
+    CHECK(parse_filter_ok("(cn=\xed\xa0\x80)").to_string() == "(cn=\\ed\\a0\\80)");
+    CHECK(parse_filter_ok("(cn=\xe2\x82)").to_string() == "(cn=\\e2\\82)");
+    CHECK(parse_filter_ok("(cn=\xf4\x90\x80\x80)").to_string() == "(cn=\\f4\\90\\80\\80)");
   }
   SUBCASE("valid UTF-8 of every length stays raw") {
     const std::string text = "(cn=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf)";
-    CHECK(parse_ok(text).to_string() == text);
+    CHECK(parse_filter_ok(text).to_string() == text);
   }
   SUBCASE("substring pieces and extensible values") {
-    CHECK(parse_ok("(|(cn=\\2a*\\28*\\29)(cn:=\\5c))").to_string() ==
+    CHECK(parse_filter_ok("(|(cn=\\2a*\\28*\\29)(cn:=\\5c))").to_string() ==
           "(|(cn=\\2a*\\28*\\29)(cn:=\\5c))");
   }
 }
@@ -353,9 +363,9 @@ TEST_CASE("Filter: parse(to_string(f)) == f") {
   };
   for (const char* input : inputs) {
     INFO("input: ", input);
-    const Filter f = parse_ok(input);
+    const Filter f = parse_filter_ok(input);
     const std::string printed = f.to_string();
-    const Filter again = parse_ok(printed);
+    const Filter again = parse_filter_ok(printed);
     CHECK(again == f);
     CHECK(again.to_string() == printed);
   }
@@ -363,7 +373,7 @@ TEST_CASE("Filter: parse(to_string(f)) == f") {
 
 TEST_CASE("Filter: the parsed Filter does not refer to the text") {
   std::string text = "(&(cn;x:dn:caseExactMatch:=ab)(sn=a*b*c)(uid=j\\64oe))";
-  const Filter f = parse_ok(text);
+  const Filter f = parse_filter_ok(text);
   const std::string printed = f.to_string();
   text.assign(text.size(), '#');
   CHECK(f.to_string() == printed);
@@ -399,7 +409,7 @@ TEST_CASE("Filter: stored views stay valid across moves of the Filter") {
     }
   }
   SUBCASE("move assignment over a Filter with its own storage") {
-    Filter target = parse_ok("(cn=something*else)");
+    Filter target = parse_filter_ok("(cn=something*else)");
     target = std::move(f);
     for (std::size_t i = 0; i < originals.size(); ++i) {
       CHECK(views[i] == originals[i]);
@@ -425,7 +435,7 @@ TEST_CASE("Filter: stored views stay valid across moves of the Filter") {
 }
 
 TEST_CASE("Filter: clear() drops everything and the Filter can be reused") {
-  Filter f = parse_ok("(&(cn=ab*cd)(sn=x)(uid=y)(mail=z))");
+  Filter f = parse_filter_ok("(&(cn=ab*cd)(sn=x)(uid=y)(mail=z))");
   const FilterNode* const nodes_before = f.nodes().data();
   const char* const stored_before = f.node(2).value.data();  // "ab", the first bytes stored.
   f.clear();
@@ -444,7 +454,7 @@ TEST_CASE("Filter: clear() drops everything and the Filter can be reused") {
   SUBCASE("cleared twice, then equal to a fresh parse") {
     f.clear();
     f.add_leaf(FilterKind::kEquality, f.store("uid"), f.store("jdoe"));
-    CHECK(f == parse_ok("(uid=jdoe)"));
+    CHECK(f == parse_filter_ok("(uid=jdoe)"));
   }
   SUBCASE("after several blocks, one block is kept and reused") {
     for (int i = 0; i < 50; ++i) {
@@ -481,9 +491,9 @@ TEST_CASE("Filter: the builder with views into a caller's buffer equals a parse"
   CHECK(sub == 2);
   CHECK(ext == 5);
   CHECK(f.to_string() == "(&(uid=jdoe)(cn=ab*cd)(sn:dn:caseExactMatch:=x))");
-  CHECK(f == parse_ok("(&(uid=jdoe)(cn=ab*cd)(sn:dn:caseExactMatch:=x))"));
-  CHECK_FALSE(f == parse_ok("(&(uid=jdoe)(cn=ab*cd)(sn:caseExactMatch:=x))"));
-  CHECK_FALSE(f == parse_ok("(&(uid=jdoe)(cn=ab*cd))"));
+  CHECK(f == parse_filter_ok("(&(uid=jdoe)(cn=ab*cd)(sn:dn:caseExactMatch:=x))"));
+  CHECK_FALSE(f == parse_filter_ok("(&(uid=jdoe)(cn=ab*cd)(sn:caseExactMatch:=x))"));
+  CHECK_FALSE(f == parse_filter_ok("(&(uid=jdoe)(cn=ab*cd))"));
 }
 
 TEST_CASE("Filter: rejects malformed input and names the offset") {
@@ -590,20 +600,20 @@ TEST_CASE("Filter: rejects malformed input and names the offset") {
 
 TEST_CASE("Filter: the depth limit is enforced") {
   SUBCASE("the default allows 64 nested and/or/not, not 65") {
-    CHECK(parse_ok(nested("&", 64, "(a=b)")).size() == 65);
+    CHECK(parse_filter_ok(nested("&", 64, "(a=b)")).size() == 65);
     check_rejects(nested("&", 65, "(a=b)"), StatusCode::kLimitExceeded, 128);
     check_rejects(nested("!", 65, "(a=b)"), StatusCode::kLimitExceeded, 128);
   }
   SUBCASE("a custom limit") {
     FilterParseLimits limits;
     limits.max_depth = 2;
-    CHECK(parse_ok("(&(|(a=b))(!(c=d)))", limits).size() == 5);
+    CHECK(parse_filter_ok("(&(|(a=b))(!(c=d)))", limits).size() == 5);
     check_rejects("(&(|(!(a=b))))", StatusCode::kLimitExceeded, 4, limits);
   }
   SUBCASE("zero allows items only") {
     FilterParseLimits limits;
     limits.max_depth = 0;
-    CHECK(parse_ok("(a=b)", limits).size() == 1);
+    CHECK(parse_filter_ok("(a=b)", limits).size() == 1);
     check_rejects("(&)", StatusCode::kLimitExceeded, 0, limits);
   }
   SUBCASE("very deep input within a large limit needs no native stack") {
@@ -611,7 +621,7 @@ TEST_CASE("Filter: the depth limit is enforced") {
     limits.max_depth = 200'000;
     limits.max_nodes = 200'001;
     const std::string text = nested("!", 200'000, "(a=b)");
-    const Filter f = parse_ok(text, limits);
+    const Filter f = parse_filter_ok(text, limits);
     CHECK(f.size() == 200'001);
     CHECK(f.node(0).end == 200'001);
     CHECK(f.to_string() == text);
@@ -622,12 +632,12 @@ TEST_CASE("Filter: the node limit is enforced") {
   FilterParseLimits limits;
   limits.max_nodes = 3;
   SUBCASE("and/or/not and items count") {
-    CHECK(parse_ok("(&(a=b)(c=d))", limits).size() == 3);
+    CHECK(parse_filter_ok("(&(a=b)(c=d))", limits).size() == 3);
     check_rejects("(&(a=b)(c=d)(e=f))", StatusCode::kLimitExceeded, 12, limits);
     check_rejects("(&(|(!(a=b))))", StatusCode::kLimitExceeded, 6, limits);
   }
   SUBCASE("substring pieces count") {
-    CHECK(parse_ok("(cn=a*b)", limits).size() == 3);
+    CHECK(parse_filter_ok("(cn=a*b)", limits).size() == 3);
     check_rejects("(cn=a*b*c)", StatusCode::kLimitExceeded, 0, limits);
   }
   SUBCASE("the default allows 10000 nodes") {
@@ -635,7 +645,7 @@ TEST_CASE("Filter: the node limit is enforced") {
     for (int i = 0; i < 9'999; ++i) {
       text += "(a=b)";
     }
-    CHECK(parse_ok(text + ")").size() == 10'000);
+    CHECK(parse_filter_ok(text + ")").size() == 10'000);
     check_rejects(text + "(a=b))", StatusCode::kLimitExceeded, text.size());
   }
 }

@@ -22,6 +22,7 @@
 #include "schema/matching_rule.h"
 #include "schema/schema_parser.h"
 #include "schema/syntax.h"
+#include "tests/schema/shipped_schema.h"
 
 namespace numadir::schema {
 namespace {
@@ -58,14 +59,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-const Schema& shipped() {
-  static const Schema schema = [] {
-    Result<Schema> loaded = Schema::load_default();
-    NUMADIR_CHECK(loaded.ok(), loaded.status().to_string().c_str());
-    return std::move(loaded).value();
-  }();
-  return schema;
-}
+using testing::shipped;
 
 const AttributeType& type_of(const Schema& schema, std::string_view name) {
   const AttributeType* type = schema.attribute_type(name);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/threadpool/function_task.h"
 #include "tests/wait_until.h"
 #include "threadpool/locked_queue_pool.h"
 #include "threadpool/worker_pool.h"
@@ -21,18 +22,8 @@ namespace {
 
 using numadir::testing::wait_until;
 
-class FunctionTask : public Task {
- public:
-  explicit FunctionTask(std::function<void()> body) : body_(std::move(body)) {}
-  void run(WorkerState&) override { body_(); }
-
- private:
-  std::function<void()> body_;
-};
-
-std::unique_ptr<Task> task(std::function<void()> body) {
-  return std::make_unique<FunctionTask>(std::move(body));
-}
+using testing::FunctionTask;
+using testing::task;
 
 TEST_CASE("owner_add: a counter written by one thread counts up and down") {
   std::atomic<std::uint64_t> counter{0};

@@ -17,6 +17,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "tests/threadpool/function_task.h"
 #include "tests/wait_until.h"
 
 namespace numadir::threadpool {
@@ -24,19 +25,8 @@ namespace {
 
 using numadir::testing::wait_until;
 
-// Runs `body` on whichever worker takes it.
-class FunctionTask : public Task {
- public:
-  explicit FunctionTask(std::function<void()> body) : body_(std::move(body)) {}
-  void run(WorkerState&) override { body_(); }
-
- private:
-  std::function<void()> body_;
-};
-
-std::unique_ptr<Task> task(std::function<void()> body) {
-  return std::make_unique<FunctionTask>(std::move(body));
-}
+using testing::FunctionTask;
+using testing::task;
 
 // Occupies the only worker of `pool` until release(): what is submitted meanwhile stays queued.
 class HeldWorker {

@@ -11,28 +11,12 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "tests/listener/wire/pdu_bytes.h"
 
 namespace numadir::listener::wire {
 namespace {
 
-// Returns: the bytes spelled by `text`: pairs of hex digits, spaces ignored.
-std::string hex(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    while (i < text.size() && text[i] == ' ') {
-      ++i;
-    }
-    if (i == text.size()) {
-      break;
-    }
-    unsigned byte = 0;
-    const char* const end = text.data() + std::min(i + 2, text.size());
-    const auto [last, error] = std::from_chars(text.data() + i, end, byte, 16);
-    NUMADIR_CHECK(error == std::errc() && last == text.data() + i + 2, "hex(): bad digit pair");
-    out.push_back(static_cast<char>(byte));
-  }
-  return out;
-}
+using testing::hex;
 
 const char* state_name(FrameState state) {
   switch (state) {

@@ -15,7 +15,7 @@
 namespace numadir::server {
 namespace {
 
-constexpr std::string_view kDatabase =
+constexpr std::string_view kReplicaDatabase =
     "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n";
 
 // A config directory: numadir.toml and the files the consumers name.
@@ -28,7 +28,7 @@ class ConfigDir {
     std::filesystem::permissions(dir_.path() / name, mode);
   }
   ServerConfigOutcome compile(const std::string& consumers) {
-    write("numadir.toml", std::string(kDatabase) + consumers);
+    write("numadir.toml", std::string(kReplicaDatabase) + consumers);
     return compile_server_config(dir_.path() / "numadir.toml");
   }
   std::string path(const std::string& name) const { return (dir_.path() / name).string(); }

@@ -20,7 +20,7 @@
 namespace numadir::server {
 namespace {
 
-constexpr std::string_view kDatabase =
+constexpr std::string_view kServerDatabase =
     "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n";
 constexpr std::string_view kRoot =
     "[server]\nrootdn = \"cn=admin,dc=example,dc=com\"\nrootpw = \"{SSHA}c2VjcmV0\"\n";
@@ -51,7 +51,7 @@ class ConfigFile {
 };
 
 TEST_CASE("ServerConfig: a good config compiles into its schema and rules") {
-  const ConfigFile file(std::string(kDatabase) + std::string(kRoot) +
+  const ConfigFile file(std::string(kServerDatabase) + std::string(kRoot) +
                         "[[access]]\ndn = \"ou=people,dc=example,dc=com\"\n"
                         "filter = \"(objectClass=person)\"\n"
                         "by = [{ group = \"cn=admins,dc=example,dc=com\", access = \"write\" },\n"
@@ -71,7 +71,7 @@ TEST_CASE("ServerConfig: a good config compiles into its schema and rules") {
   CHECK(compiled.tls == nullptr);
 
   SUBCASE("without [[access]]: the default policy") {
-    const ConfigFile plain(kDatabase);
+    const ConfigFile plain(kServerDatabase);
     const ServerConfigOutcome defaults = compile_server_config(plain.path());
     REQUIRE(defaults.ok());
     CHECK(defaults.compiled->access->is_default());
@@ -80,7 +80,7 @@ TEST_CASE("ServerConfig: a good config compiles into its schema and rules") {
 
 TEST_CASE("ServerConfig: rule DNs are normalized as the operations normalize DNs") {
   // access to dn.base="UID=User1,OU=People,DC=Example,DC=Com" by * read
-  const ConfigFile file(std::string(kDatabase) +
+  const ConfigFile file(std::string(kServerDatabase) +
                         "[[access]]\ndn = \"UID=User1,OU=People,DC=Example,DC=Com\"\n"
                         "scope = \"base\"\nby = [{ who = \"*\", access = \"read\" }]\n");
   const ServerConfigOutcome outcome = compile_server_config(file.path());
@@ -105,7 +105,7 @@ TEST_CASE("ServerConfig: a rule DN the operations' DN checks refuse does not com
     dn = "noSuchType=x,dc=example,dc=com";
     problem = "DN: undefined attribute type noSuchType";
   }
-  const ConfigFile file(std::string(kDatabase) + "[[access]]\nby = [{ dn = \"" + dn +
+  const ConfigFile file(std::string(kServerDatabase) + "[[access]]\nby = [{ dn = \"" + dn +
                         "\", access = \"read\" }]\n");
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   CHECK(outcome.compiled == nullptr);
@@ -114,12 +114,12 @@ TEST_CASE("ServerConfig: a rule DN the operations' DN checks refuse does not com
 }
 
 TEST_CASE("ServerConfig: every independent mistake is listed in order") {
-  const ConfigFile file(std::string(kDatabase) + "indexes = [\"noSuchAttr eq\", \"uid eq\"]\n" +
-                        "[server]\nrootdn = \"noSuchType=admin,dc=example,dc=com\"\n" +
-                        "[[access]]\ndn = \"c=USA,dc=example,dc=com\"\n" +
-                        "by = [{ who = \"*\", access = \"read\" }]\n" +
-                        "[tls]\ncertificate = \"/nonexistent/server.crt\"\n" +
-                        "key = \"/nonexistent/server.key\"\n");
+  const ConfigFile file(
+      std::string(kServerDatabase) + "indexes = [\"noSuchAttr eq\", \"uid eq\"]\n" +
+      "[server]\nrootdn = \"noSuchType=admin,dc=example,dc=com\"\n" +
+      "[[access]]\ndn = \"c=USA,dc=example,dc=com\"\n" +
+      "by = [{ who = \"*\", access = \"read\" }]\n" +
+      "[tls]\ncertificate = \"/nonexistent/server.crt\"\n" + "key = \"/nonexistent/server.key\"\n");
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   CHECK(outcome.compiled == nullptr);
   REQUIRE(outcome.errors.size() == 4);
@@ -135,20 +135,20 @@ TEST_CASE("ServerConfig: every independent mistake is listed in order") {
 
 TEST_CASE("ServerConfig: the thread plan is made on this machine's topology") {
   SUBCASE("percpu: planned") {
-    const ConfigFile file(kDatabase);
+    const ConfigFile file(kServerDatabase);
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.ok());
     REQUIRE(outcome.compiled->plan.has_value());
     CHECK_FALSE(outcome.compiled->plan->nodes.empty());
   }
   SUBCASE("single: nothing to plan") {
-    const ConfigFile file(std::string(kDatabase) + "[threads]\ndispatcher = \"single\"\n");
+    const ConfigFile file(std::string(kServerDatabase) + "[threads]\ndispatcher = \"single\"\n");
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.ok());
     CHECK_FALSE(outcome.compiled->plan.has_value());
   }
   SUBCASE("a node the machine lacks") {
-    const ConfigFile file(std::string(kDatabase) + "[[threads.node]]\nid = 1000\n");
+    const ConfigFile file(std::string(kServerDatabase) + "[[threads.node]]\nid = 1000\n");
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.errors.size() == 1);
     CHECK(outcome.errors[0].key == "threads");
@@ -163,21 +163,21 @@ TEST_CASE("ServerConfig: server.user and server.group are resolved") {
   const uid_t uid = self->pw_uid;
   const gid_t gid = self->pw_gid;
   SUBCASE("known names") {
-    const ConfigFile file(std::string(kDatabase) + "[server]\nuser = \"" + name + "\"\n");
+    const ConfigFile file(std::string(kServerDatabase) + "[server]\nuser = \"" + name + "\"\n");
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.ok());
     CHECK(outcome.compiled->uid == uid);
     CHECK(outcome.compiled->gid == gid);
   }
   SUBCASE("none: nothing to switch to") {
-    const ConfigFile file(kDatabase);
+    const ConfigFile file(kServerDatabase);
     const ServerConfigOutcome outcome = compile_server_config(file.path());
     REQUIRE(outcome.ok());
     CHECK_FALSE(outcome.compiled->uid.has_value());
     CHECK_FALSE(outcome.compiled->gid.has_value());
   }
   SUBCASE("unknown names") {
-    const ConfigFile file(std::string(kDatabase) +
+    const ConfigFile file(std::string(kServerDatabase) +
                           "[server]\nuser = \"no-such-user-numadir\"\n"
                           "group = \"no-such-group-numadir\"\n");
     const ServerConfigOutcome outcome = compile_server_config(file.path());
@@ -190,7 +190,7 @@ TEST_CASE("ServerConfig: server.user and server.group are resolved") {
 }
 
 TEST_CASE("ServerConfig: a file that does not parse stops the compile") {
-  const ConfigFile file(std::string(kDatabase) + "[server]\nmax_conections = 10\n");
+  const ConfigFile file(std::string(kServerDatabase) + "[server]\nmax_conections = 10\n");
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   CHECK(outcome.compiled == nullptr);
   REQUIRE(outcome.errors.size() == 1);
@@ -199,7 +199,7 @@ TEST_CASE("ServerConfig: a file that does not parse stops the compile") {
 
 TEST_CASE("ServerConfig: a rootpw that group or others may read is warned about") {
   using std::filesystem::perms;
-  std::string text = std::string(kDatabase) + std::string(kRoot);
+  std::string text = std::string(kServerDatabase) + std::string(kRoot);
   perms mode = ConfigFile::kPrivate;
   std::string expected;
   SUBCASE("0644") {
@@ -212,7 +212,7 @@ TEST_CASE("ServerConfig: a rootpw that group or others may read is warned about"
   }
   SUBCASE("0600: nothing to say") {}
   SUBCASE("0644 without a rootpw: nothing to say") {
-    text = std::string(kDatabase);
+    text = std::string(kServerDatabase);
     mode = mode | perms::group_read | perms::others_read;
   }
   const ConfigFile file(text, mode);
@@ -295,7 +295,7 @@ TEST_CASE("ServerConfig: the report has a line per warning and per error") {
 }
 
 TEST_CASE("ServerConfig: threads.topology plans on the emulated nodes and pins onto this machine") {
-  const ConfigFile file(std::string(kDatabase) + std::string(kRoot) +
+  const ConfigFile file(std::string(kServerDatabase) + std::string(kRoot) +
                         "[threads]\ntopology = \"numa:2 core:1 pu:1\"\n");
   const ServerConfigOutcome outcome = compile_server_config(file.path());
   REQUIRE(outcome.ok());
@@ -320,7 +320,7 @@ TEST_CASE("ServerConfig: threads.topology plans on the emulated nodes and pins o
       CHECK(allowed.count(*thread.pu) == 1);
     }
   }
-  const ConfigFile bad(std::string(kDatabase) + std::string(kRoot) +
+  const ConfigFile bad(std::string(kServerDatabase) + std::string(kRoot) +
                        "[threads]\ntopology = \"numa:two\"\n");
   const ServerConfigOutcome refused = compile_server_config(bad.path());
   REQUIRE(refused.errors.size() == 1);

@@ -38,13 +38,13 @@ TuneResult result(const std::string& name, std::vector<double> rates, std::uint6
   return out;
 }
 
-Config parse(const std::string& text) {
+Config parse_tune_config(const std::string& text) {
   Result<Config> config = parse_config(text, "test.toml", "/etc/nd");
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   return std::move(*config);
 }
 
-constexpr const char* kDatabase = "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n";
+constexpr const char* kTuneDatabase = "[database]\npath = \"db\"\nsuffix = \"dc=example,dc=com\"\n";
 
 }  // namespace
 
@@ -104,7 +104,8 @@ TEST_CASE("TuneCandidates: one PU gives the auto counts and their variants only"
 
 TEST_CASE("TuneCandidates: the current settings take their plan's counts") {
   const threadpool::Topology topology = synthetic("numa:1 core:2 pu:1");
-  const Config config = parse(std::string(kDatabase) + "[threads]\nlistener_helps = false\n");
+  const Config config =
+      parse_tune_config(std::string(kTuneDatabase) + "[threads]\nlistener_helps = false\n");
   Result<threadpool::PlacementPlan> plan =
       threadpool::plan_placement(topology, placement_options(config, topology));
   REQUIRE(plan.ok());
@@ -120,8 +121,8 @@ TEST_CASE("TuneCandidates: the current settings take their plan's counts") {
   CHECK_FALSE(same_settings(current, generated[0]));
 
   SUBCASE("single") {
-    const Config single = parse(std::string(kDatabase) +
-                                "[server]\nworkers = 3\n[threads]\ndispatcher = \"single\"\n");
+    const Config single = parse_tune_config(
+        std::string(kTuneDatabase) + "[server]\nworkers = 3\n[threads]\ndispatcher = \"single\"\n");
     const TuneCandidate candidate = current_candidate(single, nullptr);
     CHECK(candidate.dispatcher == "single");
     CHECK(candidate.single_workers == 3);
@@ -150,7 +151,8 @@ TEST_CASE("TuneCandidates: the fragment is the threads table and a node table pe
         "listeners help, emulated numa:2 core:1 pu:1");
 
   SUBCASE("it parses as the threads of a config") {
-    const Config config = parse(std::string(kDatabase) + threads_fragment(candidate, "x"));
+    const Config config =
+        parse_tune_config(std::string(kTuneDatabase) + threads_fragment(candidate, "x"));
     CHECK_FALSE(config.threads.pin);
     CHECK(config.threads.topology == "numa:2 core:1 pu:1");
     REQUIRE(config.threads.nodes.size() == 2);
@@ -159,7 +161,8 @@ TEST_CASE("TuneCandidates: the fragment is the threads table and a node table pe
   }
   SUBCASE("a topology with quotes and backslashes is escaped") {
     candidate.topology = "a\"b\\c.xml";
-    const Config config = parse(std::string(kDatabase) + threads_fragment(candidate));
+    const Config config =
+        parse_tune_config(std::string(kTuneDatabase) + threads_fragment(candidate));
     CHECK(config.threads.topology == "a\"b\\c.xml");
   }
 }

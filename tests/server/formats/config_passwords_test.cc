@@ -10,24 +10,24 @@
 namespace numadir::server {
 namespace {
 
-constexpr const char* kDatabase = R"(
+constexpr const char* kPasswordsDatabase = R"(
 [database]
 path = "db"
 suffix = "dc=example,dc=com"
 )";
 
-Result<Config> parse(const std::string& passwords) {
-  return parse_config(std::string(kDatabase) + "\n[passwords]\n" + passwords, "test.toml",
+Result<Config> parse_passwords(const std::string& passwords) {
+  return parse_config(std::string(kPasswordsDatabase) + "\n[passwords]\n" + passwords, "test.toml",
                       "/etc/nd");
 }
 
-std::string error_of(const std::string& passwords) {
-  auto config = parse(passwords);
+std::string passwords_error_of(const std::string& passwords) {
+  auto config = parse_passwords(passwords);
   return config.ok() ? std::string() : config.status().message();
 }
 
 TEST_CASE("Config passwords: the ceilings default to backend::PasswordCostLimits") {
-  auto config = parse("");
+  auto config = parse_passwords("");
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   const backend::PasswordCostLimits& limits = config->password_limits;
   CHECK(limits.max_pbkdf2_iterations == 30'000);
@@ -39,7 +39,7 @@ TEST_CASE("Config passwords: the ceilings default to backend::PasswordCostLimits
 }
 
 TEST_CASE("Config passwords: every ceiling is read") {
-  auto config = parse(R"(
+  auto config = parse_passwords(R"(
 max_pbkdf2_iterations = 600000
 max_argon2_memory_kib = 262144
 max_argon2_iterations = 3
@@ -86,7 +86,7 @@ TEST_CASE("Config passwords: nonsense ceilings are refused with their key and ra
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    const std::string error = error_of(c.text);
+    const std::string error = passwords_error_of(c.text);
     CHECK(error.rfind("test.toml: ", 0) == 0);
     CHECK_MESSAGE(error.find(c.message) != std::string::npos, error);
   }
@@ -94,21 +94,21 @@ TEST_CASE("Config passwords: nonsense ceilings are refused with their key and ra
 
 TEST_CASE("Config passwords: a ceiling below what numadir writes with the default scheme") {
   // The passwords numadir hashes (Add, Modify, Password Modify) must stay usable for binds.
-  CHECK(error_of("default_scheme = \"ARGON2\"\nmax_argon2_memory_kib = 4096") ==
+  CHECK(passwords_error_of("default_scheme = \"ARGON2\"\nmax_argon2_memory_kib = 4096") ==
         "test.toml: passwords.max_argon2_memory_kib: 4096 is below the argon2 memory 65536 KiB "
         "numadir writes with passwords.default_scheme = {ARGON2}: binds would refuse the "
         "passwords it hashes");
-  CHECK(error_of("default_scheme = \"ARGON2\"\nmax_argon2_iterations = 1")
+  CHECK(passwords_error_of("default_scheme = \"ARGON2\"\nmax_argon2_iterations = 1")
             .find("passwords.max_argon2_iterations: 1 is below the argon2 iterations 2") !=
         std::string::npos);
-  CHECK(error_of("default_scheme = \"PBKDF2-SHA512\"\nmax_pbkdf2_iterations = 9999")
+  CHECK(passwords_error_of("default_scheme = \"PBKDF2-SHA512\"\nmax_pbkdf2_iterations = 9999")
             .find("passwords.max_pbkdf2_iterations: 9999 is below the PBKDF2 iterations 10000") !=
         std::string::npos);
   // With another default scheme the admin may set them as low as the schemes allow.
-  auto config = parse("max_argon2_memory_kib = 4096\nmax_pbkdf2_iterations = 1000");
+  auto config = parse_passwords("max_argon2_memory_kib = 4096\nmax_pbkdf2_iterations = 1000");
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   CHECK(config->password_limits.max_argon2_memory_kib == 4096);
-  CHECK(parse("default_scheme = \"CRYPT\"\nmax_sha_crypt_rounds = 1000").ok());
+  CHECK(parse_passwords("default_scheme = \"CRYPT\"\nmax_sha_crypt_rounds = 1000").ok());
 }
 
 TEST_CASE("Config passwords: a rootpw over a ceiling is refused") {
@@ -116,11 +116,11 @@ TEST_CASE("Config passwords: a rootpw over a ceiling is refused") {
       "\n[server]\nrootdn = \"cn=admin,dc=example,dc=com\"\nrootpw = "
       "\"{ARGON2}$argon2id$v=19$m=1048576,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$CTFhFdXPJO1aFaMaO6Mm5c8y7"
       "cJHAph8ArZWb2GRPPc\"\n";
-  const std::string error = error_of(server);
+  const std::string error = passwords_error_of(server);
   CHECK_MESSAGE(error.find("test.toml: server.rootpw: argon2 memory 1048576 KiB over "
                            "passwords.max_argon2_memory_kib (65536)") != std::string::npos,
                 error);
-  CHECK(parse("max_argon2_memory_kib = 1048576" + server).ok());
+  CHECK(parse_passwords("max_argon2_memory_kib = 1048576" + server).ok());
 }
 
 }  // namespace

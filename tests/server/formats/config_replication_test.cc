@@ -13,7 +13,7 @@
 namespace numadir::server {
 namespace {
 
-constexpr const char* kDatabase = R"(
+constexpr const char* kReplicationDatabase = R"(
 [database]
 path = "db"
 suffix = "dc=example,dc=com"
@@ -27,17 +27,17 @@ std::string consumer(const std::string& extra, const std::string& provider = "ld
          extra;
 }
 
-Result<Config> parse(const std::string& replication) {
-  return parse_config(std::string(kDatabase) + replication, "test.toml", "/etc/nd");
+Result<Config> parse_replication(const std::string& replication) {
+  return parse_config(std::string(kReplicationDatabase) + replication, "test.toml", "/etc/nd");
 }
 
-std::string error_of(const std::string& replication) {
-  auto config = parse(replication);
+std::string replication_error_of(const std::string& replication) {
+  auto config = parse_replication(replication);
   return config.ok() ? std::string() : config.status().message();
 }
 
 TEST_CASE("Config replication: a consumer with the required keys gets slapd's defaults") {
-  auto config = parse(consumer(""));
+  auto config = parse_replication(consumer(""));
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   REQUIRE(config->replication_consumers.size() == 1);
   const ReplicationConsumerConfig& c = config->replication_consumers[0];
@@ -69,13 +69,13 @@ TEST_CASE("Config replication: a consumer with the required keys gets slapd's de
   CHECK(c.max_pdu_bytes == 16u * 1024 * 1024);
   CHECK(c.updateref.to_string() == "ldap://ldap1:389");
 
-  auto none = parse("");
+  auto none = parse_replication("");
   REQUIRE(none.ok());
   CHECK(none->replication_consumers.empty());
 }
 
 TEST_CASE("Config replication: every key is read") {
-  auto config = parse(R"toml(
+  auto config = parse_replication(R"toml(
 [[replication.consumer]]
 rid = 7
 provider = "LDAP://[::1]:3389/"
@@ -151,16 +151,17 @@ retry = "60 3"
 }
 
 TEST_CASE("Config replication: the table and its array are checked") {
-  CHECK(error_of("[replication]\nconsumers = 1\n") ==
+  CHECK(replication_error_of("[replication]\nconsumers = 1\n") ==
         "test.toml: replication.consumers: unknown key");
-  CHECK(parse_config("replication = 1\n" + std::string(kDatabase), "test.toml", "/etc/nd")
-            .status()
-            .message() == "test.toml: replication: must be a table");
-  CHECK(error_of("[replication]\nconsumer = 1\n") ==
+  CHECK(
+      parse_config("replication = 1\n" + std::string(kReplicationDatabase), "test.toml", "/etc/nd")
+          .status()
+          .message() == "test.toml: replication: must be a table");
+  CHECK(replication_error_of("[replication]\nconsumer = 1\n") ==
         "test.toml: replication.consumer: must be an array of tables ([[replication.consumer]])");
-  CHECK(error_of("[replication.consumer]\nrid = 1\n") ==
+  CHECK(replication_error_of("[replication.consumer]\nrid = 1\n") ==
         "test.toml: replication.consumer: must be an array of tables ([[replication.consumer]])");
-  CHECK(error_of(consumer("colour = \"blue\"\n")) ==
+  CHECK(replication_error_of(consumer("colour = \"blue\"\n")) ==
         "test.toml: replication.consumer[0].colour: unknown key");
 }
 
@@ -168,95 +169,99 @@ TEST_CASE("Config replication: rid and provider mistakes name their key") {
   const std::string base =
       "searchbase = \"dc=example,dc=com\"\nbinddn = \"cn=r,dc=example,dc=com\"\n"
       "credentials_file = \"pw\"\n";
-  CHECK(error_of("[[replication.consumer]]\nprovider = \"ldap://h\"\n" + base) ==
+  CHECK(replication_error_of("[[replication.consumer]]\nprovider = \"ldap://h\"\n" + base) ==
         "test.toml: replication.consumer[0].rid: missing (a number from 1 to 999 naming this "
         "consumer)");
   for (const char* rid : {"0", "1000", "-1", "\"1\"", "1.5"}) {
     CAPTURE(rid);
-    CHECK(error_of("[[replication.consumer]]\nrid = " + std::string(rid) +
-                   "\nprovider = \"ldap://h\"\n" + base) ==
+    CHECK(replication_error_of("[[replication.consumer]]\nrid = " + std::string(rid) +
+                               "\nprovider = \"ldap://h\"\n" + base) ==
           "test.toml: replication.consumer[0].rid: must be an integer from 1 to 999");
   }
-  CHECK(error_of(consumer("") + consumer("")) ==
+  CHECK(replication_error_of(consumer("") + consumer("")) ==
         "test.toml: replication.consumer[1].rid: 1 is replication.consumer[0]'s rid already");
-  CHECK(error_of("[[replication.consumer]]\nrid = 1\n" + base) ==
+  CHECK(replication_error_of("[[replication.consumer]]\nrid = 1\n" + base) ==
         "test.toml: replication.consumer[0].provider: missing (ldap://HOST[:PORT] or "
         "ldaps://HOST[:PORT])");
-  CHECK(error_of(consumer("", "http://h")) ==
+  CHECK(replication_error_of(consumer("", "http://h")) ==
         "test.toml: replication.consumer[0].provider: \"http://h\": unsupported scheme \"http\" "
         "(must be ldap://HOST[:PORT] or ldaps://HOST[:PORT])");
-  CHECK(error_of(consumer("", "ldap://")) ==
+  CHECK(replication_error_of(consumer("", "ldap://")) ==
         "test.toml: replication.consumer[0].provider: \"ldap://\" needs a host");
-  CHECK(error_of(consumer("", "ldap://h:0")) ==
+  CHECK(replication_error_of(consumer("", "ldap://h:0")) ==
         "test.toml: replication.consumer[0].provider: \"ldap://h:0\": bad port \"0\" (1 to "
         "65535)");
-  CHECK(error_of(consumer("", "ldap://h/dc=example,dc=com"))
+  CHECK(replication_error_of(consumer("", "ldap://h/dc=example,dc=com"))
             .starts_with("test.toml: replication.consumer[0].provider: "
                          "\"ldap://h/dc=example,dc=com\": only a host "
                          "and a port"));
-  CHECK(error_of(consumer("", "ldap://::1:389")) ==
+  CHECK(replication_error_of(consumer("", "ldap://::1:389")) ==
         "test.toml: replication.consumer[0].provider: \"ldap://::1:389\": an IPv6 address goes in "
         "brackets: ldap://[::1]:389");
-  CHECK(error_of("[[replication.consumer]]\nrid = 1\nprovider = 389\n" + base) ==
+  CHECK(replication_error_of("[[replication.consumer]]\nrid = 1\nprovider = 389\n" + base) ==
         "test.toml: replication.consumer[0].provider: must be a string");
 }
 
 TEST_CASE("Config replication: starttls") {
-  auto config = parse(consumer("starttls = \"yes\"\nca_file = \"ca.crt\"\n"));
+  auto config = parse_replication(consumer("starttls = \"yes\"\nca_file = \"ca.crt\"\n"));
   REQUIRE_MESSAGE(config.ok(), config.status().to_string());
   CHECK(config->replication_consumers[0].starttls == StartTlsMode::kYes);
   CHECK(config->replication_consumers[0].uses_tls());
-  CHECK(error_of(consumer("starttls = \"maybe\"\n")) ==
+  CHECK(replication_error_of(consumer("starttls = \"maybe\"\n")) ==
         "test.toml: replication.consumer[0].starttls: must be \"no\", \"yes\" or \"critical\"");
-  CHECK(error_of(consumer("starttls = \"yes\"\nca_file = \"ca\"\n", "ldaps://h")) ==
+  CHECK(replication_error_of(consumer("starttls = \"yes\"\nca_file = \"ca\"\n", "ldaps://h")) ==
         "test.toml: replication.consumer[0].starttls: not with an ldaps:// provider (it has TLS "
         "from the first byte)");
   // "no" with ldaps:// says what is true.
-  CHECK(error_of(consumer("starttls = \"no\"\nca_file = \"ca\"\n", "ldaps://h")).empty());
+  CHECK(
+      replication_error_of(consumer("starttls = \"no\"\nca_file = \"ca\"\n", "ldaps://h")).empty());
 }
 
 TEST_CASE("Config replication: what to replicate") {
-  CHECK(error_of("[[replication.consumer]]\nrid = 1\nprovider = \"ldap://h\"\nbinddn = "
-                 "\"cn=r\"\ncredentials_file = \"pw\"\n") ==
+  CHECK(replication_error_of("[[replication.consumer]]\nrid = 1\nprovider = \"ldap://h\"\nbinddn = "
+                             "\"cn=r\"\ncredentials_file = \"pw\"\n") ==
         "test.toml: replication.consumer[0].searchbase: missing (the database suffix or a DN "
         "under it)");
-  CHECK(error_of(consumer("").replace(consumer("").find("dc=example,dc=com"), 17, "")) ==
-        "test.toml: replication.consumer[0].searchbase: must not be empty (the database suffix "
-        "or under it)");
-  CHECK(error_of(consumer("").replace(consumer("").find("dc=example,dc=com"), 17, "dc=x,,dc=y"))
+  CHECK(
+      replication_error_of(consumer("").replace(consumer("").find("dc=example,dc=com"), 17, "")) ==
+      "test.toml: replication.consumer[0].searchbase: must not be empty (the database suffix "
+      "or under it)");
+  CHECK(replication_error_of(
+            consumer("").replace(consumer("").find("dc=example,dc=com"), 17, "dc=x,,dc=y"))
             .starts_with("test.toml: replication.consumer[0].searchbase: DN: offset"));
-  CHECK(error_of(consumer("scope = \"subtree\"\n")) ==
+  CHECK(replication_error_of(consumer("scope = \"subtree\"\n")) ==
         "test.toml: replication.consumer[0].scope: must be \"sub\", \"one\" or \"base\"");
-  CHECK(error_of(consumer("filter = \"(objectClass=*\"\n"))
+  CHECK(replication_error_of(consumer("filter = \"(objectClass=*\"\n"))
             .starts_with("test.toml: replication.consumer[0].filter: "));
-  CHECK(error_of(consumer("filter = \"uid=x\"\n")).empty());  // RFC 4515 allows no parentheses.
-  CHECK(error_of(consumer("attrs = []\n")) ==
+  CHECK(replication_error_of(consumer("filter = \"uid=x\"\n"))
+            .empty());  // RFC 4515 allows no parentheses.
+  CHECK(replication_error_of(consumer("attrs = []\n")) ==
         "test.toml: replication.consumer[0].attrs: must name at least one attribute (default "
         "[\"*\", \"+\"])");
-  CHECK(error_of(consumer("attrs = [\"cn\", \"user password\"]\n")) ==
+  CHECK(replication_error_of(consumer("attrs = [\"cn\", \"user password\"]\n")) ==
         "test.toml: replication.consumer[0].attrs: \"user password\" is not an attribute "
         "description, \"*\", \"+\" or \"@objectClass\"");
-  CHECK(error_of(consumer("attrs = \"cn\"\n")) ==
+  CHECK(replication_error_of(consumer("attrs = \"cn\"\n")) ==
         "test.toml: replication.consumer[0].attrs: must be an array of strings");
 }
 
 TEST_CASE("Config replication: type and interval") {
-  CHECK(error_of(consumer("type = \"persist\"\n")) ==
+  CHECK(replication_error_of(consumer("type = \"persist\"\n")) ==
         "test.toml: replication.consumer[0].type: must be \"refreshAndPersist\" or "
         "\"refreshOnly\"");
-  CHECK(error_of(consumer("interval = \"00:00:05:00\"\n")) ==
+  CHECK(replication_error_of(consumer("interval = \"00:00:05:00\"\n")) ==
         "test.toml: replication.consumer[0].interval: only with type = \"refreshOnly\" "
         "(refreshAndPersist hears of each change as it happens)");
   const std::string only = "type = \"refreshOnly\"\n";
-  CHECK(error_of(consumer(only + "interval = \"00:00:00:00\"\n")) ==
+  CHECK(replication_error_of(consumer(only + "interval = \"00:00:00:00\"\n")) ==
         "test.toml: replication.consumer[0].interval: \"00:00:00:00\" must be more than 0 "
         "seconds");
-  CHECK(error_of(consumer(only + "interval = \"00:24:00:00\"\n")) ==
+  CHECK(replication_error_of(consumer(only + "interval = \"00:24:00:00\"\n")) ==
         "test.toml: replication.consumer[0].interval: \"00:24:00:00\": hours must be a number "
         "from 0 to 23");
-  CHECK(error_of(consumer(only + "interval = 0\n")) ==
+  CHECK(replication_error_of(consumer(only + "interval = 0\n")) ==
         "test.toml: replication.consumer[0].interval: must be from 1 to 4294967295 seconds");
-  CHECK(error_of(consumer(only + "interval = true\n")) ==
+  CHECK(replication_error_of(consumer(only + "interval = true\n")) ==
         "test.toml: replication.consumer[0].interval: must be \"dd:hh:mm:ss\" or seconds");
 }
 
@@ -264,108 +269,111 @@ TEST_CASE("Config replication: method and its identity") {
   const std::string head =
       "[[replication.consumer]]\nrid = 1\nprovider = \"ldap://h\"\n"
       "searchbase = \"dc=example,dc=com\"\n";
-  CHECK(error_of(head + "credentials_file = \"pw\"\n") ==
+  CHECK(replication_error_of(head + "credentials_file = \"pw\"\n") ==
         "test.toml: replication.consumer[0].binddn: missing (method = \"simple\" binds as this "
         "DN)");
-  CHECK(error_of(head + "binddn = \"cn=r\"\n") ==
+  CHECK(replication_error_of(head + "binddn = \"cn=r\"\n") ==
         "test.toml: replication.consumer[0].credentials_file: missing (a file holding binddn's "
         "password, mode 0600)");
-  CHECK(error_of(head + "binddn = \"\"\ncredentials_file = \"pw\"\n") ==
+  CHECK(replication_error_of(head + "binddn = \"\"\ncredentials_file = \"pw\"\n") ==
         "test.toml: replication.consumer[0].binddn: must not be empty (an anonymous consumer "
         "reads too little)");
-  CHECK(error_of(head + "binddn = \"cn\"\ncredentials_file = \"pw\"\n")
+  CHECK(replication_error_of(head + "binddn = \"cn\"\ncredentials_file = \"pw\"\n")
             .starts_with("test.toml: replication.consumer[0].binddn: DN: offset"));
-  CHECK(error_of(head + "binddn = \"cn=r\"\ncredentials_file = \"\"\n") ==
+  CHECK(replication_error_of(head + "binddn = \"cn=r\"\ncredentials_file = \"\"\n") ==
         "test.toml: replication.consumer[0].credentials_file: must not be empty");
-  CHECK(error_of(consumer("method = \"sasl\"\n")) ==
+  CHECK(replication_error_of(consumer("method = \"sasl\"\n")) ==
         "test.toml: replication.consumer[0].method: must be \"simple\" or \"external\"");
 
   const std::string external =
       "[[replication.consumer]]\nrid = 1\nprovider = \"ldaps://h\"\n"
       "searchbase = \"dc=example,dc=com\"\nmethod = \"external\"\n"
       "ca_file = \"ca\"\n";
-  CHECK(error_of(external + "certificate = \"c\"\nkey = \"k\"\n").empty());
-  CHECK(error_of(external) ==
+  CHECK(replication_error_of(external + "certificate = \"c\"\nkey = \"k\"\n").empty());
+  CHECK(replication_error_of(external) ==
         "test.toml: replication.consumer[0].certificate: missing (method = \"external\" binds "
         "with a client certificate)");
-  CHECK(error_of(external + "certificate = \"c\"\n") ==
+  CHECK(replication_error_of(external + "certificate = \"c\"\n") ==
         "test.toml: replication.consumer[0].key: missing (certificate and key go together)");
-  CHECK(error_of(external + "key = \"k\"\n") ==
+  CHECK(replication_error_of(external + "key = \"k\"\n") ==
         "test.toml: replication.consumer[0].certificate: missing (certificate and key go "
         "together)");
-  CHECK(error_of(external + "certificate = \"c\"\nkey = \"k\"\nbinddn = \"cn=r\"\n") ==
+  CHECK(replication_error_of(external + "certificate = \"c\"\nkey = \"k\"\nbinddn = \"cn=r\"\n") ==
         "test.toml: replication.consumer[0].binddn: not with method = \"external\" (the "
         "certificate is the identity)");
-  CHECK(error_of(external + "certificate = \"c\"\nkey = \"k\"\ncredentials_file = \"pw\"\n") ==
+  CHECK(replication_error_of(external +
+                             "certificate = \"c\"\nkey = \"k\"\ncredentials_file = \"pw\"\n") ==
         "test.toml: replication.consumer[0].credentials_file: not with method = \"external\" "
         "(the certificate is the identity)");
   std::string clear = external;
   clear.replace(clear.find("ldaps://"), 8, "ldap://");
-  CHECK(error_of(clear + "certificate = \"c\"\nkey = \"k\"\nstarttls = \"yes\"\n") ==
+  CHECK(replication_error_of(clear + "certificate = \"c\"\nkey = \"k\"\nstarttls = \"yes\"\n") ==
         "test.toml: replication.consumer[0].method: \"external\" needs TLS: an ldaps:// provider "
         "or starttls = \"critical\"");
-  CHECK(error_of(clear + "certificate = \"c\"\nkey = \"k\"\nstarttls = \"critical\"\n").empty());
+  CHECK(replication_error_of(clear + "certificate = \"c\"\nkey = \"k\"\nstarttls = \"critical\"\n")
+            .empty());
 }
 
 TEST_CASE("Config replication: the TLS keys") {
-  CHECK(error_of(consumer("", "ldaps://h")) ==
+  CHECK(replication_error_of(consumer("", "ldaps://h")) ==
         "test.toml: replication.consumer[0].ca_file: missing (the CAs to verify the provider's "
         "certificate with; or tls_verify = false, which checks nothing)");
-  CHECK(error_of(consumer("starttls = \"critical\"\n")) ==
+  CHECK(replication_error_of(consumer("starttls = \"critical\"\n")) ==
         "test.toml: replication.consumer[0].ca_file: missing (the CAs to verify the provider's "
         "certificate with; or tls_verify = false, which checks nothing)");
-  CHECK(error_of(consumer("tls_verify = false\n", "ldaps://h")).empty());
-  CHECK(error_of(consumer("tls_verify = \"no\"\n", "ldaps://h")) ==
+  CHECK(replication_error_of(consumer("tls_verify = false\n", "ldaps://h")).empty());
+  CHECK(replication_error_of(consumer("tls_verify = \"no\"\n", "ldaps://h")) ==
         "test.toml: replication.consumer[0].tls_verify: must be true or false");
   for (const char* key : {"ca_file = \"ca\"", "tls_verify = true",
                           "certificate = \"c\"\nkey = "
                           "\"k\""}) {
     CAPTURE(key);
     const std::string name = std::string(key).substr(0, std::string(key).find(' '));
-    CHECK(error_of(consumer(std::string(key) + "\n")) ==
+    CHECK(replication_error_of(consumer(std::string(key) + "\n")) ==
           "test.toml: replication.consumer[0]." + name +
               ": set, but the provider is reached without TLS (an ldap:// provider with "
               "starttls = \"no\")");
   }
   // A client certificate with a simple bind is presented to the provider.
-  CHECK(error_of(consumer("certificate = \"c\"\nkey = \"k\"\nca_file = \"ca\"\n", "ldaps://h"))
+  CHECK(replication_error_of(
+            consumer("certificate = \"c\"\nkey = \"k\"\nca_file = \"ca\"\n", "ldaps://h"))
             .empty());
 }
 
 TEST_CASE("Config replication: retry keepalive timeouts and sizes") {
-  CHECK(error_of(consumer("retry = \"60\"\n")) ==
+  CHECK(replication_error_of(consumer("retry = \"60\"\n")) ==
         "test.toml: replication.consumer[0].retry: \"60\" must be pairs of \"<interval seconds> "
         "<count or +>\", e.g. \"5 10 60 +\"");
-  CHECK(error_of(consumer("retry = \"60 + 5 10\"\n")) ==
+  CHECK(replication_error_of(consumer("retry = \"60 + 5 10\"\n")) ==
         "test.toml: replication.consumer[0].retry: \"60 + 5 10\": \"+\" (forever) must be the "
         "last count");
-  CHECK(error_of(consumer("keepalive = \"240:10\"\n")) ==
+  CHECK(replication_error_of(consumer("keepalive = \"240:10\"\n")) ==
         "test.toml: replication.consumer[0].keepalive: \"240:10\" must be \"idle:probes:interval\" "
         "(e.g. \"240:10:30\")");
-  CHECK(error_of(consumer("keepalive = \"\"\n")).empty());
+  CHECK(replication_error_of(consumer("keepalive = \"\"\n")).empty());
   for (const char* key : {"timeout_ms", "network_timeout_ms"}) {
     CAPTURE(key);
     for (const char* value : {"0", "3600001", "\"10s\""}) {
-      CHECK(error_of(consumer(std::string(key) + " = " + value + "\n")) ==
+      CHECK(replication_error_of(consumer(std::string(key) + " = " + value + "\n")) ==
             "test.toml: replication.consumer[0]." + std::string(key) +
                 ": must be an integer from 1 to 3600000 (ms)");
     }
   }
   for (const char* value : {"-1", "1001", "\"10ms\""}) {
-    CHECK(error_of(consumer(std::string("persist_batch_ms = ") + value + "\n")) ==
+    CHECK(replication_error_of(consumer(std::string("persist_batch_ms = ") + value + "\n")) ==
           "test.toml: replication.consumer[0].persist_batch_ms: must be an integer from 0 to "
           "1000 (ms)");
   }
-  CHECK(error_of(consumer("persist_batch_ms = 1000\n")).empty());
-  CHECK(error_of(consumer("max_pdu_size = \"512\"\n")) ==
+  CHECK(replication_error_of(consumer("persist_batch_ms = 1000\n")).empty());
+  CHECK(replication_error_of(consumer("max_pdu_size = \"512\"\n")) ==
         "test.toml: replication.consumer[0].max_pdu_size: must be from 1KiB to 2GiB");
   CHECK(
-      error_of(consumer("max_pdu_size = \"lots\"\n"))
+      replication_error_of(consumer("max_pdu_size = \"lots\"\n"))
           .starts_with("test.toml: replication.consumer[0].max_pdu_size: \"lots\" is not a size"));
-  CHECK(error_of(consumer("updateref = \"ftp://h\"\n"))
+  CHECK(replication_error_of(consumer("updateref = \"ftp://h\"\n"))
             .starts_with("test.toml: replication.consumer[0].updateref: \"ftp://h\": unsupported "
                          "scheme"));
-  CHECK(error_of(consumer("updateref = \"ldap://:389\"\n")) ==
+  CHECK(replication_error_of(consumer("updateref = \"ldap://:389\"\n")) ==
         "test.toml: replication.consumer[0].updateref: \"ldap://:389\" needs a host");
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "tests/server/formats/entry_builder.h"
 
 namespace numadir::server {
 namespace {
@@ -70,12 +71,7 @@ void check_error(std::string_view text, StatusCode code, std::uint64_t line,
   }
 }
 
-Entry make_entry(std::string dn, std::vector<EntryAttribute> attributes) {
-  Entry entry;
-  entry.dn = std::move(dn);
-  entry.attributes = std::move(attributes);
-  return entry;
-}
+using testing::make_entry;
 
 TEST_CASE("LdifReader: reads a record and gathers the values of each attribute") {
   const Entry entry = read_one(

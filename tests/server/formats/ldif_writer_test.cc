@@ -13,6 +13,7 @@
 
 #include "schema/utf8.h"
 #include "server/formats/ldif_reader.h"
+#include "tests/server/formats/entry_builder.h"
 
 namespace numadir::server {
 namespace {
@@ -20,12 +21,7 @@ namespace {
 using schema::Entry;
 using schema::EntryAttribute;
 
-Entry make_entry(std::string dn, std::vector<EntryAttribute> attributes) {
-  Entry entry;
-  entry.dn = std::move(dn);
-  entry.attributes = std::move(attributes);
-  return entry;
-}
+using testing::make_entry;
 
 std::string format(const Entry& entry, const LdifWriterOptions& options = {}) {
   std::string out;

@@ -20,6 +20,7 @@
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
 #include "server/monitoring/logging_handler.h"
+#include "tests/read_file.h"
 
 namespace numadir::server {
 namespace {
@@ -27,12 +28,7 @@ namespace {
 using listener::wire::LdapMessage;
 using listener::wire::ProtocolOp;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using numadir::testing::read_file;
 
 std::filesystem::path temp_dir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "numadir-log-XXXXXX").string();

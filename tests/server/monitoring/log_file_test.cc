@@ -7,16 +7,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "tests/read_file.h"
 
 namespace numadir::server {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using numadir::testing::read_file;
 
 TEST_CASE("LogFile: appended lines reach the file and reopen follows a rotation") {
   std::string pattern = (std::filesystem::temp_directory_path() / "numadir-log-XXXXXX").string();

@@ -11,6 +11,7 @@
 
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/logging_handler.h"
+#include "tests/read_file.h"
 
 namespace numadir::server {
 namespace {
@@ -19,12 +20,7 @@ using listener::wire::LdapMessage;
 using listener::wire::ProtocolOp;
 using listener::wire::ResultCode;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using numadir::testing::read_file;
 
 // The listener's side: counts what reaches the connection.
 class CountingOpen final : public listener::OpenOperation {

@@ -58,14 +58,14 @@ void answer_bind(FakeSession& session, std::string& name, std::string& password,
 }
 
 // One short-form TLV.
-std::string tlv(std::uint8_t tag, const std::string& content) {
+std::string short_tlv(std::uint8_t tag, const std::string& content) {
   REQUIRE(content.size() < 128);
   return std::string(1, static_cast<char>(tag)) +
          std::string(1, static_cast<char>(content.size())) + content;
 }
 
 const std::string kUuid("\x01\x23\x45\x67\x89\xab\xcd\xef\x10\x32\x54\x76\x98\xba\xdc\xfe", 16);
-const std::string kCookie = "rid=001,csn=20261203120000.000000Z#000000#000#000000";
+const std::string kProviderCookie = "rid=001,csn=20261203120000.000000Z#000000#000#000000";
 
 TEST_CASE("ProviderConnection: binds and streams a search with its controls") {
   std::string bind_name;
@@ -78,9 +78,9 @@ TEST_CASE("ProviderConnection: binds and streams a search with its controls") {
   bool control_critical = false;
   std::int32_t abandoned = 0;
   bool unbound = false;
-  const std::string state_value = tlv(0x30, tlv(0x0a, "\x01") + tlv(0x04, kUuid));
-  const std::string info_value = tlv(0x80, kCookie);
-  const std::string done_value = tlv(0x30, tlv(0x04, kCookie));
+  const std::string state_value = short_tlv(0x30, short_tlv(0x0a, "\x01") + short_tlv(0x04, kUuid));
+  const std::string info_value = short_tlv(0x80, kProviderCookie);
+  const std::string done_value = short_tlv(0x30, short_tlv(0x04, kProviderCookie));
   FakeProvider provider([&](FakeSession& session) {
     answer_bind(session, bind_name, bind_password);
     wire::LdapMessage request;
@@ -159,7 +159,7 @@ TEST_CASE("ProviderConnection: binds and streams a search with its controls") {
   Result<SyncInfo> info = decode_sync_info(message.extended.value.value_or(""));
   REQUIRE_MESSAGE(info.ok(), info.status().to_string());
   CHECK(info->kind == SyncInfoKind::kNewCookie);
-  CHECK(info->cookie == kCookie);
+  CHECK(info->cookie == kProviderCookie);
 
   REQUIRE(link.receive(message, 5000).ok());
   REQUIRE(message.op == wire::ProtocolOp::kSearchResultDone);
@@ -168,7 +168,7 @@ TEST_CASE("ProviderConnection: binds and streams a search with its controls") {
   CHECK(message.controls[0].type == kSyncDoneOid);
   Result<SyncDone> done = decode_sync_done(message.controls[0].value.value_or(""));
   REQUIRE(done.ok());
-  CHECK(done->cookie == kCookie);
+  CHECK(done->cookie == kProviderCookie);
 
   CHECK(link.abandon(*id).ok());
   CHECK(link.unbind().ok());
