@@ -16,11 +16,6 @@
 namespace numadir::listener {
 namespace {
 
-// errno, translated once for the listener (STYLE.md): "<what>: <strerror>".
-Status errno_status(const std::string& what) {
-  return Status(StatusCode::kIo, what + ": " + std::strerror(errno));
-}
-
 // Returns: for each CPU of `plan`, the index (in listener order, which is each listen URL's
 //   reuseport group order) of the listener to serve a connection that CPU received: one of its
 //   node's listeners, the node's CPUs taking them in turn. CPUs of a node without listeners are

@@ -24,11 +24,6 @@
 namespace numadir::listener {
 namespace {
 
-// errno, translated once for the listener (STYLE.md): "<what>: <strerror>".
-Status errno_status(const std::string& what) {
-  return Status(StatusCode::kIo, what + ": " + std::strerror(errno));
-}
-
 Status in_use(const ListenUrl& url, const std::string& owner) {
   return Status(StatusCode::kAlreadyExists, url.to_string() + ": address already in use" + owner);
 }
@@ -488,6 +483,10 @@ bool remove_unix_socket(const ListenSockets& sockets, std::string& error) {
     return false;
   }
   return true;
+}
+
+Status errno_status(const std::string& what) {
+  return Status(StatusCode::kIo, what + ": " + std::strerror(errno));
 }
 
 }  // namespace numadir::listener

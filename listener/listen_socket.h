@@ -81,4 +81,7 @@ std::string describe_socket_owner(ino_t inode);
 // not be removed (e.g. no write permission on its directory after the privilege drop).
 bool remove_unix_socket(const ListenSockets& sockets, std::string& error);
 
+// Returns: errno, translated once for the listener (STYLE.md): kIo, "<what>: <strerror>".
+Status errno_status(const std::string& what);
+
 }  // namespace numadir::listener

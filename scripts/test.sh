@@ -9,7 +9,11 @@
 #      long single-threaded case, see below);
 #   3. each libFuzzer target, built by the `asan` preset beside the tests (the parsers' and
 #      connection_fuzz), for NUMADIR_FUZZ_SECONDS (default 3) over its committed seed corpus
-#      (each directory tests/fuzz/corpus/<name>/ names a target <name>_fuzz).
+#      (each directory tests/fuzz/corpus/<name>/ names a target <name>_fuzz), one per CPU at a
+#      time.
+# The asan and tsan presets compile unity sources (CMakePresets.json), and each compiles in the
+# background, at the lowest priority, while the tests of the stage before it run. At the end
+# (also after a failure) it prints how long each stage took.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,35 +69,66 @@ jobs="$(nproc)"
 test_jobs=$((jobs + 1))
 fuzz_seconds="${NUMADIR_FUZZ_SECONDS:-3}"
 
+# The sanitizer builds compile beside the tests of the stage before (the tests mostly wait): in
+# the background at nice 19, so they take only the CPU the tests leave, each into
+# build/<preset>/build.log, printed when the build fails. A stage that fails stops the build
+# beside it.
+build_pid=""
+start_build() {  # preset, then cmake --build's own arguments
+  local preset="$1"
+  shift
+  cmake --preset "$preset" >/dev/null
+  # setsid: the build is its own process group, so that stop_build ends its compilers too.
+  setsid nice -n 19 cmake --build --preset "$preset" -j "$jobs" "$@" \
+    >"build/$preset/build.log" 2>&1 &
+  build_pid=$!
+}
+finish_build() {  # preset
+  if ! wait "$build_pid"; then
+    build_pid=""
+    tail -n 80 "build/$1/build.log"
+    echo "build: $1 FAILED (the whole log: build/$1/build.log)"
+    exit 1
+  fi
+  build_pid=""
+  tail -n 1 "build/$1/build.log"
+}
+stop_build() {
+  if [ -n "$build_pid" ]; then
+    kill -- "-$build_pid" 2>/dev/null || true
+  fi
+}
+trap 'stop_build; stage_times' EXIT
+
 stage "build: release (numadir, authrate, floor-server, tls-handshake-bench)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs" --target numadir authrate floor-server tls-handshake-bench
-stage "test: release (the integration tests)"
+start_build asan
+stage "test: release (the integration tests; the asan build beside them)"
 ctest --preset release -j "$test_jobs" -R "^integration: "
 
-stage "build: asan (every test and the fuzz targets)"
-cmake --preset asan >/dev/null
-cmake --build --preset asan -j "$jobs"
-stage "test: asan"
+stage "build: asan (every test and the fuzz targets: what is left)"
+finish_build asan
+start_build tsan --target listener_tests threadpool_tests server_tests
+stage "test: asan (the tsan build beside them)"
 ctest --preset asan -j "$test_jobs"
 
 # Under TSan: every case of the three executables whose code runs threads (listener, pools, the
 # operation handlers, the access log's rings, import, and through them the directory's readers and
 # its writer unit), but the 50 MB LDIF stream, single-threaded and long. backend_tests is left to
-# ASan: its threaded code runs here under server_tests' operations, and its 2 min of compiling
-# and running under TSan kept the whole run near the 30-minute limit. Cases are skipped by name
-# rather than the threaded ones picked, so a new threaded case runs here by default.
+# ASan: its threaded code runs here under server_tests' operations, and compiling it under TSan
+# too would cost more than the rest of this stage. Cases are skipped by name rather than the
+# threaded ones picked, so a new threaded case runs here by default.
 tsan_skip="^server_tests: ?LdifReader: a 50 MB"
-stage "build and test: tsan (listener_tests, threadpool_tests, server_tests)"
-cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j "$jobs" --target listener_tests threadpool_tests server_tests
+stage "build: tsan (listener_tests, threadpool_tests, server_tests: what is left)"
+finish_build tsan
+stage "test: tsan"
 ctest --preset tsan -j "$test_jobs" -R "^(listener_tests|threadpool_tests|server_tests):" \
   -E "$tsan_skip"
 
-
-stage "fuzz: each target for ${fuzz_seconds}s over its seed corpus"
-fuzz_failed=0
-for corpus in tests/fuzz/corpus/*/; do
+# Each target is one process on one CPU: they run $jobs at a time.
+fuzz_one() {  # corpus directory; prints its lines, returns non-zero when the target failed
+  local corpus="$1" name target work
   name="$(basename "$corpus")"
   target="build/asan/tests/fuzz/${name}_fuzz"
   work="$(mktemp -d)"
@@ -103,11 +138,26 @@ for corpus in tests/fuzz/corpus/*/; do
       -artifact_prefix="$work/" "$work" "$corpus" >"$work/log" 2>&1; then
     tail -n 60 "$work/log"
     echo "fuzz: $name FAILED (artifacts in $work)"
-    fuzz_failed=1
-    continue
+    return 1
   fi
   grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$work/log" | tail -n 2
   echo "fuzz: $name ok"
   rm -rf "$work"
+}
+stage "fuzz: each target for ${fuzz_seconds}s over its seed corpus, $jobs at a time"
+fuzz_failed=0
+fuzz_out="$(mktemp -d)"
+corpora=(tests/fuzz/corpus/*/)
+for ((first = 0; first < ${#corpora[@]}; first += jobs)); do
+  pids=()
+  for corpus in "${corpora[@]:first:jobs}"; do
+    fuzz_one "$corpus" >"$fuzz_out/$(basename "$corpus")" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[i]}" || fuzz_failed=1
+    cat "$fuzz_out/$(basename "${corpora[first + i]}")"
+  done
 done
+rm -rf "$fuzz_out"
 exit "$fuzz_failed"

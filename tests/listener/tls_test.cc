@@ -29,11 +29,11 @@ using testing::Pki;
 using testing::write_pem;
 
 // An OpenSSL client over memory BIOs, talking to a TlsChannel by passing bytes by hand.
-class Client {
+class TlsTestClient {
  public:
   // `max_version`: e.g. TLS1_2_VERSION; 0: the highest both sides speak.
-  explicit Client(const Pki& pki, const KeyAndCertificate* certificate = nullptr,
-                  int max_version = 0) {
+  explicit TlsTestClient(const Pki& pki, const KeyAndCertificate* certificate = nullptr,
+                         int max_version = 0) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     SSL_CTX_set_max_proto_version(ctx_, max_version);
     X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx_), pki.ca().certificate);
@@ -45,7 +45,7 @@ class Client {
     // Counts the sessions (TLS 1.3: tickets) the server gives.
     SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL);
     SSL_CTX_sess_set_new_cb(ctx_, [](SSL* ssl, SSL_SESSION*) {
-      ++static_cast<Client*>(SSL_get_app_data(ssl))->sessions;
+      ++static_cast<TlsTestClient*>(SSL_get_app_data(ssl))->sessions;
       return 0;  // Not kept.
     });
     ssl_ = SSL_new(ctx_);
@@ -53,7 +53,7 @@ class Client {
     SSL_set_bio(ssl_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
     SSL_set_connect_state(ssl_);
   }
-  ~Client() {
+  ~TlsTestClient() {
     SSL_free(ssl_);
     SSL_CTX_free(ctx_);
   }
@@ -110,7 +110,7 @@ class Client {
 
 // Passes bytes between `client` and `server` until neither has anything to say.
 // Returns: the server's last input result.
-TlsChannel::InputResult handshake(Client& client, TlsChannel& server, std::string& plain) {
+TlsChannel::InputResult handshake(TlsTestClient& client, TlsChannel& server, std::string& plain) {
   std::string to_server = client.step("");
   TlsChannel::InputResult result = TlsChannel::InputResult::kOk;
   for (int round = 0; round < 10 && !to_server.empty(); ++round) {
@@ -152,7 +152,7 @@ TEST_CASE("TlsChannel: a handshake then data both ways") {
   auto context = TlsContext::create(pki.settings());
   REQUIRE(context.ok());
   TlsChannel server((*context)->new_ssl());
-  Client client(pki);
+  TlsTestClient client(pki);
   std::string plain;
   CHECK(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
   REQUIRE(server.handshake_done());
@@ -178,7 +178,7 @@ std::string negotiated_cipher(const Pki& pki, const TlsSettings& settings, int m
   auto context = TlsContext::create(settings);
   REQUIRE(context.ok());
   TlsChannel server((*context)->new_ssl());
-  Client client(pki, nullptr, max_version);
+  TlsTestClient client(pki, nullptr, max_version);
   std::string plain;
   REQUIRE(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
   REQUIRE(server.handshake_done());
@@ -212,7 +212,7 @@ bool resumed_by_session_id(bool break_first) {
   SSL_SESSION* session = nullptr;
   {
     auto server = std::make_unique<TlsChannel>((*context)->new_ssl());
-    Client client(pki, nullptr, TLS1_2_VERSION);
+    TlsTestClient client(pki, nullptr, TLS1_2_VERSION);
     client.take_no_ticket();
     std::string plain;
     REQUIRE(handshake(client, *server, plain) == TlsChannel::InputResult::kOk);
@@ -225,7 +225,7 @@ bool resumed_by_session_id(bool break_first) {
     session = client.end();  // The server does not read the close_notify.
   }
   TlsChannel server((*context)->new_ssl());
-  Client client(pki, nullptr, TLS1_2_VERSION);
+  TlsTestClient client(pki, nullptr, TLS1_2_VERSION);
   client.take_no_ticket();
   client.offer(session);
   std::string plain;
@@ -247,7 +247,7 @@ TEST_CASE("TlsChannel: client certificates in each mode") {
     auto context = TlsContext::create(pki.settings(ClientCertificates::kAllow));
     REQUIRE(context.ok());
     TlsChannel server((*context)->new_ssl());
-    Client client(pki, &pki.client());
+    TlsTestClient client(pki, &pki.client());
     std::string plain;
     REQUIRE(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
     const TlsPeer peer = server.peer();
@@ -261,7 +261,7 @@ TEST_CASE("TlsChannel: client certificates in each mode") {
     auto context = TlsContext::create(pki.settings(ClientCertificates::kAllow));
     REQUIRE(context.ok());
     TlsChannel server((*context)->new_ssl());
-    Client client(pki, &pki.stranger());
+    TlsTestClient client(pki, &pki.stranger());
     std::string plain;
     REQUIRE(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
     CHECK(server.peer().has_certificate);
@@ -273,7 +273,7 @@ TEST_CASE("TlsChannel: client certificates in each mode") {
     for (const KeyAndCertificate* certificate :
          {static_cast<const KeyAndCertificate*>(nullptr), &pki.stranger()}) {
       TlsChannel server((*context)->new_ssl());
-      Client client(pki, certificate);
+      TlsTestClient client(pki, certificate);
       std::string plain;
       CHECK(handshake(client, server, plain) == TlsChannel::InputResult::kFailed);
       CHECK_FALSE(server.handshake_done());
@@ -282,7 +282,7 @@ TEST_CASE("TlsChannel: client certificates in each mode") {
       CHECK_FALSE(server.output("x", out).ok());
     }
     TlsChannel server((*context)->new_ssl());
-    Client client(pki, &pki.client());
+    TlsTestClient client(pki, &pki.client());
     std::string plain;
     CHECK(handshake(client, server, plain) == TlsChannel::InputResult::kOk);
     CHECK(server.peer().verified);
@@ -317,20 +317,20 @@ TEST_CASE("TlsContext: reload takes new files for new channels and keeps the old
   auto context = TlsContext::create(pki.settings());
   REQUIRE(context.ok());
   TlsChannel before((*context)->new_ssl());
-  Client first(pki);
+  TlsTestClient first(pki);
   std::string plain;
   REQUIRE(handshake(first, before, plain) == TlsChannel::InputResult::kOk);
 
   std::filesystem::remove(pki.path("server.key"));
   CHECK_FALSE((*context)->reload().ok());  // The key is gone: the old context stays.
   TlsChannel still((*context)->new_ssl());
-  Client second(pki);
+  TlsTestClient second(pki);
   CHECK(handshake(second, still, plain) == TlsChannel::InputResult::kOk);
 
   write_pem(pki.path("server.key"), pki.server(), true);
   CHECK((*context)->reload().ok());
   TlsChannel after((*context)->new_ssl());
-  Client third(pki);
+  TlsTestClient third(pki);
   CHECK(handshake(third, after, plain) == TlsChannel::InputResult::kOk);
   // The channel made before the reloads still works.
   std::string out;

@@ -18,7 +18,7 @@ constexpr std::string_view kRootPeercred =
 constexpr std::string_view kUserPeercred =
     "gidNumber=1000+uidNumber=1001,cn=peercred,cn=external,cn=auth";
 
-std::string whoami(HandlerFixture& fixture, listener::Session& session) {
+std::string external_whoami(HandlerFixture& fixture, listener::Session& session) {
   std::unique_ptr<Response> response = fixture.run_one(extended_request(90, kWhoAmIOid), session);
   REQUIRE(code_of(*response) == ResultCode::kSuccess);
   REQUIRE(response->message.extended.value.has_value());
@@ -94,11 +94,11 @@ TEST_CASE("OperationHandler: SASL EXTERNAL over ldapi binds as the peer's peercr
   HandlerFixture fixture;  // No TLS: EXTERNAL exists only by peer credentials.
   auto session = fixture.open_session(local_info(1001, 1000));
   CHECK(code_of(*fixture.run_one(external_bind(1), *session)) == ResultCode::kSuccess);
-  CHECK(whoami(fixture, *session) == "dn:" + std::string(kUserPeercred));
+  CHECK(external_whoami(fixture, *session) == "dn:" + std::string(kUserPeercred));
   SUBCASE("an authzid other than itself is refused") {
     CHECK(code_of(*fixture.run_one(external_bind(2, "dn:cn=admin,dc=example,dc=com"), *session)) ==
           ResultCode::kInsufficientAccessRights);
-    CHECK(whoami(fixture, *session).empty());
+    CHECK(external_whoami(fixture, *session).empty());
   }
   SUBCASE("its own DN as the authzid is fine") {
     CHECK(code_of(*fixture.run_one(external_bind(2, "dn:" + std::string(kUserPeercred)),
@@ -122,13 +122,14 @@ TEST_CASE("OperationHandler: a rule maps root's peer credentials to the rootdn")
   HandlerFixture fixture(std::move(options), {rule});
   auto root = fixture.open_session(local_info(0, 0));
   REQUIRE(code_of(*fixture.run_one(external_bind(1), *root)) == ResultCode::kSuccess);
-  CHECK(whoami(fixture, *root) == "dn:" + std::string(kRootDn));
+  CHECK(external_whoami(fixture, *root) == "dn:" + std::string(kRootDn));
   CHECK(code_of(*fixture.run_one(
             modify_request(2, user_dn(1), ModifyOperation::kReplace, "sn", {"Root"}), *root)) ==
         ResultCode::kSuccess);
   auto user = fixture.open_session(local_info(1001, 1000));
   REQUIRE(code_of(*fixture.run_one(external_bind(1), *user)) == ResultCode::kSuccess);
-  CHECK(whoami(fixture, *user) == "dn:" + std::string(kUserPeercred));  // Unmapped: itself.
+  CHECK(external_whoami(fixture, *user) ==
+        "dn:" + std::string(kUserPeercred));  // Unmapped: itself.
   CHECK(code_of(*fixture.run_one(
             modify_request(2, user_dn(1), ModifyOperation::kReplace, "sn", {"User"}), *user)) ==
         ResultCode::kInsufficientAccessRights);
