@@ -106,7 +106,7 @@ bool password_scheme_costly(PasswordScheme scheme);
 // pre-hashed userPassword for themselves, and every bind against that entry (anonymous, with
 // any password) would pay what the value asks for; so each cost parameter a scheme encodes has
 // a ceiling, just above what OpenLDAP's modules, slappasswd and `numadir passwd` write by
-// default (the server's `[passwords]` keys set them; README explains each default).
+// default (the server's `[passwords]` keys set them; docs/passwords.md explains each default).
 struct PasswordCostLimits {
   // {PBKDF2-*} iterations. pw-pbkdf2 and numadir write 10,000; passlib, whose ldap_pbkdf2_*
   // format pw-pbkdf2 shares, 25,000 (SHA-512) and 29,000 (SHA-256).

@@ -5,6 +5,8 @@
 
 #include <charconv>
 
+#include "schema/ascii.h"
+
 namespace numadir::listener {
 namespace {
 
@@ -17,19 +19,6 @@ bool is_numeric_address(const std::string& host) {
   unsigned char buffer[sizeof(in6_addr)];
   return inet_pton(AF_INET, host.c_str(), buffer) == 1 ||
          inet_pton(AF_INET6, host.c_str(), buffer) == 1;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 // ldapi: what follows "ldapi://", decoded: "" or "/" for the default path, "/abs/path", or
@@ -51,8 +40,8 @@ Result<ListenUrl> parse_ldapi(std::string_view text, std::string_view rest) {
       path += rest[i];
       continue;
     }
-    const int high = i + 2 < rest.size() ? hex_value(rest[i + 1]) : -1;
-    const int low = i + 2 < rest.size() ? hex_value(rest[i + 2]) : -1;
+    const int high = i + 2 < rest.size() ? schema::ascii_hex_value(rest[i + 1]) : -1;
+    const int low = i + 2 < rest.size() ? schema::ascii_hex_value(rest[i + 2]) : -1;
     if (high < 0 || low < 0) {
       return bad_url(text, "bad percent escape (expected %XX with two hex digits)");
     }

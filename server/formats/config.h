@@ -6,7 +6,7 @@
 //   path = "/var/lib/numadir"            # directory holding the LMDB environment
 //   suffix = "dc=example,dc=com"         # the naming context
 //   map_size = "8GiB"                    # LMDB map size (bytes, or with KiB/MiB/GiB/TiB)
-//   durability = "sync"                  # "sync" (default) or "nosync" (see README)
+//   durability = "sync"                  # "sync" (default) or "nosync" (docs/configuration.md)
 //   indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub"]
 //   server_id = 0                        # 0..4095: the server id in every CSN (entryCSN)
 //
@@ -43,7 +43,7 @@
 //   allow_cleartext = false              # accept stored cleartext userPassword values
 //   max_pbkdf2_iterations = 30000        # ceilings on what a stored value may cost to check:
 //   max_argon2_memory_kib = 65536        # a value over one is refused on write (19) and at
-//   max_argon2_iterations = 4            # bind (49, without hashing it); see README
+//   max_argon2_iterations = 4            # bind (49, without hashing it); see docs/passwords.md
 //   max_argon2_parallelism = 4
 //   max_sha_crypt_rounds = 10000
 //   max_bcrypt_cost = 6

@@ -16,13 +16,10 @@ Exits 0 on success, 1 with the first failure.
 """
 import os
 import pwd
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import numadir_harness as h
 
@@ -242,29 +239,6 @@ def check_several_mistakes(numadir, root):
     h.check(not os.path.exists(os.path.join(folder, "db")), "and creates no database")
 
 
-def serve_until_listening(numadir, config):
-    """Starts serve, waits for its "listening" line, stops it. Returns (status, stderr)."""
-    process = subprocess.Popen([numadir, "serve", "-c", config], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + TIMEOUT_S
-    listening = False
-    while not listening and time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
-        if not ready:
-            break
-        line = process.stdout.readline()
-        if not line:
-            break
-        listening = "listening on" in line
-    if not listening:
-        process.kill()
-        _, err = process.communicate(timeout=TIMEOUT_S)
-        h.fail(f"serve did not listen (status {process.returncode}): {err!r}")
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=TIMEOUT_S)
-    return process.returncode, err
-
-
 def check_cleartext_rootpw(numadir, root):
     folder = os.path.join(root, "cleartext")
     os.mkdir(folder)
@@ -276,7 +250,7 @@ def check_cleartext_rootpw(numadir, root):
     result = run(numadir, "check-config", "-c", config)
     h.check_equal((result.returncode, result.stderr), (0, warning),
                   "check-config: a cleartext rootpw is a warning naming the line and the fix")
-    status, err = serve_until_listening(numadir, config)
+    status, err = h.serve_until_listening(numadir, config)
     h.check_equal(status, 0, "serve still starts and stops cleanly")
     h.check(warning in err, "serve prints the same warning", repr(err))
 

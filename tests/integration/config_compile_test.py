@@ -10,12 +10,9 @@ warning from both (and none at mode 0600), without stopping either.
 Exits 0 on success, 1 with the first failure.
 """
 import os
-import select
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import numadir_harness as h
 
@@ -39,30 +36,6 @@ listen = ["ldap://127.0.0.1:0"]
 def check_config(numadir, config):
     return subprocess.run([numadir, "check-config", "-c", config], capture_output=True,
                           text=True, timeout=TIMEOUT_S)
-
-
-def serve_until_listening(numadir, config):
-    """Starts serve, waits for its "listening" line, stops it with SIGTERM.
-    Returns: (exit status, stderr)."""
-    process = subprocess.Popen([numadir, "serve", "-c", config], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + TIMEOUT_S
-    listening = False
-    while not listening and time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
-        if not ready:
-            break
-        line = process.stdout.readline()
-        if not line:
-            break  # Exited.
-        listening = "listening on" in line
-    if not listening:
-        process.kill()
-        _, err = process.communicate(timeout=TIMEOUT_S)
-        h.fail(f"serve did not listen (status {process.returncode}): {err!r}")
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=TIMEOUT_S)
-    return process.returncode, err
 
 
 def check_bad_rule_dn(numadir, folder, key, rule):
@@ -92,14 +65,14 @@ def check_rootpw_mode(numadir, folder):
     checked = check_config(numadir, config)
     h.check_equal(checked.returncode, 0, "mode 0644: check-config still accepts the config")
     h.check_equal(checked.stderr, warning, "mode 0644: check-config warns, naming the file and mode")
-    status, err = serve_until_listening(numadir, config)
+    status, err = h.serve_until_listening(numadir, config)
     h.check_equal(status, 0, "mode 0644: serve starts and stops cleanly")
     h.check(warning in err, "mode 0644: serve prints the same warning at start", repr(err))
 
     os.chmod(config, 0o600)
     checked = check_config(numadir, config)
     h.check_equal((checked.returncode, checked.stderr), (0, ""), "mode 0600: no warning")
-    status, err = serve_until_listening(numadir, config)
+    status, err = h.serve_until_listening(numadir, config)
     h.check_equal(status, 0, "mode 0600: serve starts and stops cleanly")
     h.check("warning" not in err, "mode 0600: serve prints no warning", repr(err))
 

@@ -550,3 +550,27 @@ def parse_extended_response(content: bytes):
         if tag == 0x8A:
             name = value.decode()
     return result_code, children[1][1].decode(), children[2][1].decode(errors="replace"), name
+
+
+def serve_until_listening(numadir, config, timeout=60):
+    """Starts `numadir serve -c config`, waits for its "listening" line, stops it with SIGTERM.
+    Returns: (exit status, stderr); fails the test if it never listens."""
+    process = subprocess.Popen([numadir, "serve", "-c", config], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    listening = False
+    while not listening and time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        line = process.stdout.readline()
+        if not line:
+            break  # Exited.
+        listening = "listening on" in line
+    if not listening:
+        process.kill()
+        _, err = process.communicate(timeout=timeout)
+        fail(f"serve did not listen (status {process.returncode}): {err!r}")
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=timeout)
+    return process.returncode, err

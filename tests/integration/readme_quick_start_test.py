@@ -1,21 +1,24 @@
 #!/usr/bin/python3
 """README's "Your own directory, step by step", typed as written.
 
-The section's blocks are marked `<!-- quick-start:NAME -->` (a command block, run by bash) or
+The section's blocks are marked `<!-- quick-start:sh -->` (commands, run by bash) or
 `<!-- quick-start:file FILE -->` (a file, written as it stands). They are taken in README's
-order:
+order, and each command of a command block (a line, with its backslash continuations) is
+known by how it starts:
 
-- `build` is not run (the test is given a build); its preset must be the one whose
-  `build/<preset>/server` directory the `shell` block puts on the PATH, and it must build the
-  `numadir` target;
-- `shell` (export PATH, make and enter the working folder) is run first alone, then before each
-  later command block, in the same bash, as a reader's shell would have it;
-- each `file` block is written into the folder the `shell` block enters;
-- every other block runs with `bash -e` and its output is checked: `passwd` prints one hash per
-  command that verifies that command's `-s` password; `check` exits 0 without a warning;
-  `import` says it imported as many entries as its LDIF file holds; `serve` (run in the
-  background as written, `&` included) says it listens; `search` returns the LDIF's user and
-  `whoami` prints `dn:` and the user's DN.
+- `scripts/setup.sh ... cmake --build --preset P --target numadir` (the build) is not run (the
+  test is given a build); its preset must be the one whose `build/<preset>/server` directory
+  the `export PATH=...` command puts on the PATH;
+- `export PATH=...` and the `mkdir ... && cd ...` after it (the shell: the PATH, make and enter
+  the working folder) are run first alone, then before each later command, in the same bash,
+  as a reader's shell would have them;
+- each `file` block is written into the folder the shell enters;
+- every other command runs with `bash -e` and its output is checked: `numadir passwd` prints
+  a hash that verifies its `-s` password; `chmod ... numadir check-config` exits 0 without a
+  warning and leaves the config 0600; `numadir import` says it imported as many entries as its
+  LDIF file holds; `numadir serve` (run in the background as written, `&` included) says it
+  listens; `ldapsearch` returns the LDIF's user and `ldapwhoami` prints `dn:` and the user's
+  DN. Every kind must be there, and a command of no kind fails the test.
 
 Only what must differ in a test is replaced, and each replacement is printed:
 
@@ -282,22 +285,52 @@ class QuickStart:
         check_equal(os.waitstatus_to_exitcode(result[0]), 0,
                     "the server's exit status after SIGTERM")
 
+    # How each command of a command block starts, and what checks it.
+    KINDS = [("build", re.compile(r"scripts/setup\.sh ")), ("shell", re.compile(r"export PATH=")),
+             ("shell", re.compile(r"mkdir ")), ("passwd", re.compile(r"numadir passwd ")),
+             ("check", re.compile(r"chmod .*numadir check-config ")),
+             ("import", re.compile(r"numadir import ")), ("serve", re.compile(r"numadir serve ")),
+             ("search", re.compile(r"ldapsearch ")), ("whoami", re.compile(r"ldapwhoami "))]
+
     def run(self):
-        handlers = {"build": self.build, "shell": self.shell_block, "passwd": self.passwd,
-                    "check": self.check_config, "import": self.import_block,
-                    "serve": self.serve, "search": self.search, "whoami": self.whoami}
+        handlers = {"build": self.build, "passwd": self.passwd, "check": self.check_config,
+                    "import": self.import_block, "serve": self.serve, "search": self.search,
+                    "whoami": self.whoami}
         seen = []
+        shell = []  # The shell's commands, run as one when the last of them has come.
         for name, argument, text in readme_blocks():
             print(f"  block {name}{' ' + argument if argument else ''}", flush=True)
             if name == "file":
                 self.file(argument, text)
-            elif name in handlers:
-                handlers[name](text)
-            else:
+                seen.append(name)
+                continue
+            if name != "sh":
                 fail(f"README.md: unknown quick-start block {name!r}")
-            seen.append(name)
-        check_equal(sorted(set(seen)), sorted(set(handlers) | {"file"}),
-                    "README's quick start has every kind of block")
+            for command in commands_of(text):
+                kind = next((kind for kind, start in self.KINDS if start.match(command)), None)
+                if kind is None:
+                    fail(f"README.md: a quick-start command of no known kind: {command!r}")
+                print(f"  {kind}: {command.splitlines()[0]}", flush=True)
+                if kind == "shell":
+                    shell.append(command)
+                    if command.startswith("mkdir "):
+                        self.shell_block("\n".join(shell))
+                else:
+                    handlers[kind](command)
+                seen.append(kind)
+        check_equal(sorted(set(seen)), sorted(set(handlers) | {"file", "shell"}),
+                    "README's quick start has every kind of command and a file")
+
+
+def commands_of(text: str):
+    """The commands of a command block: its non-empty lines, each with its continuations."""
+    out = []
+    for line in text.split("\n"):
+        if out and out[-1].endswith("\\"):
+            out[-1] += "\n" + line
+        elif line.strip():
+            out.append(line)
+    return out
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 // Tests of the per-connection rules (listener/connection_rules.h) that concern message IDs, over
 // real loopback sockets with the fake handler of frontend_test_util.h: what a client that
 // sends ID 0, reuses an ID still in use, or abandons a bind gets. The answers are slapd's (see
-// "Differences from slapd" in README.md); tests/integration/differential_test.py compares them
+// docs/differences-from-slapd.md); tests/integration/differential_test.py compares them
 // with slapd's own.
 #include "listener/connection_rules.h"
 
