@@ -104,7 +104,8 @@ std::string own_peercred_dn() { return peercred_dn(getuid(), getgid()); }
 std::unique_ptr<ExternalMapRules> own_identity_to_root() {
   std::string match = "^" + own_peercred_dn() + "$";
   match.replace(match.find('+'), 1, "\\+");
-  auto rules = ExternalMapRules::compile({{match, std::string(kRootDn)}});
+  auto rules = ExternalMapRules::compile(
+      std::vector<ExternalMapRuleSpec>{ExternalMapRuleSpec{match, std::string(kRootDn)}});
   REQUIRE_MESSAGE(rules.ok(), rules.status().to_string());
   return std::move(*rules);
 }
