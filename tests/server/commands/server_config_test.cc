@@ -265,7 +265,7 @@ TEST_CASE("ServerConfig: an [[access]] rule an earlier rule hides is a warning")
   };
   for (const Case& c : cases) {
     SUBCASE(c.name) {
-      const ConfigFile file(std::string(kDatabase) + c.rules);
+      const ConfigFile file(std::string(kServerDatabase) + c.rules);
       const ServerConfigOutcome outcome = compile_server_config(file.path());
       REQUIRE_MESSAGE(outcome.ok(), outcome.errors[0].to_string());
       if (c.hidden) {
