@@ -246,12 +246,21 @@ Command add_stats(CLI::App& app) {
     CLI::Option* password_option = nullptr;
     CLI::Option* file_option = nullptr;
     CLI::Option* count_option = nullptr;
+    std::string sasl_mechanism;
+    CLI::Option* sasl_option = nullptr;
   };
   auto state = std::make_shared<State>();
   StatsOptions& options = state->options;
   CLI::App* stats =
       app.add_subcommand("stats", "Show a running server's counters live, like top (cn=Monitor)");
-  stats->add_option("-H,--uri", options.url, "The server's LDAP URL")->capture_default_str();
+  stats
+      ->add_option("-H,--uri", options.url,
+                   "The server's URL: ldap://HOST[:PORT], or ldapi:///PATH "
+                   "(ldapi://%2FPATH, ldapi:// for /run/numadir/ldapi) for its Unix socket")
+      ->capture_default_str();
+  state->sasl_option = stats->add_option(
+      "-Y,--sasl-mech", state->sasl_mechanism,
+      "SASL mechanism instead of -D/-w: EXTERNAL over ldapi:// (as this process's uid and gid)");
   stats->add_option("-D,--bind-dn", options.bind_dn, "Bind DN (the rootdn)");
   state->password_option = stats->add_option("-w,--password", state->password, "Bind password");
   state->file_option = stats->add_option("-y,--password-file", state->password_file,
@@ -272,6 +281,9 @@ Command add_stats(CLI::App& app) {
             }
             if (state->count_option->count() > 0) {
               state->options.count = state->count;
+            }
+            if (state->sasl_option->count() > 0) {
+              state->options.sasl_mechanism = state->sasl_mechanism;
             }
             state->options.terminal = isatty(STDOUT_FILENO) != 0;
             return run_stats(state->options, std::cout, std::cerr);

@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,10 +132,65 @@ void set_keepalive(int fd, const TcpKeepalive& keepalive) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
 }
 
+// Connects to the Unix-domain socket at `path` (an ldapi:// URL's) by `deadline_ms`.
+// Returns: the connected non-blocking socket, or why not.
+Result<int> connect_local(const std::string& path, std::int64_t deadline_ms, int timeout_ms) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof address.sun_path) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the socket path does not fit a Unix socket address");  // parse_ldap_url's.
+  }
+  std::memcpy(address.sun_path, path.data(), path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    return Status(StatusCode::kIo, errno_text(errno));
+  }
+  for (;;) {
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+      return fd;
+    }
+    const int error = errno;
+    if (error == EINTR) {
+      continue;
+    }
+    if (error == EAGAIN && now_ms() < deadline_ms) {
+      // A Unix socket's full backlog: connect() cannot be waited for with poll(), so try again
+      // shortly, within the caller's timeout.
+      ::poll(nullptr, 0, 10);
+      continue;
+    }
+    ::close(fd);
+    if (error == EAGAIN) {
+      return Status(StatusCode::kIo, "no connection within " + std::to_string(timeout_ms) +
+                                         " ms (the server accepts none: " + errno_text(error) +
+                                         ")");
+    }
+    if (error == ENOENT) {
+      return Status(StatusCode::kNotFound, "no such socket (" + errno_text(error) + ")");
+    }
+    struct stat st {};
+    if (error == ECONNREFUSED && ::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+      // Linux refuses a connection to a file that is not a socket with ECONNREFUSED.
+      return Status(StatusCode::kIo, "not a socket (" + errno_text(error) + ")");
+    }
+    return Status(StatusCode::kIo, errno_text(error));
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LdapConnection>> LdapConnection::connect(const LdapUrl& url,
                                                                 const LdapConnectOptions& options) {
+  if (url.is_local()) {
+    // No TCP_NODELAY and no keepalive: a Unix socket has neither (nor needs them).
+    Result<int> fd =
+        connect_local(url.path, now_ms() + options.connect_timeout_ms, options.connect_timeout_ms);
+    if (!fd.ok()) {
+      return fd.status();
+    }
+    return std::unique_ptr<LdapConnection>(new LdapConnection(*fd, options));
+  }
   const std::string host = url.host.empty() ? "127.0.0.1" : url.host;
   const std::string port = std::to_string(url.port);
   addrinfo hints{};

@@ -1,5 +1,6 @@
 // server/client/ldap_connection.h: one blocking LDAPv3 client connection on the server's own
-// codec (listener/wire): a TCP connection made within a timeout, TLS on it (from the first byte
+// codec (listener/wire): a TCP connection (or, for ldapi://, a Unix-domain socket's) made within
+// a timeout, TLS on it (from the first byte
 // for ldaps://, or after a StartTLS the caller negotiated), and whole LDAPMessages sent and
 // received with deadlines and a bound on the size of a PDU. What `numadir stats`' LdapClient
 // (server/commands/ldap_client.h) and the replication consumer's ProviderConnection
@@ -44,9 +45,13 @@ class LdapConnection {
  public:
   // Resolves url.host (empty: 127.0.0.1) and connects to url.port, trying each address in turn.
   // Sets TCP_NODELAY, and the keepalive when options.keepalive is enabled. TLS is not started
-  // (for ldaps:// call start_tls() next).
+  // (for ldaps:// call start_tls() next). For ldapi:// connects to the Unix-domain socket at
+  // url.path instead (TCP_NODELAY and the keepalive do not apply there and are skipped).
   // Errors: kIo "host \"...\" does not resolve: <reason>", "no connection within N ms",
-  //   "<strerror of the last address>" (e.g. "Connection refused").
+  //   "<strerror of the last address>" (e.g. "Connection refused"). For ldapi: kNotFound
+  //   "no such socket (No such file or directory)"; kIo "not a socket (Connection refused)" for
+  //   a file of another kind, else the system's reason ("Permission denied", "Connection
+  //   refused" from a socket nobody listens on).
   static Result<std::unique_ptr<LdapConnection>> connect(const LdapUrl& url,
                                                          const LdapConnectOptions& options);
   ~LdapConnection();

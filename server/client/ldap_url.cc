@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "listener/listen_url.h"
 #include "schema/ascii.h"
 
 namespace numadir::server {
@@ -29,21 +30,51 @@ bool is_host_name(std::string_view host) {
   return true;
 }
 
+// ldapi: decoded by the listener's parser, so that a client takes exactly the URLs a listener
+// does; its "listen URL \"...\": " prefix gives way to this parser's.
+Result<LdapUrl> parse_ldapi_client_url(std::string_view text, std::string_view rest) {
+  const std::string canonical = "ldapi://" + std::string(rest);
+  Result<listener::ListenUrl> parsed = listener::parse_listen_url(canonical);
+  if (!parsed.ok()) {
+    std::string why = parsed.status().message();
+    const std::string prefix = "listen URL \"" + canonical + "\": ";
+    if (why.starts_with(prefix)) {
+      why.erase(0, prefix.size());
+    }
+    return bad_url(text, why);
+  }
+  LdapUrl url;
+  url.scheme = "ldapi";
+  url.port = 0;
+  url.path = std::move(parsed->path);
+  return url;
+}
+
 }  // namespace
 
 std::string LdapUrl::to_string() const {
+  if (is_local()) {
+    listener::ListenUrl local;
+    local.scheme = scheme;
+    local.path = path;
+    return local.to_string();
+  }
   const bool v6 = host.find(':') != std::string::npos;
   return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 Result<LdapUrl> parse_ldap_url(std::string_view text) {
-  constexpr std::string_view kForm = "must be ldap://HOST[:PORT] or ldaps://HOST[:PORT]";
+  constexpr std::string_view kForm =
+      "must be ldap://HOST[:PORT], ldaps://HOST[:PORT] or ldapi://PATH";
   const std::size_t colon_slashes = text.find("://");
   if (colon_slashes == std::string_view::npos) {
     return bad_url(text, kForm);
   }
   LdapUrl url;
   url.scheme = schema::ascii_lowered(text.substr(0, colon_slashes));
+  if (url.scheme == "ldapi") {
+    return parse_ldapi_client_url(text, text.substr(colon_slashes + 3));
+  }
   if (url.scheme == "ldaps") {
     url.port = 636;
   } else if (url.scheme != "ldap") {

@@ -95,6 +95,9 @@ struct StatsOptions {
   std::string bind_dn;                       // -D; empty: anonymous (cn=Monitor is then hidden).
   std::optional<std::string> password;       // -w
   std::optional<std::string> password_file;  // -y: the file's contents, less a final newline.
+  // -Y: a SASL mechanism instead of a simple bind; only "EXTERNAL" (any case), over ldapi://
+  // (the identity is the process's uid and gid), and never with -D, -w or -y.
+  std::optional<std::string> sasl_mechanism;
   double interval_s = 1.0;
   std::optional<std::uint64_t> count;  // Stop after this many views; none: until interrupted.
   bool once = false;                   // One view (rates over one interval), then exit.
@@ -102,7 +105,8 @@ struct StatsOptions {
 };
 // Reads cn=Monitor of a running server every interval and prints a top-like view: auths/s,
 // requests/s per listener and per worker, queue depths, CPU% per thread. Exits 1 when the
-// server cannot be reached or read (cn=Monitor is for the rootdn only), 2 for bad options.
+// server cannot be reached or read (cn=Monitor is for the rootdn only), 2 for bad options
+// (-Y other than EXTERNAL, -Y EXTERNAL with -D, -w or -y or with a URL other than ldapi://).
 int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err);
 
 struct TopologyOptions {

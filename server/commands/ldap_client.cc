@@ -2,6 +2,7 @@
 #include "server/commands/ldap_client.h"
 
 #include "server/client/ldap_url.h"
+#include "server/operations/root_dse.h"
 
 namespace numadir::server {
 
@@ -15,15 +16,19 @@ Result<std::unique_ptr<LdapClient>> LdapClient::connect(std::string_view url, in
     return where.status();
   }
   if (where->tls()) {
-    return invalid_argument("\"" + std::string(url) + "\": the URL must be ldap://HOST[:PORT]");
+    return invalid_argument("\"" + std::string(url) +
+                            "\": the URL must be ldap://HOST[:PORT] or ldapi://PATH");
   }
   LdapConnectOptions options;
   options.connect_timeout_ms = timeout_ms;
   options.send_timeout_ms = timeout_ms;
   Result<std::unique_ptr<LdapConnection>> connection = LdapConnection::connect(*where, options);
   if (!connection.ok()) {
-    return Status(connection.status().code(),
-                  std::string(url) + ": " + connection.status().message());
+    std::string message = std::string(url) + ": " + connection.status().message();
+    if (where->is_local() && connection.status().code() == StatusCode::kNotFound) {
+      message += ": is a numadir serve listening there?";
+    }
+    return Status(connection.status().code(), std::move(message));
   }
   return std::unique_ptr<LdapClient>(new LdapClient(std::move(*connection), timeout_ms));
 }
@@ -40,6 +45,33 @@ Status LdapClient::simple_bind(std::string_view dn, std::string_view password) {
     return invalid_argument("bind refused: " + describe_ldap_result(response.result));
   }
   return Status();
+}
+
+Status LdapClient::sasl_external_bind() {
+  LdapMessage request;
+  request.reset(0, ProtocolOp::kBindRequest);
+  request.bind_request.method = listener::wire::BindMethod::kSasl;
+  request.bind_request.sasl_mechanism = "EXTERNAL";
+  LdapMessage response;
+  NUMADIR_RETURN_IF_ERROR(
+      connection_->exchange(request, ProtocolOp::kBindResponse, response, timeout_ms_));
+  if (response.result.code != ResultCode::kSuccess) {
+    return invalid_argument("SASL EXTERNAL bind refused: " + describe_ldap_result(response.result));
+  }
+  return Status();
+}
+
+Result<std::string> LdapClient::who_am_i() {
+  LdapMessage request;
+  request.reset(0, ProtocolOp::kExtendedRequest);
+  request.extended.name = kWhoAmIOid;
+  LdapMessage response;
+  NUMADIR_RETURN_IF_ERROR(
+      connection_->exchange(request, ProtocolOp::kExtendedResponse, response, timeout_ms_));
+  if (response.result.code != ResultCode::kSuccess) {
+    return invalid_argument("Who am I? refused: " + describe_ldap_result(response.result));
+  }
+  return std::string(response.extended.value.value_or(std::string_view()));
 }
 
 Result<std::vector<schema::Entry>> LdapClient::search(

@@ -1,7 +1,7 @@
-// server/commands/ldap_client.h: a minimal blocking LDAPv3 client over one TCP connection
-// (server/client/ldap_connection.h): a simple bind and a search that collects its entries.
-// What `numadir stats` reads cn=Monitor with; not a general client (no referrals, no TLS, one
-// operation at a time).
+// server/commands/ldap_client.h: a minimal blocking LDAPv3 client over one TCP or Unix-domain
+// socket connection (server/client/ldap_connection.h): a simple bind, a SASL EXTERNAL bind, Who
+// am I? and a search that collects its entries. What `numadir stats` reads cn=Monitor with; not
+// a general client (no referrals, no TLS, one operation at a time).
 //
 // Thread contract: owned and used by one thread; the destructor closes the connection.
 #pragma once
@@ -21,10 +21,13 @@ namespace numadir::server {
 class LdapClient {
  public:
   // Connects to `url`: ldap://HOST[:PORT] (port 389 by default; HOST a name or an address,
-  // an IPv6 address in brackets; none: 127.0.0.1). Every later send or receive waits at most
-  // `timeout_ms`.
+  // an IPv6 address in brackets; none: 127.0.0.1), or a Unix-domain socket as
+  // ldapi:///PATH, ldapi://%2FPATH or ldapi:// (server/client/ldap_url.h). Every later send
+  // or receive waits at most `timeout_ms`.
   // Errors: kInvalidArgument for a URL of another form (ldaps:// included: no TLS yet); kIo
-  //   naming the URL when the host does not resolve or no address accepts the connection.
+  //   naming the URL when the host does not resolve or no address accepts the connection;
+  //   for ldapi: kNotFound "<url>: no such socket (No such file or directory): is a numadir
+  //   serve listening there?", kIo "<url>: <the system's reason>" (Permission denied, ...).
   static Result<std::unique_ptr<LdapClient>> connect(std::string_view url, int timeout_ms = 10000);
   LdapClient(const LdapClient&) = delete;
   LdapClient& operator=(const LdapClient&) = delete;
@@ -33,6 +36,16 @@ class LdapClient {
   //   refuses it; kIo when the connection fails or times out; kMalformed for an answer that
   //   does not decode.
   Status simple_bind(std::string_view dn, std::string_view password);
+
+  // A SASL EXTERNAL bind (RFC 4422 appendix A) with no authorization identity: over ldapi://
+  // the server takes the identity from the socket's peer credentials.
+  // Errors: kInvalidArgument "SASL EXTERNAL bind refused: <code and diagnostic>"; kIo and
+  //   kMalformed as simple_bind.
+  Status sasl_external_bind();
+
+  // Returns: the Who am I? answer (RFC 4532): "dn:<DN>", or "" when anonymous.
+  // Errors: kInvalidArgument "Who am I? refused: ..."; kIo and kMalformed as simple_bind.
+  Result<std::string> who_am_i();
 
   // Returns: the entries a search finds, each with its attributes and values as sent.
   // Errors: kNoSuchObject when the server answers noSuchObject (32); kInvalidArgument for a

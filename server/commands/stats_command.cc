@@ -1,12 +1,14 @@
 // numadir stats: a live, top-like view of a running server, read from its cn=Monitor over
-// LDAP (server/monitoring/monitor.h) every interval: auths/s, requests/s per listener and per
-// worker, queue depths, CPU per thread.
+// LDAP, ldap:// or ldapi:// (server/monitoring/monitor.h) every interval: auths/s, requests/s per
+// listener and per worker, queue depths, CPU per thread.
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
+#include "schema/ascii.h"
+#include "server/client/ldap_url.h"
 #include "server/commands/commands.h"
 #include "server/commands/ldap_client.h"
 #include "server/commands/stats_view.h"
@@ -19,19 +21,51 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Result<StatsSample> read_sample(LdapClient& client) {
+// `external`: bound with SASL EXTERNAL, so that a refusal names the identity the server saw
+// and how to make it the rootdn, rather than asking for a password.
+Result<StatsSample> read_sample(LdapClient& client, bool external) {
   const double at_s = now_s();
   Result<std::vector<schema::Entry>> entries = client.search(
       kMonitorDn, listener::wire::SearchScope::kWholeSubtree, "(objectClass=*)", {"*"});
   if (!entries.ok()) {
     if (entries.status().code() == StatusCode::kNoSuchObject) {
+      if (external) {
+        Result<std::string> who = client.who_am_i();
+        const std::string identity =
+            who.ok() ? (who->empty() ? std::string("anonymous") : *who) : "an unknown identity";
+        return Status(StatusCode::kNoSuchObject,
+                      "cn=Monitor: no such object (only the rootdn may read it; -Y EXTERNAL "
+                      "bound as " +
+                          identity + ": map it to the rootdn with a [[sasl.external_map]] rule)");
+      }
       return Status(StatusCode::kNoSuchObject,
                     "cn=Monitor: no such object (only the rootdn may read it: -D <rootdn> -w or "
-                    "-y <password>)");
+                    "-y <password>, or -Y EXTERNAL over ldapi://)");
     }
     return entries.status();
   }
   return parse_stats_sample(*entries, at_s);
+}
+
+// Returns: "" when -Y (if given) may be used with the other options, else the usage error.
+std::string sasl_usage_error(const StatsOptions& options) {
+  if (!options.sasl_mechanism.has_value()) {
+    return std::string();
+  }
+  if (schema::ascii_lowered(*options.sasl_mechanism) != "external") {
+    return "-Y " + *options.sasl_mechanism + ": the only SASL mechanism is EXTERNAL";
+  }
+  if (!options.bind_dn.empty() || options.password.has_value() ||
+      options.password_file.has_value()) {
+    return "-Y EXTERNAL takes no -D, -w or -y (the identity is this process's uid and gid)";
+  }
+  Result<LdapUrl> url = parse_ldap_url(options.url);
+  if (url.ok() && !url->is_local()) {
+    // Over TCP the EXTERNAL identity is a TLS client certificate, which stats cannot present.
+    return "-Y EXTERNAL needs an ldapi:// URL (e.g. -H ldapi:///run/numadir/ldapi), not " +
+           options.url;
+  }
+  return std::string();  // A bad URL is connect()'s to report.
 }
 
 }  // namespace
@@ -41,6 +75,11 @@ int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err)
     err << "numadir stats: --interval must be more than 0 seconds\n";
     return 2;
   }
+  if (const std::string usage = sasl_usage_error(options); !usage.empty()) {
+    err << "numadir stats: " << usage << "\n";
+    return 2;
+  }
+  const bool external = options.sasl_mechanism.has_value();
   std::string password;
   if (options.password.has_value()) {
     password = *options.password;
@@ -63,13 +102,18 @@ int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err)
     err << "numadir stats: " << client.status().message() << "\n";
     return 1;
   }
-  if (!options.bind_dn.empty() || !password.empty()) {
+  if (external) {
+    if (const Status bound = (*client)->sasl_external_bind(); !bound.ok()) {
+      err << "numadir stats: " << options.url << ": " << bound.message() << "\n";
+      return 1;
+    }
+  } else if (!options.bind_dn.empty() || !password.empty()) {
     if (const Status bound = (*client)->simple_bind(options.bind_dn, password); !bound.ok()) {
       err << "numadir stats: " << options.url << ": " << bound.message() << "\n";
       return 1;
     }
   }
-  Result<StatsSample> previous = read_sample(**client);
+  Result<StatsSample> previous = read_sample(**client, external);
   if (!previous.ok()) {
     err << "numadir stats: " << options.url << ": " << previous.status().message() << "\n";
     return 1;
@@ -78,7 +122,7 @@ int run_stats(const StatsOptions& options, std::ostream& out, std::ostream& err)
   const std::uint64_t frames = options.once ? 1 : options.count.value_or(0);
   for (std::uint64_t frame = 1; frames == 0 || frame <= frames; ++frame) {
     std::this_thread::sleep_for(interval);
-    Result<StatsSample> current = read_sample(**client);
+    Result<StatsSample> current = read_sample(**client, external);
     if (!current.ok()) {
       err << "numadir stats: " << options.url << ": " << current.status().message() << "\n";
       return 1;

@@ -176,13 +176,14 @@ void parse_consumer(const toml::table& table, std::size_t index,
     Result<LdapUrl> url = parse_ldap_url(consumer.provider_text);
     if (!url.ok()) {
       problems.add(key("provider"), url.status().message());
-    } else if (url->host.empty()) {
+    } else if (url->host.empty() && !url->is_local()) {
       problems.add(key("provider"), "\"" + consumer.provider_text + "\" needs a host");
     } else {
       consumer.provider = *url;
     }
   } else if (!table.contains("provider")) {
-    problems.add(key("provider"), "missing (ldap://HOST[:PORT] or ldaps://HOST[:PORT])");
+    problems.add(key("provider"),
+                 "missing (ldap://HOST[:PORT], ldaps://HOST[:PORT] or ldapi://PATH)");
   }
 
   std::string text;
@@ -199,6 +200,10 @@ void parse_consumer(const toml::table& table, std::size_t index,
     if (consumer.starttls != StartTlsMode::kNo && consumer.provider.tls()) {
       problems.add(key("starttls"),
                    "not with an ldaps:// provider (it has TLS from the first byte)");
+    }
+    // A Unix socket needs no TLS, and it has no host name to check a certificate against.
+    if (consumer.starttls != StartTlsMode::kNo && consumer.provider.is_local()) {
+      problems.add(key("starttls"), "not with an ldapi:// provider (a local socket)");
     }
   }
 
@@ -312,7 +317,12 @@ void parse_consumer(const toml::table& table, std::size_t index,
     problems.add(key(consumer.certificate.empty() ? "certificate" : "key"),
                  "missing (certificate and key go together)");
   }
-  if (!simple) {
+  if (!simple && consumer.provider.is_local()) {
+    // The consumer's EXTERNAL is a TLS client certificate's; peer credentials are not offered.
+    problems.add(key("method"),
+                 "\"external\" is not supported with an ldapi:// provider (it binds with a "
+                 "TLS client certificate): use method = \"simple\"");
+  } else if (!simple) {
     if (consumer.certificate.empty() && !table.contains("certificate")) {
       problems.add(key("certificate"),
                    "missing (method = \"external\" binds with a client certificate)");
@@ -398,7 +408,7 @@ void parse_consumer(const toml::table& table, std::size_t index,
     Result<LdapUrl> url = parse_ldap_url(text);
     if (!url.ok()) {
       problems.add(key("updateref"), url.status().message());
-    } else if (url->host.empty()) {
+    } else if (url->host.empty() && !url->is_local()) {
       problems.add(key("updateref"), "\"" + text + "\" needs a host");
     } else {
       consumer.updateref = *url;

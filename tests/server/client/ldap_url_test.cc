@@ -1,5 +1,6 @@
 // Tests for the client-side URL and keepalive syntaxes (server/client/ldap_url.h,
-// server/client/tcp_keepalive.h): what a provider URL may be, and slapd's keepalive form.
+// server/client/tcp_keepalive.h): what a provider URL may be (ldapi:// included), and slapd's
+// keepalive form.
 #include "server/client/ldap_url.h"
 
 #include <doctest/doctest.h>
@@ -49,8 +50,8 @@ TEST_CASE("LdapUrl: other forms are refused with the reason") {
     const char* reason;
   };
   const Case cases[] = {
-      {"ldap1.example.com", "must be ldap://HOST[:PORT] or ldaps://HOST[:PORT]"},
-      {"ldapi://%2Frun%2Fslapd", "unsupported scheme \"ldapi\""},
+      {"ldap1.example.com", "must be ldap://HOST[:PORT], ldaps://HOST[:PORT] or ldapi://PATH"},
+      {"ldapx://%2Frun%2Fslapd", "unsupported scheme \"ldapx\""},
       {"http://h", "unsupported scheme \"http\""},
       {"ldap://h/dc=example,dc=com", "only a host and a port may follow the scheme"},
       {"ldap://h:389/??sub", "only a host and a port may follow the scheme"},
@@ -74,6 +75,67 @@ TEST_CASE("LdapUrl: other forms are refused with the reason") {
     REQUIRE_FALSE(url.ok());
     CHECK(url.status().code() == StatusCode::kInvalidArgument);
     CHECK(url.status().message().starts_with("\"" + std::string(c.text) + "\": "));
+    CHECK_MESSAGE(url.status().message().find(c.reason) != std::string::npos,
+                  url.status().message());
+  }
+}
+
+TEST_CASE("LdapUrl: ldapi takes the listener's three forms") {
+  struct Case {
+    const char* text;
+    const char* path;
+  };
+  const Case cases[] = {
+      {"ldapi:///run/numadir/ldapi", "/run/numadir/ldapi"},
+      {"ldapi://%2Frun%2Fnumadir%2Fldapi", "/run/numadir/ldapi"},
+      {"ldapi://%2frun%2fslapd%2fldapi", "/run/slapd/ldapi"},
+      {"LDAPI:///tmp/x%20y", "/tmp/x y"},
+      {"ldapi://", "/run/numadir/ldapi"},
+      {"ldapi:///", "/run/numadir/ldapi"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    Result<LdapUrl> url = parse_ldap_url(c.text);
+    REQUIRE_MESSAGE(url.ok(), url.status().to_string());
+    CHECK(url->scheme == "ldapi");
+    CHECK(url->is_local());
+    CHECK_FALSE(url->tls());
+    CHECK(url->host.empty());
+    CHECK(url->port == 0);
+    CHECK(url->path == c.path);
+    // Printed as slapd's clients take it, and read back the same.
+    Result<LdapUrl> again = parse_ldap_url(url->to_string());
+    REQUIRE(again.ok());
+    CHECK(again->path == c.path);
+  }
+  CHECK(parse_ldap_url("ldapi:///run/numadir/ldapi")->to_string() ==
+        "ldapi://%2Frun%2Fnumadir%2Fldapi");
+  CHECK_FALSE(parse_ldap_url("ldap://h")->is_local());
+}
+
+TEST_CASE("LdapUrl: bad ldapi URLs are refused with the listener's reason") {
+  struct Case {
+    const char* text;
+    const char* reason;
+  };
+  const std::string long_path = "ldapi:///" + std::string(120, 'a');
+  const Case cases[] = {
+      {"ldapi://run/numadir/ldapi", "the socket path must be absolute"},
+      {"ldapi:///run/ldapi?x", "takes no query or fragment"},
+      {"ldapi://%2Frun%2", "bad percent escape"},
+      {"ldapi://%2Frun%zz", "bad percent escape"},
+      {"ldapi:///run/%00", "may not hold a NUL byte"},
+      {"ldapi:///run/numadir/", "the socket path names a directory"},
+      {long_path.c_str(), "longer than a Unix socket address holds (107)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    Result<LdapUrl> url = parse_ldap_url(c.text);
+    REQUIRE_FALSE(url.ok());
+    CHECK(url.status().code() == StatusCode::kInvalidArgument);
+    // The client's prefix, not the listener's "listen URL".
+    CHECK(url.status().message().starts_with("\"" + std::string(c.text) + "\": "));
+    CHECK(url.status().message().find("listen URL") == std::string::npos);
     CHECK_MESSAGE(url.status().message().find(c.reason) != std::string::npos,
                   url.status().message());
   }

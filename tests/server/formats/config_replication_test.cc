@@ -181,11 +181,14 @@ TEST_CASE("Config replication: rid and provider mistakes name their key") {
   CHECK(replication_error_of(consumer("") + consumer("")) ==
         "test.toml: replication.consumer[1].rid: 1 is replication.consumer[0]'s rid already");
   CHECK(replication_error_of("[[replication.consumer]]\nrid = 1\n" + base) ==
-        "test.toml: replication.consumer[0].provider: missing (ldap://HOST[:PORT] or "
-        "ldaps://HOST[:PORT])");
+        "test.toml: replication.consumer[0].provider: missing (ldap://HOST[:PORT], "
+        "ldaps://HOST[:PORT] or ldapi://PATH)");
   CHECK(replication_error_of(consumer("", "http://h")) ==
         "test.toml: replication.consumer[0].provider: \"http://h\": unsupported scheme \"http\" "
-        "(must be ldap://HOST[:PORT] or ldaps://HOST[:PORT])");
+        "(must be ldap://HOST[:PORT], ldaps://HOST[:PORT] or ldapi://PATH)");
+  CHECK(replication_error_of(consumer("", "ldapi://run/slapd/ldapi")) ==
+        "test.toml: replication.consumer[0].provider: \"ldapi://run/slapd/ldapi\": the socket "
+        "path must be absolute (ldapi:///run/numadir/ldapi or ldapi://%2Frun%2Fnumadir%2Fldapi)");
   CHECK(replication_error_of(consumer("", "ldap://")) ==
         "test.toml: replication.consumer[0].provider: \"ldap://\" needs a host");
   CHECK(replication_error_of(consumer("", "ldap://h:0")) ==
@@ -200,6 +203,28 @@ TEST_CASE("Config replication: rid and provider mistakes name their key") {
         "brackets: ldap://[::1]:389");
   CHECK(replication_error_of("[[replication.consumer]]\nrid = 1\nprovider = 389\n" + base) ==
         "test.toml: replication.consumer[0].provider: must be a string");
+}
+
+TEST_CASE("Config replication: an ldapi provider is a local socket without TLS") {
+  for (const char* text : {"ldapi://%2Frun%2Fslapd%2Fldapi", "ldapi:///run/slapd/ldapi"}) {
+    CAPTURE(text);
+    auto config = parse_replication(consumer("", text));
+    REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+    const ReplicationConsumerConfig& c = config->replication_consumers[0];
+    CHECK(c.provider.is_local());
+    CHECK(c.provider.path == "/run/slapd/ldapi");
+    CHECK_FALSE(c.uses_tls());
+    CHECK(c.updateref.to_string() == "ldapi://%2Frun%2Fslapd%2Fldapi");
+  }
+  const std::string local = "ldapi:///run/slapd/ldapi";
+  CHECK(replication_error_of(consumer("starttls = \"critical\"\nca_file = \"ca\"\n", local)) ==
+        "test.toml: replication.consumer[0].starttls: not with an ldapi:// provider (a local "
+        "socket)");
+  CHECK(replication_error_of("[[replication.consumer]]\nrid = 1\nprovider = \"" + local +
+                             "\"\nsearchbase = \"dc=example,dc=com\"\nmethod = \"external\"\n") ==
+        "test.toml: replication.consumer[0].method: \"external\" is not supported with an "
+        "ldapi:// provider (it binds with a TLS client certificate): use method = \"simple\"");
+  CHECK(replication_error_of(consumer("updateref = \"ldapi://\"\n")).empty());
 }
 
 TEST_CASE("Config replication: starttls") {
