@@ -38,13 +38,7 @@ Status LdapClient::simple_bind(std::string_view dn, std::string_view password) {
   request.reset(0, ProtocolOp::kBindRequest);
   request.bind_request.name = dn;
   request.bind_request.simple_password = password;
-  LdapMessage response;
-  NUMADIR_RETURN_IF_ERROR(
-      connection_->exchange(request, ProtocolOp::kBindResponse, response, timeout_ms_));
-  if (response.result.code != ResultCode::kSuccess) {
-    return invalid_argument("bind refused: " + describe_ldap_result(response.result));
-  }
-  return Status();
+  return bind(request, "bind");
 }
 
 Status LdapClient::sasl_external_bind() {
@@ -52,11 +46,16 @@ Status LdapClient::sasl_external_bind() {
   request.reset(0, ProtocolOp::kBindRequest);
   request.bind_request.method = listener::wire::BindMethod::kSasl;
   request.bind_request.sasl_mechanism = "EXTERNAL";
+  return bind(request, "SASL EXTERNAL bind");
+}
+
+Status LdapClient::bind(LdapMessage& request, std::string_view what) {
   LdapMessage response;
   NUMADIR_RETURN_IF_ERROR(
       connection_->exchange(request, ProtocolOp::kBindResponse, response, timeout_ms_));
   if (response.result.code != ResultCode::kSuccess) {
-    return invalid_argument("SASL EXTERNAL bind refused: " + describe_ldap_result(response.result));
+    return invalid_argument(std::string(what) +
+                            " refused: " + describe_ldap_result(response.result));
   }
   return Status();
 }

@@ -57,6 +57,10 @@ class LdapClient {
                                             const std::vector<std::string_view>& attributes);
 
  private:
+  // Sends `request` (a BindRequest) and waits for its response.
+  // Errors: kInvalidArgument "<what> refused: ..." for any result but success; kIo, kMalformed.
+  Status bind(listener::wire::LdapMessage& request, std::string_view what);
+
   LdapClient(std::unique_ptr<LdapConnection> connection, int timeout_ms)
       : connection_(std::move(connection)), timeout_ms_(timeout_ms) {}
 
