@@ -41,6 +41,9 @@ struct ChangeRecord {
   std::string dn;
   std::string new_dn;     // Rename only: the DN it has now.
   std::string csn;        // The CSN the change was given (entryCSN of the entry, if not deleted).
+  // The entry's entryUUID in its string form (RFC 4530), for every kind (a delete: the deleted
+  // entry's); empty when the entry has none (a schema without entryUUID).
+  std::string entry_uuid;
   bool internal = false;  // UpdateContext::internal of the update.
 };
 

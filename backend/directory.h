@@ -85,6 +85,10 @@ struct DirectoryOptions {
   std::size_t writer_queue_jobs = 4096;
   std::size_t writer_batch_jobs = 256;
   std::size_t writer_batch_bytes = std::size_t{16} << 20;
+  // The session log (slapd's syncprov-sessionlog): the last this many changes (their CSN,
+  // kind and entryUUID), kept in LMDB in the transaction of each change, for a replication
+  // consumer to catch up on deletes without a present phase (session_log_since). 0: none.
+  std::uint64_t session_log_entries = 0;
 };
 
 // Who does an update and when: fills creatorsName / modifiersName and the timestamps.
@@ -267,6 +271,26 @@ class Directory {
   // Returns: the cookie a replication consumer stored with its last batch (ReplicaChange,
   //   update_job.h) for replica id `rid`, or nullopt when it stored none. Errors: kStorage.
   Result<std::optional<std::string>> replica_cookie(std::uint32_t rid) const;
+  // Returns: the directory's contextCSN in `txn`'s snapshot: the greatest CSN of a change
+  //   committed (local updates, replicated batches, imports: stored in the transaction of each),
+  //   or "" when there is none yet. Errors: kStorage.
+  Result<std::string> context_csn(ReadTxn& txn) const;
+
+  // What the session log knows of the changes committed after a CSN.
+  struct SessionLogChanges {
+    // True when the log holds a record of every change committed after the CSN asked for:
+    // then every entry added, modified or renamed since carries a greater entryCSN, and
+    // `deleted` lists every entry deleted since. False when the log is off, or some of those
+    // changes were trimmed from it (or happened before it began).
+    bool covered = false;
+    // Covered only: the entryUUIDs (string form) of the entries deleted after the CSN, in
+    // commit order (an entry added and deleted since is listed too).
+    std::vector<std::string> deleted;
+  };
+  // Returns: what changed after `csn` (an entryCSN-form CSN) in `txn`'s snapshot. Costs a read
+  //   of the log records after `csn` (the log is ordered by commit). Errors: kStorage.
+  Result<SessionLogChanges> session_log_since(ReadTxn& txn, std::string_view csn) const;
+
   // Subscribes `callback` to every change committed from now on (see change_feed.h for the
   // thread it runs on and what it may do). Returns: the subscription; destroying it
   // unsubscribes.
