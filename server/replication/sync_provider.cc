@@ -655,7 +655,10 @@ void SyncProvider::run(const OperationContext& context, const LdapMessage& reque
     sender.send_status(refresh_csn.status());
     return;
   }
-  Phase phase = Phase::kFull;
+  // A cookie without a CSN of this directory's (a consumer of another provider, or one that
+  // has nothing yet): every entry is sent, as a present phase, so that the consumer removes
+  // what this directory does not hold.
+  Phase phase = sync->cookie.has_value() && !sync->cookie->empty() ? Phase::kPresent : Phase::kFull;
   std::vector<std::string> deleted;
   if (cookie_csn.has_value()) {
     if (*cookie_csn == *refresh_csn) {
