@@ -278,7 +278,7 @@ TEST_CASE("a provider's cookie is slapd's") {
   CHECK(back->csns[0] == csn);
 }
 
-TEST_CASE("CSNs are recognised, with their server id and time") {
+TEST_CASE("CSNs are recognised with their server id and time") {
   const std::string csn = "20261206220000.123456Z#00002a#00f#000000";
   CHECK(is_csn(csn));
   CHECK(csn_server_id(csn) == 15u);
