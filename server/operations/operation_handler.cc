@@ -17,8 +17,8 @@
 #include "server/operations/result_sender.h"
 #include "server/operations/root_dse.h"
 #include "server/operations/search_operation.h"
-#include "server/operations/sync_search.h"
 #include "server/operations/server_session.h"
+#include "server/operations/sync_search.h"
 #include "server/operations/worker_state.h"
 
 namespace numadir::server {
@@ -185,7 +185,8 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   OperationCounters::count(worker.counters(), request.op);
   auto& server_session = static_cast<ServerSession&>(session);
   ResultSender sender(request, sink);
-  if (std::optional<OwnedResult> refused = check_controls(request, policy_ != nullptr, context_.options().sync);
+  if (std::optional<OwnedResult> refused =
+          check_controls(request, policy_ != nullptr, context_.options().sync);
       refused.has_value()) {
     if (request.op == ProtocolOp::kExtendedRequest) {
       sender.send_extended(*refused, std::nullopt);

@@ -25,8 +25,8 @@ class SyncSearchService {
   // result through `sender`, or keeps the operation open (ResultSender::detach) to go on. The
   // context outlives every operation the service keeps open.
   virtual void run(const OperationContext& context, const listener::wire::LdapMessage& request,
-                   const OperationAccess& access, ServerSession& session,
-                   ServerWorkerState& state, ResultSender& sender) = 0;
+                   const OperationAccess& access, ServerSession& session, ServerWorkerState& state,
+                   ResultSender& sender) = 0;
 };
 
 }  // namespace numadir::server

@@ -8,8 +8,8 @@
 //   Sync Info message     1.3.6.1.4.1.4203.1.9.1.4  decode_sync_info / encode_sync_info_*
 //                                                   (an IntermediateResponse's responseValue)
 //
-// The peer is a remote server or client: every decoder takes any bytes and either fills its value or
-// returns a kMalformed Status saying what was wrong (nothing is half-filled that a caller could
+// The peer is a remote server or client: every decoder takes any bytes and either fills its value
+// or returns a kMalformed Status saying what was wrong (nothing is half-filled that a caller could
 // act on: on an error the output is unspecified and must not be used). Decoded values are views
 // into the caller's bytes and live as long as they do.
 //

@@ -15,8 +15,8 @@
 #include "backend/change_feed.h"
 #include "server/operations/search_entries.h"
 #include "server/operations/search_operation.h"
-#include "server/operations/search_pause.h"
 #include "server/operations/search_paging.h"
+#include "server/operations/search_pause.h"
 #include "server/replication/sync_protocol.h"
 
 namespace numadir::server::replication {
@@ -92,8 +92,7 @@ std::chrono::system_clock::time_point now() { return std::chrono::system_clock::
 // One sync search being served. Shared: the provider's list holds it while it is open, and the
 // callbacks it gives the connection (resume) hold it while they wait; the change feed's
 // callback holds only a weak reference.
-class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
-                         private SearchEntryHook {
+class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, private SearchEntryHook {
  public:
   SyncSearch(SyncProvider& provider, const OperationContext& context, const Identity& who,
              ServerSession& session, const LdapMessage& request, SyncMode mode,
@@ -108,8 +107,7 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
     copy_request(request, pdu_, request_);
     omitted_ = {context.attribute_type("entryDN"), context.attribute_type("hasSubordinates"),
                 context.attribute_type("numSubordinates"),
-                context.attribute_type("subschemaSubentry"),
-                context.attribute_type("contextCSN")};
+                context.attribute_type("subschemaSubentry"), context.attribute_type("contextCSN")};
   }
 
   bool persist() const { return mode_ == SyncMode::kRefreshAndPersist; }
@@ -223,9 +221,8 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
   // sent.
   Status search(ServerWorkerState& state, ResultSender& sender, const OperationAccess& access,
                 backend::ReadTxn& txn, std::string_view base, backend::Scope scope,
-                std::uint64_t size_limit,
-                std::optional<SearchEntrySender::Progress> progress, SearchPage& page,
-                std::optional<SearchEntrySender>& entries) {
+                std::uint64_t size_limit, std::optional<SearchEntrySender::Progress> progress,
+                SearchPage& page, std::optional<SearchEntrySender>& entries) {
     // A member: the entry sender keeps a reference to the filter.
     const schema::Filter& filter =
         restrict_typeless_items(request_.search_request.filter, who_.root, restricted_);
@@ -293,7 +290,8 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
       for (std::size_t i = 0; i < deleted_.size(); ++i) {
         uuids.push_back(uuid_of(deleted_[i]));
         if (uuids.size() == kIdSetSize || i + 1 == deleted_.size()) {
-          sender.send_intermediate(kSyncInfoOid, encode_sync_info_id_set(std::nullopt, true, uuids));
+          sender.send_intermediate(kSyncInfoOid,
+                                   encode_sync_info_id_set(std::nullopt, true, uuids));
           uuids.clear();
         }
       }
@@ -410,12 +408,12 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
         const OperationAccess access(context_, state, who_);
         PagedRequest unpaged;
         SearchPage page(unpaged, session_);
-        change_state_ = record.kind == backend::ChangeKind::kAdd ? SyncStateKind::kAdd
-                                                                 : SyncStateKind::kModify;
+        change_state_ =
+            record.kind == backend::ChangeKind::kAdd ? SyncStateKind::kAdd : SyncStateKind::kModify;
         change_cookie_ = &cookie;
         std::optional<SearchEntrySender> entries;
-        (void)search(state, sender, access, state.txn(), dn, backend::Scope::kBase, 0,
-                     std::nullopt, page, entries);
+        (void)search(state, sender, access, state.txn(), dn, backend::Scope::kBase, 0, std::nullopt,
+                     page, entries);
         change_cookie_ = nullptr;
         if (entries->paused()) {
           return false;
@@ -512,7 +510,7 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
   const std::optional<int> rid_;
   const std::chrono::system_clock::time_point since_;
   std::string pdu_;
-  LdapMessage request_;  // Views pdu_.
+  LdapMessage request_;        // Views pdu_.
   schema::Filter restricted_;  // The filter without typeless items (restrict_typeless_items).
   // The computed attributes, never sent: each server computes its own.
   std::array<const schema::AttributeType*, 5> omitted_{};
@@ -533,7 +531,8 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>,
   const std::string* change_cookie_ = nullptr;  // Set while one change is sent.
   Pending pending_;
   std::string state_value_;
-  std::vector<std::vector<std::string_view>> values_ = std::vector<std::vector<std::string_view>>(2);
+  std::vector<std::vector<std::string_view>> values_ =
+      std::vector<std::vector<std::string_view>>(2);
   std::unique_ptr<backend::ChangeSubscription> subscription_;  // Set before the refresh.
 
   mutable Mutex mu_;
@@ -584,8 +583,8 @@ void SyncProvider::run(const OperationContext& context, const LdapMessage& reque
   }
   const Result<SyncRequest> sync = decode_sync_request(*control->value);
   if (!sync.ok()) {
-    sender.send_result(OwnedResult::error(ResultCode::kProtocolError,
-                                          "Sync control : " + std::string(sync.status().message())));
+    sender.send_result(OwnedResult::error(
+        ResultCode::kProtocolError, "Sync control : " + std::string(sync.status().message())));
     return;
   }
   // The consumer's CSN for the CSNs' server id of this directory (slapd drops the others).
@@ -595,9 +594,9 @@ void SyncProvider::run(const OperationContext& context, const LdapMessage& reque
   if (sync->cookie.has_value() && !sync->cookie->empty()) {
     const Result<SyncCookie> cookie = parse_sync_cookie(*sync->cookie);
     if (!cookie.ok()) {
-      sender.send_result(OwnedResult::error(ResultCode::kProtocolError,
-                                            "Sync control : cookie parsing error: " +
-                                                std::string(cookie.status().message())));
+      sender.send_result(OwnedResult::error(
+          ResultCode::kProtocolError,
+          "Sync control : cookie parsing error: " + std::string(cookie.status().message())));
       return;
     }
     for (const std::string_view csn : cookie->csns) {

@@ -55,8 +55,8 @@ namespace numadir::server::replication {
 class SyncSearch;
 
 struct SyncProviderOptions {
-  std::uint64_t queue_changes = 4096;  // Per persistent search.
-  std::uint32_t max_consumers = 64;    // Sync searches served at once; more get busy.
+  std::uint64_t queue_changes = 4096;     // Per persistent search.
+  std::uint32_t max_consumers = 64;       // Sync searches served at once; more get busy.
   std::uint64_t session_log_entries = 0;  // As the directory was opened with (for status).
   std::uint32_t server_id = 0;            // database.server_id: the sid of the cookies.
 };

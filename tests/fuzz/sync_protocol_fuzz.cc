@@ -49,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::string again = replication::encode_sync_request(
             request->mode, request->cookie.value_or(""), request->reload_hint);
         auto back = replication::decode_sync_request(again);
-        if (!back.ok() || back->mode != request->mode || back->reload_hint != request->reload_hint ||
+        if (!back.ok() || back->mode != request->mode ||
+            back->reload_hint != request->reload_hint ||
             back->cookie.value_or("") != request->cookie.value_or("")) {
           __builtin_trap();
         }
