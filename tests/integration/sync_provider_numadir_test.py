@@ -216,18 +216,18 @@ def changes_while_away() -> str:
 
 
 def monitor_consumers(server) -> list:
-    """The provider's cn=Monitor entries of the consumers attached: [{attr: [values]}]."""
+    """The provider's cn=Monitor entries of the sync searches it serves: [{attr: [values]}]."""
     result = subprocess.run(["ldapsearch", "-x", "-LLL", "-o", "ldif-wrap=no", "-H", server.url,
-                             *root_bind(server), "-b", "cn=Monitor", "(objectClass=*)", "*",
-                             "+"], capture_output=True, text=True, timeout=30)
+                             *root_bind(server), "-b", "cn=Provider,cn=Replication,cn=Monitor",
+                             "(objectClass=numadirSyncConsumerObject)", "*", "+"],
+                            capture_output=True, text=True, timeout=30)
     entries = []
     for block in result.stdout.strip().split("\n\n"):
         attributes = {}
         for line in block.splitlines():
             name, _, value = line.partition(": ")
             attributes.setdefault(name.lower(), []).append(value)
-        if any("provider" in dn.lower() for dn in attributes.get("dn", [])) and \
-                "numadirentriessent" in attributes:
+        if "numadirentriessent" in attributes:
             entries.append(attributes)
     return entries
 
@@ -240,9 +240,9 @@ def entries_sent_to_returning_consumer(p) -> int:
     def persisting():
         nonlocal last
         last = monitor_consumers(p)
-        return len(last) == 1 and last[0].get("numadirmode", [""])[0].endswith("persisting")
+        return len(last) == 1 and last[0].get("numadirsyncphase") == ["persist"]
     if not wait_for(persisting, timeout=60, interval=0.2):
-        fail(f"the provider's cn=Monitor shows no persisting consumer: {last}")
+        fail(f"the provider's cn=Monitor shows not one persisting consumer: {last}")
     return int(last[0]["numadirentriessent"][0])
 
 
