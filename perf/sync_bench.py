@@ -530,6 +530,13 @@ def main():
     if float(load_before.split()[0]) > 1.5:
         noisy = (f"\n\n**Noisy: the load average was {load_before} before the run (other work "
                  "on the machine); read the ratios with care.**")
+    short = [f"{PROVIDER_NAMES[k[1]]} with {len(args.consumers) if k[2] else 0} consumers "
+             f"({p['mods_per_sec']:.0f})" for k, p in points.items()
+             if k[0] == "auth" and (p["mods_per_sec"] or 0) < 0.95 * args.mod_rate]
+    if short:
+        noisy += (f"\n\n**The provider acknowledged fewer than 95% of the {args.mod_rate:g} "
+                  f"mods/s asked for in: {', '.join(short)} (more --modifier-threads, or "
+                  "--durability nosync, if the provider's synced commits bound them).**")
     section = (f"{BEGIN}\n### Replication provider: {now}\n\n" +
                textwrap.fill(setup, 100, break_long_words=False, break_on_hyphens=False) +
                quick + noisy + "\n\n" + tables(points, args, expected) + f"\n{END}")
