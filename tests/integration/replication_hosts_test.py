@@ -477,6 +477,28 @@ def check_setup(run: Run):
                         rf"{re.escape(provider_address)}", established) is not None,
               f"{replica.name}'s consumer is connected to the provider over the bridge",
               established)
+    if run.provider_kind == "numadir":
+        check_provider_monitor(run)
+
+
+def check_provider_monitor(run: Run):
+    """The numadir provider's cn=Monitor: a persisting refreshAndPersist search per replica,
+    its peer the replica's address."""
+    peers = {}
+
+    def both():
+        rc, out, _ = ldap_tool(run.net, "ldapsearch", run.provider.url, "-LLL", "-o",
+                               "ldif-wrap=no", "-b", "cn=Provider,cn=Replication,cn=Monitor",
+                               "(&(objectClass=numadirSyncConsumerObject)"
+                               "(numadirSyncPhase=persist)(numadirSyncMode=refreshAndPersist))",
+                               "numadirPeer", timeout=30)
+        peers.clear()
+        for peer in re.findall(r"^numadirPeer: (\S+)$", out, re.M):
+            peers[peer.rsplit(":", 1)[0]] = peer
+        return rc == 0 and sorted(peers) == sorted(ADDRESSES[r.name] for r in run.replicas)
+    check(wait_for(both, timeout=30, interval=0.2),
+          "the provider's cn=Monitor shows a persisting sync search from each replica's address",
+          f"{peers}")
 
 
 def check_failures_during_load(run: Run):

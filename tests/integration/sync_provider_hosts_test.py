@@ -8,8 +8,9 @@ perf/gen_users.py's users imported, on ldap://10.201.0.10:389 in its own namespa
 refreshAndPersist, bound as the provider's rootdn) each in theirs, every client in `client`:
 
 1. Each server listens on its own address only, each replica's consumer connection to the
-   provider crosses the bridge, and both replicas equal the provider (every entry with every
-   stored attribute, entryUUID and entryCSN included).
+   provider crosses the bridge, the provider's cn=Monitor shows a persisting
+   refreshAndPersist search from each replica's address, and both replicas equal the provider
+   (every entry with every stored attribute, entryUUID and entryCSN included).
 2. authrate, given both replicas' URLs, drives auths while a writer modifies users on the
    provider and records each acknowledged write; replica1 is stopped (the connections on it
    fail over to replica2, auths go on); the provider is stopped (auths go on at replica2, a
