@@ -25,6 +25,12 @@ contextCSN, which a provider keeps for itself and a consumer keeps as its cookie
    and replica2 stopped while the provider changes reach replica2 through replica1; at the end
    of the chain replica2 equals the provider, and a write to replica2 is referred to replica1
    (its provider, as slapd's chained consumers refer).
+4. A consumer that stops reading: `ldapsearch -E '!sync=rp'` writing into a pipe nobody reads,
+   SLOW_USERS users, so that the provider's refresh to it pauses (its cn=Monitor entry's
+   numadirEntriesSent stays below the users). Meanwhile a subtree is added and moved on the
+   provider; once the pipe is read, the stream names every entry of that subtree by its
+   entryUUID (at its new DN, or at the DN it was added at before the move, as slapd's syncprov
+   sends it: a consumer moves the subtree with its top).
 
   sync_provider_numadir_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
@@ -72,6 +78,13 @@ def replica(args, work: str, provider_url: str, rid: int, server_id: int,
                          extra_database_toml=f"server_id = {server_id}",
                          extra_toml=consumer_toml(work, provider_url, rid) +
                          (provider_toml() if also_provider else ""))
+
+
+def ldap_root(server, tool: str, *args):
+    result = subprocess.run([tool, "-x", "-H", server.url, "-D", ROOT_DN, "-w", ROOT_PW,
+                             "-o", "ldif-wrap=no", *args], capture_output=True, text=True,
+                            timeout=60)
+    return result.returncode, result.stdout, result.stderr
 
 
 def python_ldap_change(url: str, change):
@@ -299,6 +312,67 @@ def check_cascade(args, work):
             restarted.stop()
 
 
+SLOW_USERS = 20000  # ~20 MB of refresh: more than the pipe and socket buffers hold.
+
+
+def check_consumer_reading_late(args, work):
+    """A refreshAndPersist consumer that stops reading mid-refresh (ldapsearch -E sync=rp
+    writing into a pipe nobody reads) while a subtree is added and moved on the provider:
+    once it reads again, what it is sent names every entry of the moved subtree at its new
+    DN (a consumer that fell behind gets the changes, not only the last one's entry)."""
+    import threading
+    with NumadirServer(args.numadir, args.gen, users=SLOW_USERS,
+                       extra_database_toml="server_id = 1", extra_toml=provider_toml()) as p:
+        search = subprocess.Popen(["ldapsearch", "-x", "-H", p.url, "-D", ROOT_DN, "-w",
+                                   ROOT_PW, "-o", "ldif-wrap=no", "-b", SUFFIX, "-E",
+                                   "!sync=rp", "(objectClass=*)", "*", "+"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            sent = []
+
+            def paused():
+                consumers = monitor_consumers(p)
+                if len(consumers) != 1:
+                    return False
+                sent.append(int(consumers[0]["numadirentriessent"][0]))
+                return len(sent) >= 3 and sent[-1] == sent[-3] and 0 < sent[-1] < SLOW_USERS
+            check(wait_for(paused, timeout=60, interval=0.3),
+                  "the consumer's refresh is paused mid-way (it does not read)", f"{sent}")
+            subtree = dict(STEPS)["a subtree move (ModifyDN of an entry with children, "
+                                  "newSuperior)"]
+            modify(p.url, f"dn: ou=moved,{SUFFIX}\nchangetype: add\n"
+                          f"objectClass: organizationalUnit\nou: moved\n\n" + subtree)
+            chunks = []
+            reader = threading.Thread(target=lambda: chunks.extend(iter(
+                lambda: search.stdout.read1(65536), b"")), daemon=True)
+            reader.start()
+            # Sent either at its new DN or at the DN it was added at before its ancestor's
+            # move (as slapd's syncprov sends them): the consumer moves subtrees with their top.
+            moved = [f"ou=branch,ou=moved,{SUFFIX}", f"ou=leaf,ou=branch,ou=moved,{SUFFIX}",
+                     f"uid=deep,ou=leaf,ou=branch,ou=moved,{SUFFIX}"]
+            uuids = {}
+            for dn in moved:
+                rc, out, err = ldap_root(p, "ldapsearch", "-LLL", "-b", dn, "-s", "base",
+                                         "entryUUID")
+                match = re.search(r"^entryUUID: (\S+)$", out, re.M)
+                check(rc == 0 and match is not None, f"{dn} has an entryUUID on the provider",
+                      f"rc {rc}: {out} {err}")
+                uuids[dn] = match.group(1)
+
+            def unsent():
+                text = b"".join(chunks).decode(errors="replace")
+                return [dn for dn, uuid in uuids.items()
+                        if not re.search(rf"SyncState control, UUID {uuid} (added|modified)",
+                                         text)]
+            wait_for(lambda: not unsent(), timeout=60, interval=0.2)
+            check(not unsent(), "the late reader was sent every entry of the subtree added "
+                                "and moved meanwhile (by entryUUID)",
+                  f"{unsent()} never sent; {len(chunks)} chunks read")
+        finally:
+            search.kill()
+            search.wait()
+
+
 def main() -> int:
     args = parse_args(__doc__)
     work = tempfile.mkdtemp(prefix="sync-provider-numadir-")
@@ -310,6 +384,8 @@ def main() -> int:
              "not covering the gap", lambda: check_restart(args, work)),
             ("the cascade: provider -> replica1 (also a provider) -> replica2",
              lambda: check_cascade(args, work)),
+            ("a consumer that stops reading while a subtree is added and moved",
+             lambda: check_consumer_reading_late(args, work)),
         ], keep_going=args.keep_going)
     finally:
         shutil.rmtree(work, ignore_errors=True)
