@@ -6,7 +6,8 @@ medians reported. No test asserts these figures.
   perf/sync_bench.py [--build-dir build/release] [--users 100000] [--rounds 3]
                      [--duration 10] [--warmup 2] [--connections 64] [--threads 2]
                      [--mod-rate 500] [--consumers numadir,slapd,numadir,slapd]
-                     [--mod-connections 16] [--durability sync] [--quick] [--results FILE]
+                     [--mod-connections 16] [--refresh-rounds N] [--durability sync]
+                     [--quick] [--results FILE]
 
 The providers, both loaded with perf/gen_users.py's users ({SSHA} passwords), both running for
 the whole run (the one not measured is idle):
@@ -44,8 +45,10 @@ reverse on odd ones; authrate's --seed is the round's number.
 
 Prints a Markdown section for perf/RESULTS.md (with --results FILE, also written between the
 sync markers of FILE). --quick is a smoke run (2,000 users, 1 round of 3 s points, about 3
-minutes): it checks that the benchmark works, not what it measures. --providers slapd runs only
-slapd's side (before numadir serves the Sync Request control). Needs python3-ldap.
+minutes): it checks that the benchmark works, not what it measures. The full run takes about
+45 minutes, most of it the slapd consumers' durable refreshes of 100,000 entries (each commits
+an entry at a time: minutes each; --refresh-rounds 1 or --durability nosync shorten it).
+--providers slapd runs only slapd's side. Needs python3-ldap.
 """
 import argparse
 import datetime
@@ -407,7 +410,9 @@ def parse_args():
     parser.add_argument("--durability", default="sync", choices=["sync", "nosync"],
                         help="every server's commits (numadir database.durability; slapd "
                         "dbnosync for nosync)")
-    parser.add_argument("--skip-refresh", action="store_true", help="no refresh rounds")
+    parser.add_argument("--refresh-rounds", type=int,
+                        help="rounds of the initial refresh (default --rounds; 0: none): a "
+                        "slapd consumer's durable refresh of 100,000 entries takes minutes")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: " + ", ".join(f"{k} {v:g}" for k, v in QUICK.items()) +
                         " unless given")
@@ -418,6 +423,8 @@ def parse_args():
     for key, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    if args.refresh_rounds is None:
+        args.refresh_rounds = args.rounds
     args.consumers = [c for c in args.consumers.split(",") if c]
     args.providers = [p for p in args.providers.split(",") if p]
     for name in args.consumers + args.providers:
@@ -454,7 +461,7 @@ def main():
             results.setdefault(key, []).append(result)
             print(f"sync_bench: round {round_index + 1}/{args.rounds} {text}", flush=True)
 
-        for round_index in range(0 if args.skip_refresh else args.rounds):
+        for round_index in range(args.refresh_rounds):
             providers = args.providers if round_index % 2 == 0 else args.providers[::-1]
             kinds = CONSUMER_KINDS if round_index % 2 == 0 else CONSUMER_KINDS[::-1]
             for provider in providers:
@@ -515,7 +522,8 @@ def main():
         f"syncprov-sessionlog {args.sessionlog}, indexes objectClass, uid, entryUUID, entryCSN "
         "eq, perf/bench.py's access rules); consumers from an empty database, refreshAndPersist "
         f"as the provider's rootdn: numadir replicas and slapd consumers (attrs \"*,+\"); "
-        f"{durable}. {args.rounds} round(s) interleaved, medians; authrate {args.threads} "
+        f"{durable}. {args.refresh_rounds} refresh round(s) and {args.rounds} load round(s) "
+        f"interleaved, medians; authrate {args.threads} "
         f"thread(s), {args.duration:g} s measured after {args.warmup:g} s warm-up; the "
         f"{args.mod_rate:g} mods/s written by {args.modifier_threads} python-ldap connections "
         f"(open loop, replace: description); lag: 1 write in {args.sample_every} polled on the "
