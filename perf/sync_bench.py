@@ -46,8 +46,8 @@ reverse on odd ones; authrate's --seed is the round's number.
 Prints a Markdown section for perf/RESULTS.md (with --results FILE, also written between the
 sync markers of FILE). --quick is a smoke run (2,000 users, 1 round of 3 s points, about 3
 minutes): it checks that the benchmark works, not what it measures. The full run takes about
-45 minutes, most of it the slapd consumers' durable refreshes of 100,000 entries (each commits
-an entry at a time: minutes each; --refresh-rounds 1 or --durability nosync shorten it).
+25 minutes, most of it the slapd consumers' durable refreshes of 100,000 entries (about 1,000
+entries/s, an entry per commit; --refresh-rounds 1 or --durability nosync shorten it).
 --providers slapd runs only slapd's side. Needs python3-ldap.
 """
 import argparse
