@@ -156,7 +156,7 @@ Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries
       provider.session_log_entries = count_of(entry, "numadirSessionLogEntries");
       provider.context_csn = text_of(entry, "numadirContextCSN");
       provider.searches = count_of(entry, "numadirSyncSearches");
-      provider.refresh_required = count_of(entry, "numadirRefreshRequired");
+      provider.refused = count_of(entry, "numadirSyncRefused");
       provider.fell_behind = count_of(entry, "numadirFellBehind");
     } else if (ndn.ends_with(kProviderSuffix) && ndn.starts_with(kSyncConsumerPrefix) &&
                ndn.size() > kSyncConsumerPrefix.size() + kProviderSuffix.size()) {
@@ -270,9 +270,9 @@ std::string render_stats(const StatsSample& previous, const StatsSample& current
     out += "\nReplication provider: " + std::string(provider.enabled ? "enabled" : "disabled") +
            "   session log " + std::to_string(provider.session_log_entries) + "   contextCSN " +
            (provider.context_csn.empty() ? "-" : provider.context_csn) + "\n";
-    out += format("sync searches %llu (now %zu)   refresh required %llu   fell behind %llu\n",
+    out += format("sync searches %llu (now %zu)   refused %llu   fell behind %llu\n",
                   static_cast<unsigned long long>(provider.searches), current.sync_consumers.size(),
-                  static_cast<unsigned long long>(provider.refresh_required),
+                  static_cast<unsigned long long>(provider.refused),
                   static_cast<unsigned long long>(provider.fell_behind));
     if (!current.sync_consumers.empty()) {
       out += padded("SYNC", 8) + "  " + padded("PEER", 21) + "  " + padded("MODE/PHASE", 25) + " " +

@@ -54,7 +54,7 @@ struct StatsProvider {
   std::uint64_t session_log_entries = 0;
   std::string context_csn;  // "" if none yet.
   std::uint64_t searches = 0;
-  std::uint64_t refresh_required = 0;
+  std::uint64_t refused = 0;
   std::uint64_t fell_behind = 0;
 };
 

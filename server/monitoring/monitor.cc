@@ -239,7 +239,7 @@ void add_provider_entries(const replication::ProviderStatus& provider,
   }
   entry.number("numadirSyncConsumers", provider.consumers.size())
       .number("numadirSyncSearches", provider.searches_served)
-      .number("numadirRefreshRequired", provider.refresh_required)
+      .number("numadirSyncRefused", provider.refused)
       .number("numadirFellBehind", provider.fell_behind);
   entries.push_back(entry.take());
   for (const replication::ProviderConsumerStatus& consumer : provider.consumers) {

@@ -617,6 +617,7 @@ void SyncProvider::run(const OperationContext& context, const LdapMessage& reque
   }
   if (!cookie_csns.empty()) {
     if (context_csn->empty()) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
       sender.send_result(OwnedResult::error(ResultCode::kUnwillingToPerform,
                                             "consumer has state info but provider doesn't!"));
       return;
@@ -628,6 +629,7 @@ void SyncProvider::run(const OperationContext& context, const LdapMessage& reque
       }
     }
     if (cookie_csn.has_value() && *cookie_csn > *context_csn) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
       sender.send_result(OwnedResult::error(ResultCode::kUnwillingToPerform,
                                             "consumer state is newer than provider!"));
       return;
@@ -695,7 +697,7 @@ ProviderStatus SyncProvider::status() const {
   status.enabled = true;
   status.session_log_entries = options_.session_log_entries;
   status.searches_served = served_.load(std::memory_order_relaxed);
-  status.refresh_required = refresh_required_.load(std::memory_order_relaxed);
+  status.refused = refused_.load(std::memory_order_relaxed);
   status.fell_behind = fell_behind_.load(std::memory_order_relaxed);
   std::unique_ptr<backend::ReadTxn> txn = directory_.begin_read();
   if (Result<std::string> csn = directory_.context_csn(*txn); csn.ok()) {

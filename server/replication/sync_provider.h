@@ -86,7 +86,7 @@ class SyncProvider final : public SyncSearchService {
   mutable Mutex mu_;
   std::vector<std::shared_ptr<SyncSearch>> searches_ NUMADIR_GUARDED_BY(mu_);
   std::atomic<std::uint64_t> served_{0};
-  std::atomic<std::uint64_t> refresh_required_{0};
+  std::atomic<std::uint64_t> refused_{0};
   std::atomic<std::uint64_t> fell_behind_{0};
 };
 

@@ -120,7 +120,7 @@ TEST_CASE("render_stats: the replication provider and a line per sync search it 
     provider.session_log_entries = 10000;
     provider.context_csn = "20261206220000.000000Z#000000#001#000000";
     provider.searches_served = 5;
-    provider.refresh_required = 1;
+    provider.refused = 1;
     provider.fell_behind = 2;
     replication::ProviderConsumerStatus persist;
     persist.connection_id = 12;
@@ -166,7 +166,7 @@ TEST_CASE("render_stats: the replication provider and a line per sync search it 
   CAPTURE(view);
   CHECK(view.find("\nReplication provider: enabled   session log 10000   contextCSN "
                   "20261206220000.000000Z#000000#001#000000\n"
-                  "sync searches 5 (now 2)   refresh required 1   fell behind 2\n") !=
+                  "sync searches 5 (now 2)   refused 1   fell behind 2\n") !=
         std::string::npos);
   CHECK(view.find("SYNC      PEER                   MODE/PHASE                 ENTRIES    CHANGES"
                   "  CHANGES/S  QUEUE         SINCE            LAG MS  IDENTITY\n") !=

@@ -233,7 +233,7 @@ replication::ProviderStatus fake_provider() {
   provider.session_log_entries = 10000;
   provider.context_csn = "20261206220000.123456Z#000000#001#000000";
   provider.searches_served = 12;
-  provider.refresh_required = 2;
+  provider.refused = 2;
   provider.fell_behind = 1;
   replication::ProviderConsumerStatus persist;
   persist.connection_id = 41;
@@ -281,7 +281,7 @@ TEST_CASE("make_monitor_entries: the provider and each sync search it serves") {
   CHECK(value_of(provider, "numadirContextCSN") == "20261206220000.123456Z#000000#001#000000");
   CHECK(value_of(provider, "numadirSyncConsumers") == "2");
   CHECK(value_of(provider, "numadirSyncSearches") == "12");
-  CHECK(value_of(provider, "numadirRefreshRequired") == "2");
+  CHECK(value_of(provider, "numadirSyncRefused") == "2");
   CHECK(value_of(provider, "numadirFellBehind") == "1");
 
   const schema::Entry& persist = entries[5];
