@@ -11,7 +11,7 @@ contextCSN, which a provider keeps for itself and a consumer keeps as its cookie
 
 1. The initial refresh of USERS users; then, one at a time, each change made on the provider
    with ldap-utils and python-ldap (an add, a modify replacing, adding and deleting values, a
-   modify deleting one value of several, a delete, ModifyDN with and without newSuperior and
+   modify deleting one value of several, one deleting a whole attribute, a delete, ModifyDN with and without newSuperior and
    with deleteoldrdn 0 and 1, a subtree move, a Password Modify) appears on the replica. A bind
    on the replica with the password set by the Password Modify works; a write sent to the
    replica gets a referral (10) naming the provider and the entry.
@@ -20,17 +20,17 @@ contextCSN, which a provider keeps for itself and a consumer keeps as its cookie
    the provider's session log covering the gap (sessionlog 1000: the provider's cn=Monitor
    shows the returning consumer was sent only what changed) and once with a session log
    shorter than the gap (sessionlog 4: a present phase, every entry named).
-3. The cascade: replica1 follows the provider and is itself a provider (enabled = true);
-   replica2 follows replica1. The initial refresh, every kind of change made on the provider
-   and replica2 stopped while the provider changes reach replica2 through replica1; at the end
-   of the chain replica2 equals the provider, and a write to replica2 is referred to replica1
-   (its provider, as slapd's chained consumers refer).
-4. A consumer that stops reading: `ldapsearch -E '!sync=rp'` writing into a pipe nobody reads,
+3. A consumer that stops reading: `ldapsearch -E '!sync=rp'` writing into a pipe nobody reads,
    SLOW_USERS users, so that the provider's refresh to it pauses (its cn=Monitor entry's
    numadirEntriesSent stays below the users). Meanwhile a subtree is added and moved on the
    provider; once the pipe is read, the stream names every entry of that subtree by its
    entryUUID (at its new DN, or at the DN it was added at before the move, as slapd's syncprov
    sends it: a consumer moves the subtree with its top).
+4. The cascade: replica1 follows the provider and is itself a provider (enabled = true);
+   replica2 follows replica1. The initial refresh, every kind of change made on the provider
+   and replica2 stopped while the provider changes reach replica2 through replica1; at the end
+   of the chain replica2 equals the provider, and a write to replica2 is referred to replica1
+   (its provider, as slapd's chained consumers refer).
 
   sync_provider_numadir_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
@@ -382,10 +382,10 @@ def main() -> int:
              "referrals", lambda: check_changes(args, work)),
             ("stopped while the provider changes, then restarted: session log covering and "
              "not covering the gap", lambda: check_restart(args, work)),
-            ("the cascade: provider -> replica1 (also a provider) -> replica2",
-             lambda: check_cascade(args, work)),
             ("a consumer that stops reading while a subtree is added and moved",
              lambda: check_consumer_reading_late(args, work)),
+            ("the cascade: provider -> replica1 (also a provider) -> replica2",
+             lambda: check_cascade(args, work)),
         ], keep_going=args.keep_going)
     finally:
         shutil.rmtree(work, ignore_errors=True)
