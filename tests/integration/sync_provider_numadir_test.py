@@ -11,8 +11,9 @@ contextCSN, which a provider keeps for itself and a consumer keeps as its cookie
 
 1. The initial refresh of USERS users; then, one at a time, each change made on the provider
    with ldap-utils and python-ldap (an add, a modify replacing, adding and deleting values, a
-   modify deleting one value of several, one deleting a whole attribute, a delete, ModifyDN with and without newSuperior and
-   with deleteoldrdn 0 and 1, a subtree move, a Password Modify) appears on the replica. A bind
+   modify deleting one value of several, one deleting a whole attribute, a delete, ModifyDN
+   with and without newSuperior and with deleteoldrdn 0 and 1, a subtree move, a Password
+   Modify) appears on the replica. A bind
    on the replica with the password set by the Password Modify works; a write sent to the
    replica gets a referral (10) naming the provider and the entry.
 2. The replica stopped while the provider takes adds, modifies, deletes and renames, then
