@@ -158,8 +158,9 @@ class NumadirServer:
                  size_limit: int = 500, time_limit: int = 3600, keep: bool = False,
                  extra_server_toml: str = "", listen=("ldap://127.0.0.1:0",),
                  extra_toml: str = "", extra_limits_toml: str = "", workers: int = 2,
-                 import_args=()):
-        """`extra_server_toml` / `extra_limits_toml`: more keys of [server] / [limits];
+                 import_args=(), extra_database_toml: str = ""):
+        """`extra_server_toml` / `extra_limits_toml` / `extra_database_toml`: more keys of
+        [server] / [limits] / [database] (e.g. 'server_id = 1', in effect for the import too);
         `extra_toml`: more top-level tables
         (e.g. a [tls] section), written at the end of numadir.toml. `listen`: the listen URLs
         (each printed back with its port: see `ports`). `workers`: server.workers (one
@@ -176,6 +177,7 @@ class NumadirServer:
         self.listen = list(listen)
         self.extra_toml = extra_toml
         self.extra_limits_toml = extra_limits_toml
+        self.extra_database_toml = extra_database_toml
         self.workers = workers
         self.import_args = list(import_args)
         self.import_stderr = ""
@@ -237,7 +239,7 @@ suffix = "{SUFFIX}"
 map_size = "1GiB"
 durability = "nosync"
 indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub", "mail eq"]
-
+{self.extra_database_toml}
 [server]
 listen = [{", ".join('"' + url + '"' for url in self.listen)}]
 rootdn = "{ROOT_DN}"

@@ -19,8 +19,9 @@ replication stream crosses the bridge. Checked:
    write the provider acknowledged. During the run: replica1 is stopped (SIGTERM, exit 0): the
    connections on it fail over to replica2 and auths go on there (failovers > 0, all away from
    replica1; replica2's auths in authrate's interval lines of each phase that follows); then
-   the provider is stopped: auths still go on on replica2, no write is acknowledged, and a
-   modify sent to replica2 gets a referral (10) naming the provider's URL and the entry;
+   the provider is stopped: auths still go on on replica2, no write is acknowledged, a
+   modify sent to replica2 gets a referral (10) naming the provider's URL and the entry, and
+   one sent to the stopped provider fails with "Can't contact LDAP server" (255);
    replica1 is restarted on its kept database and config while the provider is still down and
    serves what it holds; the provider is restarted on the same address and database and writes
    are acknowledged again. authrate exits 0, its errors are only the auths in flight on the
@@ -61,6 +62,11 @@ import slapd_harness  # noqa: E402
 USERS = 2000
 PORT = 389
 PREFIX = "replication-hosts-"
+# The numadir provider of sync_provider_hosts_test.py.
+NUMADIR_PROVIDER_TOML = """
+[replication.provider]
+enabled = true
+"""
 SUBNET_BITS = 24
 ADDRESSES = {"provider": "10.201.0.10", "replica1": "10.201.0.11", "replica2": "10.201.0.12",
              "client": "10.201.0.100"}
@@ -296,10 +302,15 @@ syncprov-checkpoint 100 1
 
 class Replica:
     """numadir serve in its own namespace with a [[replication.consumer]] for the provider;
-    start()/stop() again on the same database and config."""
+    start()/stop() again on the same database and config. With `provider_url` None and
+    `ldif` (imported instead of the suffix and its ous) it is a numadir provider:
+    sync_provider_hosts_test.py's (`extra_toml`: more tables, `database_toml`: more keys of
+    [database])."""
 
-    def __init__(self, args, net: Network, work: str, host: str, rid: int, provider_url: str):
-        self.name = host
+    def __init__(self, args, net: Network, work: str, host: str, rid: int, provider_url,
+                 ldif: str = None, extra_toml: str = "", database_toml: str = "",
+                 name: str = None):
+        self.name = name or host
         self.numadir = os.path.abspath(args.numadir)
         self.ns = net.hosts[host]
         self.url = f"ldap://{ADDRESSES[host]}:{PORT}"
@@ -319,20 +330,22 @@ suffix = "{SUFFIX}"
 map_size = "1GiB"
 durability = "nosync"
 indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub", "mail eq"]
-
+{database_toml}
 [server]
 listen = ["{self.url}"]
 rootdn = "{ROOT_DN}"
 rootpw = "{rootpw.stdout.strip()}"
 listeners = 1
 workers = 2
-{consumer_toml(work, provider_url, rid)}""")
-        # The suffix and the two ous only, as replication_test.py's replicas: the rest comes
-        # from the provider.
-        base = os.path.join(self.dir, "base.ldif")
-        with open(base, "w") as stream:
-            subprocess.run(["/usr/bin/python3", args.gen, "--users", "0", "--suffix", SUFFIX],
-                           stdout=stream, check=True, timeout=60)
+{consumer_toml(work, provider_url, rid) if provider_url else ""}{extra_toml}""")
+        base = ldif
+        if base is None:
+            # The suffix and the two ous only, as replication_test.py's replicas: the rest
+            # comes from the provider.
+            base = os.path.join(self.dir, "base.ldif")
+            with open(base, "w") as stream:
+                subprocess.run(["/usr/bin/python3", args.gen, "--users", "0", "--suffix",
+                                SUFFIX], stdout=stream, check=True, timeout=60)
         imported = subprocess.run([self.numadir, "import", "-c", self.config, "--no-progress",
                                    base], capture_output=True, text=True, timeout=120)
         if imported.returncode != 0:
@@ -406,9 +419,10 @@ def writer(url: str):
 class Run:
     """What the test started, for the checks and for teardown."""
 
-    def __init__(self, args, net: Network):
+    def __init__(self, args, net: Network, provider_kind: str):
         self.args = args
         self.net = net
+        self.provider_kind = provider_kind  # "slapd" (syncprov) or "numadir".
         self.work = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
         self.provider = None
         self.replicas = []
@@ -436,7 +450,12 @@ def check_setup(run: Run):
     with open(ldif, "w") as stream:
         subprocess.run(["/usr/bin/python3", run.args.gen, "--users", str(USERS), "--suffix",
                         SUFFIX], stdout=stream, check=True, timeout=120)
-    run.provider = Provider(run.net, run.work, ldif)
+    if run.provider_kind == "numadir":
+        run.provider = Replica(run.args, run.net, run.work, "provider", 0, None, ldif=ldif,
+                               extra_toml=NUMADIR_PROVIDER_TOML,
+                               database_toml="server_id = 1", name="the provider")
+    else:
+        run.provider = Provider(run.net, run.work, ldif)
     run.provider.start()
     run.replicas = [Replica(run.args, run.net, run.work, f"replica{n}", n, run.provider.url)
                     for n in (1, 2)]
@@ -447,7 +466,7 @@ def check_setup(run: Run):
     provider_address = f"{ADDRESSES['provider']}:{PORT}"
     listening = sockets(run.provider.ns, "-l")
     check(provider_address in listening and "127.0.0.1" not in listening,
-          f"slapd listens on {provider_address} only", listening)
+          f"the provider ({run.provider_kind}) listens on {provider_address} only", listening)
     for replica in run.replicas:
         address = f"{ADDRESSES[replica.name]}:{PORT}"
         listening = sockets(replica.ns, "-l")
@@ -458,6 +477,28 @@ def check_setup(run: Run):
                         rf"{re.escape(provider_address)}", established) is not None,
               f"{replica.name}'s consumer is connected to the provider over the bridge",
               established)
+    if run.provider_kind == "numadir":
+        check_provider_monitor(run)
+
+
+def check_provider_monitor(run: Run):
+    """The numadir provider's cn=Monitor: a persisting refreshAndPersist search per replica,
+    its peer the replica's address."""
+    peers = {}
+
+    def both():
+        rc, out, _ = ldap_tool(run.net, "ldapsearch", run.provider.url, "-LLL", "-o",
+                               "ldif-wrap=no", "-b", "cn=Provider,cn=Replication,cn=Monitor",
+                               "(&(objectClass=numadirSyncConsumerObject)"
+                               "(numadirSyncPhase=persist)(numadirSyncMode=refreshAndPersist))",
+                               "numadirPeer", timeout=30)
+        peers.clear()
+        for peer in re.findall(r"^numadirPeer: (\S+)$", out, re.M):
+            peers[peer.rsplit(":", 1)[0]] = peer
+        return rc == 0 and sorted(peers) == sorted(ADDRESSES[r.name] for r in run.replicas)
+    check(wait_for(both, timeout=30, interval=0.2),
+          "the provider's cn=Monitor shows a persisting sync search from each replica's address",
+          f"{peers}")
 
 
 def check_failures_during_load(run: Run):
@@ -510,6 +551,12 @@ def check_failures_during_load(run: Run):
     check_equal(rc, 10, "a modify sent to replica2 while the provider is down: referral (10)")
     check(f"{provider.url}/{user_dn(7)}" in out + err,
           f"the referral names the provider ({provider.url}) and the entry", out + err)
+    rc, out, err = ldap_tool(net, "ldapmodify", provider.url,
+                             text=f"dn: {user_dn(7)}\nchangetype: modify\nreplace: sn\n"
+                                  f"sn: Local\n", timeout=30)
+    check(rc == 255 and "Can't contact LDAP server" in err,
+          "a modify sent to the stopped provider fails clearly: Can't contact LDAP server "
+          "(255)", f"rc {rc}: {out} {err}")
 
     t = at(t + 2.0, "restarting replica1")
     events["replica1 restarted"] = (t, time.monotonic())
@@ -639,22 +686,27 @@ def check_converged(run: Run):
           "replicas)", f"{expected[user_dn(7).lower()]}")
 
 
-def main() -> int:
+def main(name: str = "replication_hosts", doc: str = __doc__, provider_kind: str = "slapd",
+         prefix: str = PREFIX) -> int:
+    """The test with `provider_kind` "slapd" (this file) or "numadir"
+    (sync_provider_hosts_test.py); `prefix` names its namespaces and temporary folders."""
+    global PREFIX
+    PREFIX = prefix
     if len(sys.argv) == 3 and sys.argv[1] == "--writer":
         writer(sys.argv[2])
         return 0
-    args = parse_args(__doc__)
+    args = parse_args(doc)
     if os.geteuid() != 0:
-        message = ("FAIL replication_hosts: needs root (it makes network namespaces with "
+        message = (f"FAIL {name}: needs root (it makes network namespaces with "
                    "ip netns); run it as root, as CI does")
         print(message, flush=True)
         sys.stderr.write(message + "\n")
         return 1
-    for missing in (slapd_harness.available(),
+    for missing in (slapd_harness.available() if provider_kind == "slapd" else "",
                     "" if shutil.which("ip") else "ip is missing: install iproute2",
                     "" if args.bin_dir else "--bin-dir is required (authrate)"):
         if missing:
-            print(f"FAIL replication_hosts: {missing}", flush=True)
+            print(f"FAIL {name}: {missing}", flush=True)
             return 1
     # A SIGTERM to the test fails the check in progress and still runs the teardown.
     def terminated(*_):
@@ -664,7 +716,7 @@ def main() -> int:
     remove_leftovers()
     root_before = root_links_and_addresses()
     net = Network()
-    run = Run(args, net)
+    run = Run(args, net, provider_kind)
 
     def teardown():
         run.kill_all()
@@ -677,7 +729,7 @@ def main() -> int:
                     "the host's namespace has the links and addresses it had")
 
     try:
-        status = run_checks("replication_hosts", [
+        status = run_checks(name, [
             ("five namespaces; the provider and two replicas on their own addresses converge",
              lambda: check_setup(run)),
             ("authrate on both replicas and writes on the provider while a replica and then "
@@ -696,7 +748,7 @@ def main() -> int:
                 print(f"  kept {run.work}", flush=True)
             else:
                 shutil.rmtree(run.work, ignore_errors=True)
-    print(f"replication_hosts: {time.monotonic() - start:.1f} s", flush=True)
+    print(f"{name}: {time.monotonic() - start:.1f} s", flush=True)
     return status
 
 
