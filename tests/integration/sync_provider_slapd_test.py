@@ -417,21 +417,62 @@ def writes_while_away(url: str, deletes: range) -> set:
 
 
 def check_consumer_down(c: Context):
-    # 10 deletes + 5 adds + 5 modifies + a rename + a delete = 22 changes.
-    for sessionlog, what in ((1000, "a session log covering the gap"),
-                             (5, "a session log of 5 changes, fewer than the gap: present phase")):
+    # 10 deletes, 5 adds, 5 modifies, a rename and a delete of an entry added meanwhile: 22
+    # changes.
+    for sessionlog, covered in ((1000, True), (5, False)):
+        what = ("a session log covering the gap" if covered else
+                "a session log of 5 changes, fewer than the gap (present phase)")
         with c.provider(USERS, sessionlog=sessionlog) as p:
             s = c.consumer(p)
             with s:
-                converged(p, s, f"{what}: before the consumer stops")
+                before = converged(p, s, f"{what}: before the consumer stops")
+                cookie_csn = context_csn(s.url)
                 s.stop_now()
                 gone = writes_while_away(p.url, range(10, 20))
+                probe_refresh(p, before, cookie_csn, gone, covered, what)
                 s.start_again()
                 after = converged(p, s, f"{what}: the consumer back")
                 on_consumer = dump(s.url)
                 check(not (gone & set(on_consumer)) and not (gone & set(after)),
                       f"{what}: the {len(gone)} entries deleted or renamed away are gone on "
                       "the consumer", str(sorted(gone & set(on_consumer))))
+
+
+def probe_refresh(p, before: dict, cookie_csn: list, gone: set, covered: bool, what: str):
+    """What the provider sends a consumer holding `before` (with the cookie the consumer had,
+    its contextCSN `cookie_csn`), as a raw refreshOnly search: with the gap covered by the
+    session log, the changed entries only and the deleted ones' entryUUIDs (a syncIdSet with
+    refreshDeletes TRUE, or Sync State delete); otherwise a present phase (Sync Done
+    refreshDeletes FALSE), which names every entry still there and none of those deleted."""
+    now = dump(p.url)
+    deleted = {uuid_bytes(before[dn]["entryuuid"][0]) for dn in gone if dn in before}
+    deleted = {uuid for uuid in deleted
+               if uuid not in {uuid_bytes(e["entryuuid"][0]) for e in now.values()}}
+    remaining = {uuid_bytes(e["entryuuid"][0]) for e in now.values()}
+    cookie = f"rid=002,csn={cookie_csn[0]}".encode()
+    outcome = run_sync_search(p.port, sync_request_value(REFRESH_ONLY, cookie))
+    check_equal(outcome.code, 0, f"{what}: a refreshOnly search with the consumer's cookie")
+    sent = {uuid for state, uuid in outcome.states if state in (0, 1, 2)}
+    named_deleted = {uuid for state, uuid in outcome.states if state == 3}
+    named_present = set(sent)
+    for refresh_deletes, uuids in outcome.id_sets:
+        (named_deleted if refresh_deletes else named_present).update(uuids)
+    detail = (f"{outcome.entries} entries, {len(outcome.id_sets)} syncIdSets "
+              f"({sum(len(u) for _, u in outcome.id_sets)} UUIDs), Sync Done refreshDeletes "
+              f"{outcome.done_refresh_deletes}")
+    if covered:
+        check(outcome.done_refresh_deletes and deleted <= named_deleted and
+              not (named_deleted & remaining) and 0 < outcome.entries < 20,
+              f"{what}: only the changed entries and the {len(deleted)} deleted entryUUIDs are "
+              "sent (delete phase)", detail + f"; deleted named {len(deleted & named_deleted)}"
+              f" of {len(deleted)}")
+    else:
+        check(not outcome.done_refresh_deletes and remaining <= named_present and
+              not (deleted & named_present),
+              f"{what}: a present phase names each of the {len(remaining)} entries and none "
+              "of those deleted", detail + f"; named present {len(named_present & remaining)}"
+              f" of {len(remaining)}, deleted named present {len(deleted & named_present)}")
+    print(f"  {what}: {detail}", flush=True)
 
 
 def check_kill_provider_mid_stream(c: Context):
@@ -596,20 +637,41 @@ def diagnostic(content: bytes) -> str:
 
 
 class SyncOutcome:
+    """What a sync search got back."""
+
     def __init__(self):
         self.entries = 0
-        self.infos = []  # (choice tag, content) of each Sync Info message.
+        self.states = []  # (Sync State: 0 present, 1 add, 2 modify, 3 delete; entryUUID bytes)
+        self.id_sets = []  # (refreshDeletes, [entryUUID bytes]) of each Sync Info syncIdSet.
+        self.infos = []  # The choice tag of each Sync Info message.
         self.code = None  # SearchResultDone's resultCode (None: the connection closed first).
         self.text = ""
         self.done_cookie = None
+        self.done_refresh_deletes = False
         self.closed = False
 
 
-def run_sync_search(port: int, value, critical: bool = True, stop_at_refresh_done=False,
+def sync_state(value: bytes):
+    """(state, entryUUID) of a Sync State control value."""
+    parts = ber_children(ber_read_tlv(value)[1])
+    return int.from_bytes(parts[0][1], "big"), parts[1][1]
+
+
+def sync_id_set(content: bytes):
+    """(refreshDeletes, [entryUUID]) of a syncIdSet's content."""
+    refresh_deletes, uuids = False, []
+    for tag, value in ber_children(content):
+        if tag == 0x01:
+            refresh_deletes = value != b"\x00"
+        elif tag == 0x31:
+            uuids = [uuid for _, uuid in ber_children(value)]
+    return refresh_deletes, uuids
+
+
+def run_sync_search(port: int, value, critical: bool = True,
                     timeout: float = 60) -> SyncOutcome:
     """A sync search by the rootdn with the Sync Request control value `value` (bytes, or None
-    for no value); reads until SearchResultDone (or, with stop_at_refresh_done, the Sync Info
-    with refreshDone) or EOF."""
+    for no value); reads until SearchResultDone or EOF."""
     client = RawClient(port)
     try:
         code = client.bind()
@@ -633,31 +695,33 @@ def run_sync_search(port: int, value, critical: bool = True, stop_at_refresh_don
                 continue
             if tag == 0x64:
                 outcome.entries += 1
+                if SYNC_STATE in controls:
+                    outcome.states.append(sync_state(controls[SYNC_STATE]))
             elif tag == 0x79:
                 parts = dict(ber_children(content))
                 if parts.get(0x80, b"").decode() == SYNC_INFO and 0x81 in parts:
                     info_tag, info = ber_children(parts[0x81])[0][:2]
-                    outcome.infos.append((info_tag, info))
-                    if stop_at_refresh_done and info_tag in (0xA1, 0xA2):
-                        return outcome
+                    outcome.infos.append(info_tag)
+                    if info_tag == 0xA3:
+                        outcome.id_sets.append(sync_id_set(info))
             elif tag == 0x65:
                 outcome.code = result_code(content)
                 outcome.text = diagnostic(content)
                 done = controls.get(SYNC_DONE)
                 if done:
-                    outcome.done_cookie = sync_done_cookie(done)
+                    for part_tag, part in ber_children(ber_read_tlv(done)[1]):
+                        if part_tag == 0x04:
+                            outcome.done_cookie = part.decode(errors="replace")
+                        elif part_tag == 0x01:
+                            outcome.done_refresh_deletes = part != b"\x00"
                 return outcome
     finally:
         client.close()
 
 
-def sync_done_cookie(value: bytes):
-    """The cookie of a Sync Done control value (None if it has none)."""
-    tlv = ber_read_tlv(value)
-    for tag, content in ber_children(tlv[1]):
-        if tag == 0x04:
-            return content.decode(errors="replace")
-    return None
+def uuid_bytes(entry_uuid: bytes) -> bytes:
+    """An entryUUID value ("c6ef24d1-414f-...") as the 16 octets of a Sync State / syncIdSet."""
+    return bytes.fromhex(entry_uuid.decode().replace("-", ""))
 
 
 def still_serves(p, what: str, deadline_s: float = 5):
