@@ -96,14 +96,34 @@ class FixedPortSlapd(slapd_harness.SlapdServer):
     def _start(self):
         self.stderr_path = os.path.join(self.dir, "slapd.stderr")
         self.stderr_file = open(self.stderr_path, "ab")
-        self.port = self.fixed_port
-        self.url = f"ldap://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [slapd_harness.SLAPD, "-h", f"{self.url}/", "-f", self.config, "-d", "0"],
-            stdout=subprocess.DEVNULL, stderr=self.stderr_file, stdin=subprocess.DEVNULL)
-        if not self._wait_listening(self.port):
-            fail(f"slapd did not start on port {self.port}; stderr: {self.stderr_text()}")
-        print(f"  slapd: pid {self.process.pid}, {self.url}, db in {self.dir}", flush=True)
+        # The port was free when chosen; if another test took it before the first start, slapd
+        # exits and another is chosen (a restart keeps its port: consumers name it).
+        for attempt in range(1 if self.process is not None else 5):
+            if attempt:
+                self.fixed_port = slapd_harness.free_port()
+            self.port = self.fixed_port
+            self.url = f"ldap://127.0.0.1:{self.port}"
+            self.process = subprocess.Popen(
+                [slapd_harness.SLAPD, "-h", f"{self.url}/", "-f", self.config, "-d", "0"],
+                stdout=subprocess.DEVNULL, stderr=self.stderr_file, stdin=subprocess.DEVNULL)
+            if self._wait_listening(self.port) and self._answers():
+                print(f"  slapd: pid {self.process.pid}, {self.url}, db in {self.dir}",
+                      flush=True)
+                return
+            self._kill()
+            self.stderr_file = open(self.stderr_path, "ab")
+        fail(f"slapd did not start on port {self.port}; stderr: {self.stderr_text()}")
+
+    def _answers(self) -> bool:
+        """Whether what listens on the port is this slapd: it answers an anonymous bind."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+                sock.sendall(ber(0x30, ber_int(0x02, 1) + ber(0x60, ber_int(0x02, 3) +
+                                                              ber(0x04, b"") + ber(0x80, b""))))
+                answer = sock.recv(64)
+        except OSError:
+            return False
+        return answer[:1] == b"\x30" and self.process.poll() is None
 
     def start_again(self):
         self.stderr_file.close()
@@ -148,6 +168,25 @@ enabled = true
 sessionlog = {sessionlog}
 queue_changes = {queue_changes}
 """)
+
+    def _start(self):
+        if self.process is not None:  # A restart keeps its port: consumers name it.
+            return super()._start()
+        # The port was free when chosen; if another test took it first, serve exits before
+        # listening and another is chosen.
+        for attempt in range(5):
+            try:
+                return super()._start()
+            except CheckFailed:
+                if attempt == 4 or self.process.poll() is None:
+                    raise
+            self.stderr_file.close()
+            old = self.listen[0]
+            self.listen = [f"ldap://127.0.0.1:{slapd_harness.free_port()}"]
+            with open(self.config) as stream:
+                text = stream.read()
+            with open(self.config, "w") as stream:
+                stream.write(text.replace(f'"{old}"', f'"{self.listen[0]}"'))
 
     def kill9(self):
         self.process.kill()
