@@ -10,8 +10,8 @@ slapd.conf, bound as the provider's rootdn. "Converged" means: the consumer hold
 entries as the provider, every attribute with every value, user and operational (entryUUID,
 entryCSN, createTimestamp, modifiersName, structuralObjectClass, ...) read with "*" and "+" on
 both, less what each server computes on read (entryDN, hasSubordinates, subschemaSubentry,
-numSubordinates), and the two suffix entries carry the same contextCSN (compared on its own).
-Every wait is a poll with a deadline.
+numSubordinates), and the two suffix entries carry the same contextCSN (compared on its own),
+not older than the provider's newest entryCSN. Every wait is a poll with a deadline.
 
 1. 10,000 users: the initial refresh; then an add, each modify kind (add values, delete values,
    delete an attribute, replace, increment), a delete, ModifyDN with deleteoldrdn true and
@@ -19,15 +19,26 @@ Every wait is a poll with a deadline.
    the full comparison; the new password binds on the consumer.
 2. The consumer stopped while the provider takes adds, modifies, renames and deletes, then
    started again: it converges, the deleted entries gone; once with a session log that covers
-   the gap and once with one smaller than the gap (the present phase).
+   the gap and once with one smaller than the gap. A refreshOnly search with the consumer's own
+   cookie shows which way the provider went: the changed entries and a syncIdSet of the
+   deleted entryUUIDs (refreshDeletes), or a present phase naming every entry still there.
 3. kill -9 of the provider in the middle of a client's stream of adds: restarted on the same
    database and port, it holds every acknowledged add and nothing the client never sent; the
-   consumer catches up and converges.
-4. Bad input on raw sockets (hand-made BER): a malformed Sync Request control value, a cookie
+   consumer catches up and converges. (slapd's syncprov restarts from the contextCSN it last
+   checkpointed, older than its newest entries until its next write: for slapd that one check
+   is shown, not asserted, and both converge after one more write.)
+6. Bad input on raw sockets (hand-made BER): a malformed Sync Request control value, a cookie
    that does not parse, a cookie with an unknown rid, a CSN from the future, a consumer that
    disconnects mid-refresh, consumers that never read while writes go on (binds and writes
-   timed, the provider's anonymous memory bounded). After each the provider still serves.
+   timed; numadir's anonymous memory bounded, which slapd's is not: there it is shown; numadir
+   ends the consumer that fell behind its queue with busy, and its cookie resumes it). After
+   each the provider still serves.
    The answers expected are slapd 2.5.13's (syncprov.c), written next to each check.
+   A consumer that disconnects mid-refresh runs in step 1, where the refresh (10,000 users) is
+   larger than a socket can buffer.
+
+The steps are numbered as the issue's "must show" list (4 and 5 are numadir replicas: other
+tests).
 
 Standard library + python3-ldap.
 """
@@ -45,7 +56,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (CheckFailed, NumadirServer, check, check_equal, fail,  # noqa: E402
-                             run_checks, wait_for, ber, ber_int, ber_children, ber_read_tlv)
+                             run_checks, sanitized, wait_for, ber, ber_int, ber_children, ber_read_tlv)
 import slapd_harness  # noqa: E402
 
 SUFFIX = "dc=example,dc=com"
@@ -963,9 +974,14 @@ def consumers_that_do_not_read(p, state):
         # output bound (max_output_bytes, 1 MiB) is ~5 MiB per consumer; 24 MiB for two leaves
         # room for the allocator. slapd's syncprov queues without a bound (+75 MiB here): for
         # slapd the figure is printed, not asserted.
-        check(grown_mib < 24, "the provider's anonymous memory grew by less than 24 MiB "
-                              "with two consumers not reading 600 changes of 64 KiB",
-              f"+{grown_mib:.1f} MiB")
+        # (Under ASan the allocator's quarantine keeps what is freed, up to 256 MiB: there the
+        # figure says nothing of the queues, and is only printed.)
+        if sanitized(p.numadir):
+            print(f"  a sanitized build: +{grown_mib:.1f} MiB, not checked", flush=True)
+        else:
+            check(grown_mib < 24, "the provider's anonymous memory grew by less than 24 MiB "
+                                  "with two consumers not reading 600 changes of 64 KiB",
+                  f"+{grown_mib:.1f} MiB")
         # The lagging consumer fell behind its queue: numadir ends its search with busy (51),
         # resumable by its cookie. Read what is there until the end.
         code = None
