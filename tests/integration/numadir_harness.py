@@ -158,8 +158,9 @@ class NumadirServer:
                  size_limit: int = 500, time_limit: int = 3600, keep: bool = False,
                  extra_server_toml: str = "", listen=("ldap://127.0.0.1:0",),
                  extra_toml: str = "", extra_limits_toml: str = "", workers: int = 2,
-                 import_args=()):
-        """`extra_server_toml` / `extra_limits_toml`: more keys of [server] / [limits];
+                 import_args=(), extra_database_toml: str = ""):
+        """`extra_database_toml` / `extra_server_toml` / `extra_limits_toml`: more keys of
+        [database] / [server] / [limits] (e.g. "server_id = 1", which import's CSNs carry);
         `extra_toml`: more top-level tables
         (e.g. a [tls] section), written at the end of numadir.toml. `listen`: the listen URLs
         (each printed back with its port: see `ports`). `workers`: server.workers (one
@@ -178,6 +179,7 @@ class NumadirServer:
         self.extra_limits_toml = extra_limits_toml
         self.workers = workers
         self.import_args = list(import_args)
+        self.extra_database_toml = extra_database_toml
         self.import_stderr = ""
         self.suffix = SUFFIX
         self.root_dn = ROOT_DN
@@ -237,6 +239,7 @@ suffix = "{SUFFIX}"
 map_size = "1GiB"
 durability = "nosync"
 indexes = ["objectClass eq", "uid eq,pres", "cn eq,sub", "mail eq"]
+{self.extra_database_toml}
 
 [server]
 listen = [{", ".join('"' + url + '"' for url in self.listen)}]

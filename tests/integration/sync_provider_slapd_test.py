@@ -76,6 +76,12 @@ SYNC_STATE = "1.3.6.1.4.1.4203.1.9.1.2"
 SYNC_DONE = "1.3.6.1.4.1.4203.1.9.1.3"
 SYNC_INFO = "1.3.6.1.4.1.4203.1.9.1.4"
 REFRESH_ONLY, REFRESH_AND_PERSIST = 1, 3
+# numadir's server_id, in every CSN and cookie it makes (sid=001): not 0, which a provider could
+# get right by leaving the sid out. slapd's provider keeps its default serverID 0: with serverID 1
+# slapd 2.5.13's own consumer, resuming from a cookie the session log covers, does not delete the
+# entries its provider names in syncIdSets (its -d sync log: syncrepl_del_nonpresent, no delete):
+# a slapd-to-slapd fault the reference run must not have.
+NUMADIR_SERVER_ID = 1
 SLAPD_PROVIDER_INDEXES = ("objectClass eq", "uid eq", "entryUUID eq", "entryCSN eq")
 
 
@@ -173,7 +179,7 @@ class NumadirProvider(NumadirServer):
         # numadir import loads gen_users.py's output for `users`: the LDIF slapadd loads for
         # the slapd provider (the same seed, so the same entries and passwords).
         super().__init__(numadir, gen, users=users, listen=(f"ldap://127.0.0.1:{port}",),
-                         extra_toml=f"""
+                         extra_database_toml=f"server_id = {NUMADIR_SERVER_ID}", extra_toml=f"""
 [replication.provider]
 enabled = true
 sessionlog = {sessionlog}
