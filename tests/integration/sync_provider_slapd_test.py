@@ -914,6 +914,10 @@ def cookie_with_unknown_rid(p, state):
           outcome.done_cookie.endswith(f"csn={csn}"),
           "the Sync Done cookie carries the consumer's rid and the provider's contextCSN",
           f"{outcome.done_cookie}, contextCSN {csn}")
+    if p.name == "numadir":  # slapd leaves the sid out with its serverID 0.
+        check(outcome.done_cookie.startswith(f"rid=999,sid={NUMADIR_SERVER_ID:03x},csn="),
+              "numadir's cookie names its server_id: rid=999,sid=001,csn=...",
+              outcome.done_cookie)
     still_serves(p, "a cookie with an unknown rid")
 
 
