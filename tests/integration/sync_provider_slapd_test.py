@@ -22,6 +22,7 @@ not older than the provider's newest entryCSN. Every wait is a poll with a deadl
    the gap and once with one smaller than the gap. A refreshOnly search with the consumer's own
    cookie shows which way the provider went: the changed entries and a syncIdSet of the
    deleted entryUUIDs (refreshDeletes), or a present phase naming every entry still there.
+   Then a refreshOnly consumer (interval=00:00:00:01): its first refresh and a round of changes.
 3. kill -9 of the provider in the middle of a client's stream of adds: restarted on the same
    database and port, it holds every acknowledged add and nothing the client never sent; the
    consumer catches up and converges. (slapd's syncprov restarts from the contextCSN it last
@@ -223,7 +224,8 @@ class SlapdConsumer(FixedPortSlapd):
     def __init__(self, work: str, provider_url: str, kind: str = "refreshAndPersist"):
         empty = os.path.join(work, "empty.ldif")
         open(empty, "w").close()
-        syncrepl = (f'syncrepl rid=001 provider={provider_url} type={kind} '
+        interval = " interval=00:00:00:01" if kind == "refreshOnly" else ""
+        syncrepl = (f'syncrepl rid=001 provider={provider_url} type={kind}{interval} '
                     f'searchbase="{SUFFIX}" scope=sub attrs="*,+" bindmethod=simple '
                     f'binddn="{ROOT_DN}" credentials={ROOT_PW} retry="1 +" timeout=1 '
                     f'network-timeout=1\n')
@@ -498,6 +500,22 @@ def check_consumer_down(c: Context):
                 check(not (gone & set(on_consumer)) and not (gone & set(after)),
                       f"{what}: the {len(gone)} entries deleted or renamed away are gone on "
                       "the consumer", str(sorted(gone & set(on_consumer))))
+
+
+def check_refresh_only(c: Context):
+    """A refreshOnly consumer (a refresh every second): its first refresh, then a delete, a
+    modify, an add and a rename, one interval later."""
+    import ldap
+    with c.provider(USERS) as p, c.consumer(p, kind="refreshOnly") as s:
+        converged(p, s, "refreshOnly: the first refresh")
+        conn = connect(p.url)
+        conn.delete_s(f"uid=user30,{PEOPLE}")
+        conn.modify_s(f"uid=user31,{PEOPLE}", [(ldap.MOD_REPLACE, "sn", [b"Polled"])])
+        conn.add_s(f"uid=polled,{PEOPLE}", [("objectClass", [b"account"]),
+                                             ("uid", [b"polled"])])
+        conn.rename_s(f"uid=user32,{PEOPLE}", "uid=user32polled", delold=1)
+        conn.unbind_s()
+        converged(p, s, "refreshOnly: a delete, a modify, an add and a rename, polled")
 
 
 def probe_refresh(p, before: dict, cookie_csn: list, gone: set, covered: bool, what: str):
@@ -1056,6 +1074,7 @@ def main() -> int:
         ("1. initial refresh of 10,000 users, then each kind of change",
          lambda: check_initial_refresh_and_each_change(c)),
         ("2. the consumer down while the provider takes writes", lambda: check_consumer_down(c)),
+        ("2. a refreshOnly consumer", lambda: check_refresh_only(c)),
         ("3. kill -9 of the provider mid-stream", lambda: check_kill_provider_mid_stream(c)),
         ("6. bad input", lambda: check_bad_input(c)),
     ]
