@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/update_util.h"
 
@@ -134,6 +135,9 @@ Status run_export(const DirectoryCore& core,
   std::string_view key;
   std::string_view value;
   schema::Entry entry;
+  // The suffix entry carries the contextCSN, as slapcat writes it, for an import to take up.
+  Result<std::string> context_csn = load_context_csn(core, txn->raw());
+  NUMADIR_RETURN_IF_ERROR(context_csn.status());
   Result<bool> at = cursor->get(MDB_FIRST, &key, &value);
   while (at.ok() && *at) {
     EntryView view;
@@ -143,6 +147,10 @@ Status run_export(const DirectoryCore& core,
       return internal_error("dn2id names a missing id");
     }
     NUMADIR_RETURN_IF_ERROR(view.decode(&entry));
+    if (key == core.suffix_key && core.op_types.context_csn != nullptr && !context_csn->empty()) {
+      entry.attributes.push_back(
+          schema::EntryAttribute{std::string(core.op_types.context_csn->name), {*context_csn}});
+    }
     if (!on_entry(entry)) {
       return Status();
     }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <system_error>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/update_job.h"
 #include "backend/writer.h"
@@ -35,7 +36,7 @@ namespace {
 constexpr std::string_view kDataFile = "data.mdb";
 
 // Opens every database and checks or initializes the meta records.
-Status open_databases(DirectoryCore& core) {
+Status open_databases(DirectoryCore& core, OpenMode mode) {
   Result<Txn> txn = Txn::begin(*core.env, false);
   if (!txn.ok()) {
     return txn.status();
@@ -132,6 +133,7 @@ Status open_databases(DirectoryCore& core) {
       NUMADIR_RETURN_IF_ERROR(db_drop(t, *dbi, true));
     }
   }
+  NUMADIR_RETURN_IF_ERROR(detail::open_change_state(core, t, mode));
   return txn->commit();
 }
 
@@ -189,7 +191,7 @@ Result<std::unique_ptr<Directory>> Directory::open(const schema::Schema& schema,
     return env.status();
   }
   impl->env = std::move(*env);
-  NUMADIR_RETURN_IF_ERROR(open_databases(*impl));
+  NUMADIR_RETURN_IF_ERROR(open_databases(*impl, mode));
   impl->writer = std::make_unique<Writer>(*impl);
   return std::unique_ptr<Directory>(new Directory(std::move(impl)));
 }
@@ -309,6 +311,25 @@ Result<std::optional<std::string>> Directory::replica_cookie(std::uint32_t rid) 
   return detail::run_replica_cookie(*impl_, rid);
 }
 
+Result<std::string> Directory::context_csn(ReadTxn& txn) const {
+  ReadState& state = *txn.state_;
+  const detail::ReadScope scope(*impl_, state);
+  if (!scope.status().ok()) {
+    return scope.status();
+  }
+  return detail::load_context_csn(*impl_, state.txn);
+}
+
+Result<Directory::SessionLogChanges> Directory::session_log_since(ReadTxn& txn,
+                                                                  std::string_view csn) const {
+  ReadState& state = *txn.state_;
+  const detail::ReadScope scope(*impl_, state);
+  if (!scope.status().ok()) {
+    return scope.status();
+  }
+  return detail::read_session_log(*impl_, state.txn, csn);
+}
+
 Status Directory::inject_faults_for_test(const FaultInjection& faults) {
   const detail::FaultSet* injected = nullptr;
   if (!faults.failing_reads.empty()) {
@@ -333,8 +354,8 @@ Status Directory::inject_faults_for_test(const FaultInjection& faults) {
 namespace detail {
 
 ReadScope::ReadScope(const DirectoryCore& core, ReadState& state) : state_(state) {
-  if (state.pinned) {
-    return;  // Live since the read that pinned it; its cursors are bound to it.
+  if (state.pinned || state.in_read) {
+    return;  // Live since the read that pinned it, or that is under way; cursors bound to it.
   }
   if (state.txn == nullptr) {
     Result<MDB_txn*> txn = begin_raw_read_txn(*core.env);
@@ -350,10 +371,16 @@ ReadScope::ReadScope(const DirectoryCore& core, ReadState& state) : state_(state
     }
   }
   state.cursors.bind(state.txn);
+  state.in_read = true;
+  outer_ = true;
 }
 
 ReadScope::~ReadScope() {
-  if (status_.ok() && state_.txn != nullptr && !state_.pinned) {
+  if (!outer_) {
+    return;
+  }
+  state_.in_read = false;
+  if (!state_.pinned) {
     reset_read_txn(state_.txn);
   }
 }
@@ -401,6 +428,25 @@ Status StoredComputed::computed_values(ComputedAttribute which,
     case ComputedAttribute::kSubschemaSubentry:
       out->emplace_back(kSubschemaDn);
       return Status();
+    case ComputedAttribute::kContextCsn: {
+      if (view_.dn_key() != core_.suffix_key) {
+        return Status();  // The naming context's attribute: the suffix entry's only.
+      }
+      Result<Cursor*> meta = cursors_.get(core_.meta, kMetaCursor);
+      if (!meta.ok()) {
+        return meta.status();
+      }
+      std::string_view key = kMetaContextCsn;
+      std::string_view value;
+      Result<bool> found = (*meta)->get(MDB_SET_KEY, &key, &value);
+      if (!found.ok()) {
+        return found.status();
+      }
+      if (*found && !value.empty()) {
+        out->emplace_back(value);
+      }
+      return Status();
+    }
     case ComputedAttribute::kHasSubordinates:
     case ComputedAttribute::kNumSubordinates:
       break;
@@ -431,6 +477,7 @@ Status materialize_entry(const DirectoryCore& core, CursorCache& cursors, EntryI
       {core.op_types.has_subordinates, ComputedAttribute::kHasSubordinates},
       {core.op_types.num_subordinates, ComputedAttribute::kNumSubordinates},
       {core.op_types.subschema_subentry, ComputedAttribute::kSubschemaSubentry},
+      {core.op_types.context_csn, ComputedAttribute::kContextCsn},
   };
   for (const auto& [info, which] : extra) {
     if (info == nullptr) {
@@ -439,7 +486,9 @@ Status materialize_entry(const DirectoryCore& core, CursorCache& cursors, EntryI
     schema::EntryAttribute attribute;
     attribute.description = std::string(info->name);
     NUMADIR_RETURN_IF_ERROR(computed.computed_values(which, &attribute.values));
-    out->attributes.push_back(std::move(attribute));
+    if (!attribute.values.empty()) {  // contextCSN: the suffix entry's only.
+      out->attributes.push_back(std::move(attribute));
+    }
   }
   return Status();
 }

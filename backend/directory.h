@@ -87,7 +87,10 @@ struct DirectoryOptions {
   std::size_t writer_batch_bytes = std::size_t{16} << 20;
   // The session log (slapd's syncprov-sessionlog): the last this many changes (their CSN,
   // kind and entryUUID), kept in LMDB in the transaction of each change, for a replication
-  // consumer to catch up on deletes without a present phase (session_log_since). 0: none.
+  // consumer to catch up on deletes without a present phase (session_log_since). 0: none (and
+  // a log kept before is cleared: turned on again, it begins afresh). A smaller bound than the
+  // log was kept with trims it at open. Applied by an open with OpenMode::kCreate; an open with
+  // kMustExist (export, index) keeps the log as stored, with its stored bound.
   std::uint64_t session_log_entries = 0;
 };
 
@@ -273,7 +276,13 @@ class Directory {
   Result<std::optional<std::string>> replica_cookie(std::uint32_t rid) const;
   // Returns: the directory's contextCSN in `txn`'s snapshot: the greatest CSN of a change
   //   committed (local updates, replicated batches, imports: stored in the transaction of each),
-  //   or "" when there is none yet. Errors: kStorage.
+  //   or "" when there is none yet. A local change's CSN is its stamp's; a replicated batch's are
+  //   the entries' entryCSNs as the provider sent them and its cookie's CSN (so a replica has
+  //   its provider's CSNs); an import's the greatest entryCSN imported and the suffix entry's
+  //   contextCSN value in the LDIF. The suffix entry shows it as its contextCSN attribute
+  //   (computed on read, never stored in the entry) and export_entries writes it there.
+  //   May be called during another read with `txn` (from its callback): it then reads that
+  //   read's snapshot, as after pin_snapshot. Errors: kStorage.
   Result<std::string> context_csn(ReadTxn& txn) const;
 
   // What the session log knows of the changes committed after a CSN.
@@ -286,9 +295,18 @@ class Directory {
     // Covered only: the entryUUIDs (string form) of the entries deleted after the CSN, in
     // commit order (an entry added and deleted since is listed too).
     std::vector<std::string> deleted;
+    // Covered only: the entryUUIDs of the entries added, modified or renamed after the CSN and
+    // not deleted after that, each once, in the order of its last such change (an entry can
+    // be found by them, through an eq index on entryUUID, without a scan for entryCSN).
+    std::vector<std::string> changed;
   };
   // Returns: what changed after `csn` (an entryCSN-form CSN) in `txn`'s snapshot. Costs a read
-  //   of the log records after `csn` (the log is ordered by commit). Errors: kStorage.
+  //   of the log records after `csn` (the log is ordered by commit). Not covered: the log is
+  //   off, or `csn` is below the CSN from which it is complete (the greatest it trimmed, or the
+  //   contextCSN when it began: turned on over a database, after an import), or a replicated
+  //   delete committed without advancing the contextCSN at `csn`. A `csn` above the contextCSN
+  //   is covered with nothing changed (the caller judges a CSN from the future). May be called
+  //   during another read with `txn`, as context_csn. Errors: kStorage.
   Result<SessionLogChanges> session_log_since(ReadTxn& txn, std::string_view csn) const;
 
   // Subscribes `callback` to every change committed from now on (see change_feed.h for the

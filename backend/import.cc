@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/import_stages.h"
 #include "backend/detail/update_util.h"
@@ -56,9 +57,29 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
     return Status(StatusCode::kNoSuchObject, "not under the suffix " + core.options.suffix);
   }
   NUMADIR_RETURN_IF_ERROR(canonicalize_in_place(core.catalog, item.entry.attributes));
+  // contextCSN (slapcat writes it on the suffix entry) is the directory's, kept apart from the
+  // entries: the suffix entry's value becomes the imported directory's contextCSN.
+  item.context_csn.clear();
+  if (core.op_types.context_csn != nullptr) {
+    std::erase_if(item.entry.attributes, [&](const schema::EntryAttribute& attribute) {
+      if (description_type(attribute.description) != core.op_types.context_csn->name) {
+        return false;
+      }
+      if (item.key == core.suffix_key) {
+        for (const std::string& value : attribute.values) {
+          if (value > item.context_csn) {
+            item.context_csn = value;
+          }
+        }
+      }
+      return true;
+    });
+  }
   scratch.stamp.csn.assign(item.csn);
-  return check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded, item.keys,
-                          scratch.check);
+  NUMADIR_RETURN_IF_ERROR(check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded,
+                                           item.keys, scratch.check));
+  item.csn.assign(entry_csn_of(core, item.entry.attributes));  // The LDIF's, where it had one.
+  return Status();
 }
 
 }  // namespace
@@ -108,6 +129,7 @@ Status ImportWriter::store(const ImportItem& item, Directory::ImportFailure& fai
   }
   if (status.ok()) {
     keep_tag(item.tag);
+    greatest_csn_ = std::max({greatest_csn_, item.csn, item.context_csn});
     return status;
   }
   describe_failure(item, std::move(status), failure);
@@ -282,11 +304,16 @@ Result<ImportTxn> begin_import_txn(DirectoryCore& core) {
 
 // Stores the next id and commits; the writer's cursors are closed first (LMDB frees a write
 // transaction's cursors when it ends).
+// The contextCSN becomes the greatest CSN imported (and the session log begins there).
 Status commit_import(const DirectoryCore& core, Txn& txn, std::unique_ptr<ImportWriter>& writer) {
   const EntryId next_id = writer->next_id();
+  const std::string context_csn = writer->greatest_csn();
   writer.reset();
   NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn.raw(), next_id));
-  return txn.commit();
+  NUMADIR_RETURN_IF_ERROR(reset_change_state(core, txn.raw(), context_csn));
+  NUMADIR_RETURN_IF_ERROR(txn.commit());
+  observe_csn(context_csn);
+  return Status();
 }
 
 // Holds the writer mutex and one write transaction from begin to destruction; both stages run

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/update_util.h"
 
@@ -288,6 +289,7 @@ Status apply_modify(DirectoryCore& core, MDB_txn* t, std::string_view dn,
   change->entry_id = *id;
   change->dn = std::move(entry.dn);
   change->csn = stamp.csn;
+  change->entry_uuid.assign(entry_uuid_of(core, entry.attributes));
   return Status();
 }
 

@@ -51,7 +51,8 @@ OperationalTypes::OperationalTypes(const AttributeCatalog& catalog)
       entry_dn(catalog.resolve("entryDN")),
       has_subordinates(catalog.resolve("hasSubordinates")),
       num_subordinates(catalog.resolve("numSubordinates")),
-      subschema_subentry(catalog.resolve("subschemaSubentry")) {}
+      subschema_subentry(catalog.resolve("subschemaSubentry")),
+      context_csn(catalog.resolve("contextCSN")) {}
 
 ComputedAttribute OperationalTypes::computed(const AttributeInfo* info) const {
   if (info == nullptr) {
@@ -68,6 +69,9 @@ ComputedAttribute OperationalTypes::computed(const AttributeInfo* info) const {
   }
   if (info == subschema_subentry) {
     return ComputedAttribute::kSubschemaSubentry;
+  }
+  if (info == context_csn) {
+    return ComputedAttribute::kContextCsn;
   }
   return ComputedAttribute::kNone;
 }
@@ -137,6 +141,69 @@ std::string next_csn(std::chrono::system_clock::time_point now, std::uint32_t se
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 static_cast<long long>(micros_part), count, server_id & kMaxServerId);
   return buf;
+}
+
+namespace {
+
+// Parses `digits` (all decimal) into `out`. Returns: false when one is not a digit.
+bool parse_decimal(std::string_view digits, int* out) {
+  int value = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    value = value * 10 + (c - '0');
+  }
+  *out = value;
+  return true;
+}
+
+}  // namespace
+
+void observe_csn(std::string_view csn) {
+  // "YYYYmmddHHMMSS.uuuuuuZ#cccccc#..."
+  if (csn.size() < 30 || csn[14] != '.' || csn[21] != 'Z' || csn[22] != '#' || csn[29] != '#') {
+    return;
+  }
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, micros = 0;
+  if (!parse_decimal(csn.substr(0, 4), &year) || !parse_decimal(csn.substr(4, 2), &month) ||
+      !parse_decimal(csn.substr(6, 2), &day) || !parse_decimal(csn.substr(8, 2), &hour) ||
+      !parse_decimal(csn.substr(10, 2), &minute) || !parse_decimal(csn.substr(12, 2), &second) ||
+      !parse_decimal(csn.substr(15, 6), &micros)) {
+    return;
+  }
+  std::uint32_t count = 0;
+  for (const char c : csn.substr(23, 6)) {
+    const int digit = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+    if (digit < 0) {
+      return;
+    }
+    count = count * 16 + static_cast<std::uint32_t>(digit);
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::int64_t at = static_cast<std::int64_t>(timegm(&tm)) * 1000000 + micros;
+  CsnState& state = csn_state();
+  std::lock_guard<std::mutex> lock(state.mu);
+  // The next CSN is made after (last_micros, count): a later time, or the same with a greater
+  // count, or (the count full) the next microsecond.
+  if (at > state.last_micros) {
+    state.last_micros = at;
+    state.count = count;
+  } else if (at == state.last_micros && count > state.count) {
+    state.count = count;
+  }
 }
 
 std::string generalized_time(std::chrono::system_clock::time_point t) {

@@ -1,7 +1,8 @@
 // backend/operational.h: operational attributes: the ones stored and maintained on updates
 // (entryUUID, entryCSN, createTimestamp, modifyTimestamp, creatorsName, modifiersName,
 // structuralObjectClass) and the ones computed on read (hasSubordinates, numSubordinates,
-// subschemaSubentry, entryDN); value generators for UUIDs, CSNs and timestamps.
+// subschemaSubentry, entryDN, and contextCSN on the suffix entry); value generators for UUIDs,
+// CSNs and timestamps.
 //
 // Only the attributes the loaded schema defines are written or computed; the canonical names
 // come from the schema (OperationalTypes resolves them once at open).
@@ -28,6 +29,9 @@ enum class ComputedAttribute : std::uint8_t {
   kHasSubordinates,
   kNumSubordinates,
   kSubschemaSubentry,
+  // The directory's contextCSN (Directory::context_csn), on the suffix entry only: kept in the
+  // meta database, never in the entry, so that a write does not rewrite the suffix entry.
+  kContextCsn,
 };
 
 inline constexpr std::string_view kSubschemaDn = "cn=Subschema";
@@ -48,6 +52,7 @@ struct OperationalTypes {
   const AttributeInfo* has_subordinates;
   const AttributeInfo* num_subordinates;
   const AttributeInfo* subschema_subentry;
+  const AttributeInfo* context_csn;
 
   // Returns: which computed attribute `info` is (kNone for any other).
   ComputedAttribute computed(const AttributeInfo* info) const;
@@ -65,6 +70,12 @@ inline constexpr std::uint32_t kMaxServerId = 0xfff;
 // strictly greater than every CSN this process returned before even when `now` stands still or
 // goes back. Requires: server_id <= kMaxServerId (Directory::open checks it).
 std::string next_csn(std::chrono::system_clock::time_point now, std::uint32_t server_id = 0);
+
+// Makes every later next_csn() of this process return a CSN greater than `csn` (a CSN of that
+// form, e.g. a stored contextCSN or one a provider sent), even where the clock is behind it: a
+// directory's own changes then always sort after what it has committed. A `csn` that does not
+// parse as that form is ignored.
+void observe_csn(std::string_view csn);
 
 // Returns: `t` as GeneralizedTime in UTC with second precision, "YYYYmmddHHMMSSZ".
 std::string generalized_time(std::chrono::system_clock::time_point t);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/update_util.h"
 
@@ -251,6 +252,7 @@ Status apply_rename(DirectoryCore& core, MDB_txn* t, std::string_view dn, std::s
   change->dn = old_dn_text;
   change->new_dn = std::move(entry.dn);
   change->csn = stamp.csn;
+  change->entry_uuid.assign(entry_uuid_of(core, entry.attributes));
   return Status();
 }
 

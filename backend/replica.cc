@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/import_stages.h"
 #include "backend/detail/update_util.h"
@@ -168,12 +169,15 @@ Result<EntryView> read_view(const DirectoryCore& core, MDB_txn* txn, EntryId id)
   return view;
 }
 
-ChangeRecord record(ChangeKind kind, EntryId id, std::string dn, const Stamp& stamp) {
+// A replicated change's record: its CSN is the entry's entryCSN as the provider sent it.
+ChangeRecord record(ChangeKind kind, EntryId id, std::string dn, std::string_view csn,
+                    std::string_view uuid) {
   ChangeRecord change;
   change.kind = kind;
   change.entry_id = id;
   change.dn = std::move(dn);
-  change.csn = stamp.csn;
+  change.csn.assign(csn);
+  change.entry_uuid.assign(uuid);
   return change;
 }
 
@@ -197,14 +201,16 @@ Status prepare_upsert(const DirectoryCore& core, PrepareScratch& scratch, std::s
   // The Sync State control's UUID is the entry's identity, whatever the attributes say.
   set_single(attributes, core.op_types.entry_uuid, uuid);
   // Operational values are kept as the provider sent them; those it did not send are stamped.
-  return check_and_encode(core, scratch.stamp, entry, out.key, out.encoded, out.keys,
-                          scratch.check);
+  NUMADIR_RETURN_IF_ERROR(
+      check_and_encode(core, scratch.stamp, entry, out.key, out.encoded, out.keys, scratch.check));
+  out.csn.assign(entry_csn_of(core, attributes));
+  return Status();
 }
 
 // Replaces the stored content of entry `id` with the prepared one, keeping its place in the
 // tree.
-Status replace_in_place(const DirectoryCore& core, MDB_txn* txn, EntryId id, const std::string& dn,
-                        const ReplicaItem::Prepared& prepared, const Stamp& stamp,
+Status replace_in_place(const DirectoryCore& core, MDB_txn* txn, EntryId id,
+                        const ReplicaItem& item, const ReplicaItem::Prepared& prepared,
                         std::string& scratch, std::vector<ChangeRecord>& changes) {
   Result<EntryView> view = read_view(core, txn, id);
   if (!view.ok()) {
@@ -216,18 +222,22 @@ Status replace_in_place(const DirectoryCore& core, MDB_txn* txn, EntryId id, con
   NUMADIR_RETURN_IF_ERROR(core.indexes.apply(txn, id, before, prepared.keys));
   set_encoded_parent(prepared.encoded, parent_id, scratch);
   NUMADIR_RETURN_IF_ERROR(db_put(txn, core.id2entry, id_bytes(id), scratch, 0).status());
-  changes.push_back(record(ChangeKind::kModify, id, dn, stamp));
+  changes.push_back(record(ChangeKind::kModify, id, item.entry.dn, prepared.csn, item.uuid));
   return Status();
 }
 
+// The record's CSN is `csn`, the batch's cookie CSN: a delete carries no entryCSN of its own
+// ("": record_changes gives it the contextCSN as it stands).
 Status remove_entry(DirectoryCore& core, MDB_txn* txn, EntryId id, const Stamp& stamp,
-                    std::vector<ChangeRecord>& changes) {
+                    std::string_view csn, std::vector<ChangeRecord>& changes) {
   Result<EntryView> view = read_view(core, txn, id);
   if (!view.ok()) {
     return view.status();
   }
   const std::string dn(view->dn());
-  NUMADIR_RETURN_IF_ERROR(apply_remove(core, txn, dn, stamp, &changes.emplace_back()));
+  ChangeRecord& removed = changes.emplace_back();
+  NUMADIR_RETURN_IF_ERROR(apply_remove(core, txn, dn, stamp, &removed));
+  removed.csn.assign(csn);
   return Status();
 }
 
@@ -237,6 +247,7 @@ struct UpsertState {
   UuidIndex& uuids;
   ImportWriter& adder;
   std::string scratch;
+  std::string_view delete_csn;  // ReplicaChange::cookie_csn.
 };
 
 Status upsert(DirectoryCore& core, MDB_txn* txn, UpsertState& state, const ReplicaItem& item,
@@ -264,7 +275,7 @@ Status upsert(DirectoryCore& core, MDB_txn* txn, UpsertState& state, const Repli
         return Status(StatusCode::kEntryAlreadyExists,
                       dn + " is held by an entry of another entryUUID with children");
       }
-      NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *by_dn, stamp, changes));
+      NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *by_dn, stamp, state.delete_csn, changes));
     }
     Result<schema::Dn> parsed = schema::Dn::parse(dn);
     if (!parsed.ok()) {
@@ -280,19 +291,20 @@ Status upsert(DirectoryCore& core, MDB_txn* txn, UpsertState& state, const Repli
     ChangeRecord& renamed = changes.emplace_back();
     NUMADIR_RETURN_IF_ERROR(apply_rename(core, txn, old_dn, new_rdn, /*delete_old_rdn=*/false,
                                          std::string_view(superior), stamp, &renamed));
+    renamed.csn = prepared.csn;  // Not the local stamp: replace_in_place stores the provider's.
     target = *by_uuid;
   }
   if (target != 0) {
-    return replace_in_place(core, txn, target, dn, prepared, stamp, state.scratch, changes);
+    return replace_in_place(core, txn, target, item, prepared, state.scratch, changes);
   }
   const EntryId id = state.adder.next_id();
   NUMADIR_RETURN_IF_ERROR(state.adder.store(prepared.key, prepared.encoded, prepared.keys));
-  changes.push_back(record(ChangeKind::kAdd, id, dn, stamp));
+  changes.push_back(record(ChangeKind::kAdd, id, dn, prepared.csn, item.uuid));
   return Status();
 }
 
 Status prune(DirectoryCore& core, MDB_txn* txn, const ReplicaPrune& spec, const Stamp& stamp,
-             std::vector<ChangeRecord>& changes) {
+             std::string_view delete_csn, std::vector<ChangeRecord>& changes) {
   Result<std::string> base = dn_key_of(spec.base, core.normalizer);
   if (!base.ok()) {
     return base.status();
@@ -339,7 +351,7 @@ Status prune(DirectoryCore& core, MDB_txn* txn, const ReplicaPrune& spec, const 
     if (*children) {
       continue;  // An entry the provider kept lies below: it stays as the glue that holds it.
     }
-    NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *it, stamp, changes));
+    NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *it, stamp, delete_csn, changes));
   }
   return Status();
 }
@@ -364,7 +376,7 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
     // New entries take ids past every stored one, in order: appended as an import appends.
     ImportWriter adder(core, txn, *next_id);
     NUMADIR_RETURN_IF_ERROR(adder.open());
-    UpsertState state{uuids, adder, std::string()};
+    UpsertState state{uuids, adder, std::string(), change.cookie_csn};
     // For an item the consumer did not prepare (made for the first).
     ReplicaItem::Prepared own;
     schema::Entry copy;
@@ -401,12 +413,12 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
         return Status(StatusCode::kNoSuchObject, "no entry has entryUUID " + uuid);
       }
       adder.forget_parent();
-      NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *id, stamp, changes));
+      NUMADIR_RETURN_IF_ERROR(remove_entry(core, txn, *id, stamp, change.cookie_csn, changes));
     }
     NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn, adder.next_id()));
   }  // The adder's cursors are closed before the prune writes.
   if (change.prune.has_value()) {
-    NUMADIR_RETURN_IF_ERROR(prune(core, txn, *change.prune, stamp, changes));
+    NUMADIR_RETURN_IF_ERROR(prune(core, txn, *change.prune, stamp, change.cookie_csn, changes));
   }
   if (change.cookie.has_value()) {
     NUMADIR_RETURN_IF_ERROR(

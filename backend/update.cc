@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/update_util.h"
 
@@ -136,6 +137,7 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
                   structural != nullptr ? structural->primary_name() : std::string_view(),
                   options.import, canonical.attributes);
 
+  scratch.entry_uuid.assign(entry_uuid_of(core, canonical.attributes));
   const EntryId id = (*next_id)++;
   const EntryHeader header{parent_id, entry.dn, key};
   NUMADIR_RETURN_IF_ERROR(put_entry(core, txn, id, header, canonical.attributes,
@@ -164,6 +166,7 @@ Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
   change->entry_id = next - 1;  // add_in_txn took the id it was given and moved past it.
   change->dn = entry.dn;
   change->csn = stamp.csn;
+  change->entry_uuid = std::move(scratch.entry_uuid);
   return Status();
 }
 
@@ -219,6 +222,11 @@ Status apply_remove(DirectoryCore& core, MDB_txn* txn, std::string_view dn, cons
   change->entry_id = *id;
   change->dn.assign(view.dn());
   change->csn = stamp.csn;
+  Result<std::string_view> uuid = stored_entry_uuid(core, view);
+  if (!uuid.ok()) {
+    return uuid.status();
+  }
+  change->entry_uuid.assign(*uuid);
   IndexKeys keys;
   NUMADIR_RETURN_IF_ERROR(core.indexes.entry_keys(core.catalog, view, &keys));
   NUMADIR_RETURN_IF_ERROR(core.indexes.apply(txn, *id, keys, IndexKeys()));

@@ -82,6 +82,7 @@ struct ReplicaItem {
     std::string key;
     std::string encoded;
     IndexKeys keys;
+    std::string csn;  // The entry's entryCSN as stored: the provider's, or stamped if it had none.
   };
 
   Kind kind = Kind::kUpsert;
@@ -118,6 +119,10 @@ struct ReplicaChange {
   std::vector<ReplicaItem> items;
   std::optional<ReplicaPrune> prune;  // After the items.
   std::optional<std::string> cookie;  // Stored for `rid` when present.
+  // The greatest CSN `cookie` carries ("" for none), parsed by the consumer: the directory's
+  // contextCSN advances to it, and the batch's deletes take it as their CSN (where it is empty
+  // they take the contextCSN as it stands).
+  std::string cookie_csn;
   // A delete of an entryUUID no entry has is skipped rather than refused: in a refresh, where a
   // consumer that stopped mid-refresh is sent again what it applied without its cookie.
   bool skip_missing_deletes = false;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
 #include "backend/detail/update_util.h"
 #include "base/cache_line.h"
@@ -283,11 +284,12 @@ Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn,
   // Stamped here, on the writer thread in job order: CSNs grow with the commit order.
   const Stamp stamp = detail::make_stamp(core, job.context);
   if (auto* replica = std::get_if<ReplicaChange>(&job.change)) {
-    return detail::apply_replica(core, txn, *replica, stamp, changes);
+    NUMADIR_RETURN_IF_ERROR(detail::apply_replica(core, txn, *replica, stamp, changes));
+    return detail::record_changes(core, txn, changes, replica->cookie_csn);
   }
   ChangeRecord* change = &changes.emplace_back();
   change->internal = job.context.internal;
-  return std::visit(
+  NUMADIR_RETURN_IF_ERROR(std::visit(
       [&](auto& op) -> Status {
         using T = std::decay_t<decltype(op)>;
         if constexpr (std::is_same_v<T, ReplicaChange>) {
@@ -307,7 +309,9 @@ Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn,
                                       stamp, change);
         }
       },
-      job.change);
+      job.change));
+  // The contextCSN and the session log, in the job's transaction: they stand or fall with it.
+  return detail::record_changes(core, txn, changes, {});
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ struct DirectoryCore {
   std::unique_ptr<Env> env;
   MDB_dbi id2entry = 0;  // id (MDB_INTEGERKEY) -> encoded entry
   MDB_dbi meta = 0;
+  // The session log (detail/change_state.h) and its bound (0: off), set by open().
+  MDB_dbi session_log = 0;
+  std::uint64_t session_log_entries = 0;
   DnIndex dns;
   std::string suffix_key;
   // Where searches last found entries, for the binds that follow them (see dn_hints.h): 8,192
@@ -127,6 +130,9 @@ struct ReadState {
   MDB_txn* txn = nullptr;  // Reset between operations, unless pinned.
   // Directory::pin_snapshot: the transaction stays live between operations (one snapshot).
   bool pinned = false;
+  // A ReadScope is open on it (an operation is under way): a read made from its callback (a
+  // context_csn inside a search's) reads the same snapshot.
+  bool in_read = false;
   CursorCache cursors;
   // Scratch of the lookups by name: the dn key and what keying a DN goes through.
   std::string key;
@@ -147,7 +153,9 @@ struct ReadState {
 
 // Begins one read operation on `state` (begin or renew) and resets the transaction when it
 // goes out of scope, so LMDB views do not outlive the operation. A pinned transaction is
-// neither renewed nor reset: its operations all read its one snapshot.
+// neither renewed nor reset: its operations all read its one snapshot. Nor is one whose
+// operation is under way (a scope opened inside another's): only reads that use none of the
+// state's scratch (context_csn, session_log_since) may open one so.
 class ReadScope {
  public:
   ReadScope(const DirectoryCore& core, ReadState& state);
@@ -159,6 +167,7 @@ class ReadScope {
  private:
   ReadState& state_;
   Status status_;
+  bool outer_ = false;  // This scope began the operation (and ends it).
 };
 
 // Reads entry `id`. Returns: false when absent. Errors: kStorage (also for a corrupt record).
@@ -170,6 +179,7 @@ Result<std::string> matched_dn(const DirectoryCore& core, MDB_txn* txn, std::str
 
 // CursorCache purposes.
 inline constexpr int kChildCountCursor = 1;
+inline constexpr int kMetaCursor = 2;
 
 // Computed attribute values of one stored entry (child counts through `cursors`).
 class StoredComputed : public ComputedSource {
@@ -260,6 +270,7 @@ struct AddScratch {
   std::string encoded;
   IndexKeys keys;
   IndexKeys none;
+  std::string entry_uuid;  // Out: the entryUUID the entry was stored with ("" if none).
 };
 Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
                   const AddOptions& options, AddScratch& scratch, EntryId* next_id);

@@ -27,10 +27,13 @@ namespace numadir::backend::detail {
 struct ImportItem {
   schema::Entry entry;    // As given; prepare canonicalizes and stamps its attributes in place.
   std::uint64_t tag = 0;  // The caller's reference (BulkImporter::add).
-  std::string csn;        // Its entryCSN, assigned in input order.
-  Status status;          // prepare's verdict: store refuses an item that failed.
-  std::string key;        // Its dn key.
-  std::string encoded;    // encode_entry() with parent id 0 (store sets the parent).
+  // Its entryCSN: assigned in input order, and once prepared the one stored (the entry's own,
+  // where it had one).
+  std::string csn;
+  std::string context_csn;  // Prepared: the greatest contextCSN value of the suffix entry.
+  Status status;            // prepare's verdict: store refuses an item that failed.
+  std::string key;          // Its dn key.
+  std::string encoded;      // encode_entry() with parent id 0 (store sets the parent).
   IndexKeys keys;
 };
 
@@ -89,6 +92,8 @@ class ImportWriter {
   // transaction (a replication batch), after which that key may name another entry or none.
   void forget_parent() { last_parent_id_ = 0; }
   EntryId next_id() const { return next_id_; }
+  // Returns: the greatest entryCSN and contextCSN of the items store(item) stored ("" if none).
+  const std::string& greatest_csn() const { return greatest_csn_; }
 
  private:
   const DirectoryCore& core_;
@@ -102,6 +107,7 @@ class ImportWriter {
   std::string last_parent_key_;
   EntryId last_parent_id_ = 0;
   std::string with_parent_;  // The encoded entry with its parent id.
+  std::string greatest_csn_;
   // The tags of the entries store(item) stored, in id order: an import's ids are consecutive
   // from first_id_. Kept as varints of zigzagged differences, about a byte an entry for the
   // line numbers of an LDIF file (a vector of tags would take 8), and read only to name the

@@ -162,6 +162,13 @@ class AttributeList {
     ++attributes_.back().value_count;
   }
 
+  // Removes every attribute whose type `remove(type)` is true (its values stay in the flat
+  // value storage, unreferenced, until clear()).
+  template <typename Predicate>
+  void erase_if(Predicate remove) {
+    std::erase_if(attributes_, [&](const Attribute& attribute) { return remove(attribute.type); });
+  }
+
   std::size_t size() const { return attributes_.size(); }
   bool empty() const { return attributes_.empty(); }
   const Attribute& operator[](std::size_t i) const { return attributes_[i]; }

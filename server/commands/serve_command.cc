@@ -26,6 +26,7 @@
 #include "server/monitoring/monitor.h"
 #include "server/operations/operation_handler.h"
 #include "server/replication/consumer.h"
+#include "server/replication/sync_provider.h"
 #include "threadpool/placement.h"
 
 namespace numadir::server {
@@ -155,6 +156,18 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   for (const ReplicationConsumerConfig& consumer : config.replication_consumers) {
     handler_options.replicated.push_back({consumer.searchbase, consumer.updateref.to_string()});
   }
+  // The replication provider ([replication.provider]): outlives the handler and the listeners,
+  // whose stop ends every sync search.
+  std::unique_ptr<replication::SyncProvider> provider;
+  if (config.replication_provider.enabled) {
+    replication::SyncProviderOptions provider_options;
+    provider_options.queue_changes = config.replication_provider.queue_changes;
+    provider_options.max_consumers = config.replication_provider.max_consumers;
+    provider_options.session_log_entries = config.database.session_log_entries;
+    provider_options.server_id = config.database.server_id;
+    provider = std::make_unique<replication::SyncProvider>(**directory, provider_options);
+    handler_options.sync = provider.get();
+  }
   // The access log, when on, wraps the handler (and takes the binds' refusals of costly
   // values); off, requests go straight to it. Made first: it outlives the handler.
   std::unique_ptr<AccessLog> access_log;
@@ -261,6 +274,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       }
       return statuses;
     });
+  }
+  if (provider != nullptr) {
+    monitor.attach_provider([&provider] { return provider->status(); });
   }
   notify_systemd("READY=1");
 

@@ -98,6 +98,19 @@ std::string percent(std::optional<std::uint64_t> now, std::optional<std::uint64_
   return format("%.1f", static_cast<double>(delta(*now, *before)) / (dt_s * 10.0));
 }
 
+// Returns: `text` padded with spaces to `width` (longer text is kept whole).
+std::string padded(std::string_view text, std::size_t width) {
+  std::string out(text);
+  if (out.size() < width) {
+    out.append(width - out.size(), ' ');
+  }
+  return out;
+}
+
+// The sync searches the provider serves are named "cn=Consumer <conn>-<msgid>" below this.
+constexpr std::string_view kProviderSuffix = ",cn=provider,cn=replication,cn=monitor";
+constexpr std::string_view kSyncConsumerPrefix = "cn=consumer ";
+
 const StatsThread* previous_of(const std::vector<StatsThread>& previous, std::size_t i,
                                const StatsThread& current) {
   return i < previous.size() && previous[i].name == current.name ? &previous[i] : nullptr;
@@ -137,6 +150,30 @@ Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries
       pool.queue_high_water = count_of(entry, "numadirQueueHighWater");
       pool.queue_capacity = count_of(entry, "numadirQueueCapacity");
       pool.workers = count_of(entry, "numadirWorkers");
+    } else if (ndn == kProviderSuffix.substr(1)) {
+      StatsProvider& provider = sample.provider.emplace();
+      provider.enabled = schema::ascii_iequals(text_of(entry, "numadirProviderEnabled"), "TRUE");
+      provider.session_log_entries = count_of(entry, "numadirSessionLogEntries");
+      provider.context_csn = text_of(entry, "numadirContextCSN");
+      provider.searches = count_of(entry, "numadirSyncSearches");
+      provider.refused = count_of(entry, "numadirSyncRefused");
+      provider.fell_behind = count_of(entry, "numadirFellBehind");
+    } else if (ndn.ends_with(kProviderSuffix) && ndn.starts_with(kSyncConsumerPrefix) &&
+               ndn.size() > kSyncConsumerPrefix.size() + kProviderSuffix.size()) {
+      StatsSyncConsumer& consumer = sample.sync_consumers.emplace_back();
+      consumer.id =
+          entry.dn.substr(kSyncConsumerPrefix.size(),
+                          ndn.size() - kSyncConsumerPrefix.size() - kProviderSuffix.size());
+      consumer.peer = text_of(entry, "numadirPeer");
+      consumer.identity = text_of(entry, "numadirIdentity");
+      consumer.mode = text_of(entry, "numadirSyncMode");
+      consumer.phase = text_of(entry, "numadirSyncPhase");
+      consumer.entries_sent = count_of(entry, "numadirEntriesSent");
+      consumer.changes_sent = count_of(entry, "numadirChangesSent");
+      consumer.queue_depth = count_of(entry, "numadirSyncQueueDepth");
+      consumer.queue_capacity = count_of(entry, "numadirSyncQueueCapacity");
+      consumer.since = text_of(entry, "numadirSince");
+      consumer.lag_ms = count_of(entry, "numadirLagMs");
     } else if (auto r = index_in(ndn, "consumer", "cn=replication,cn=monitor"); r.has_value()) {
       StatsConsumer& consumer = sample.consumers.emplace_back();
       consumer.rid = *r;
@@ -226,6 +263,39 @@ std::string render_stats(const StatsSample& previous, const StatsSample& current
       if (!now.last_error.empty() && now.state != "persisting" && now.state != "refreshing") {
         out += "          last error: " + now.last_error + "\n";
       }
+    }
+  }
+  if (current.provider.has_value()) {
+    const StatsProvider& provider = *current.provider;
+    out += "\nReplication provider: " + std::string(provider.enabled ? "enabled" : "disabled") +
+           "   session log " + std::to_string(provider.session_log_entries) + "   contextCSN " +
+           (provider.context_csn.empty() ? "-" : provider.context_csn) + "\n";
+    out += format("sync searches %llu (now %zu)   refused %llu   fell behind %llu\n",
+                  static_cast<unsigned long long>(provider.searches), current.sync_consumers.size(),
+                  static_cast<unsigned long long>(provider.refused),
+                  static_cast<unsigned long long>(provider.fell_behind));
+    if (!current.sync_consumers.empty()) {
+      out += padded("SYNC", 8) + "  " + padded("PEER", 21) + "  " + padded("MODE/PHASE", 25) + " " +
+             format("%8s %10s %10s  ", "ENTRIES", "CHANGES", "CHANGES/S") + padded("QUEUE", 12) +
+             "  " + padded("SINCE", 15) + " " + format("%7s", "LAG MS") + "  IDENTITY\n";
+    }
+    for (const StatsSyncConsumer& now : current.sync_consumers) {
+      const StatsSyncConsumer* before = nullptr;
+      for (const StatsSyncConsumer& old : previous.sync_consumers) {
+        before = old.id == now.id && old.peer == now.peer ? &old : before;
+      }
+      out +=
+          padded(now.id, 8) + "  " + padded(now.peer, 21) + "  " +
+          padded(now.mode + "/" + now.phase, 25) + " " +
+          format("%8llu %10llu %10s  ", static_cast<unsigned long long>(now.entries_sent),
+                 static_cast<unsigned long long>(now.changes_sent),
+                 before != nullptr
+                     ? format("%.1f", rate(now.changes_sent, before->changes_sent)).c_str()
+                     : "-") +
+          padded(std::to_string(now.queue_depth) + "/" + std::to_string(now.queue_capacity), 12) +
+          "  " + padded(now.since.empty() ? "-" : now.since, 15) + " " +
+          format("%7llu", static_cast<unsigned long long>(now.lag_ms)) + "  " +
+          (now.identity.empty() ? "(anonymous)" : now.identity) + "\n";
     }
   }
   return out;

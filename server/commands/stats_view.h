@@ -1,7 +1,9 @@
 // server/commands/stats_view.h: what `numadir stats` shows: one reading of cn=Monitor (StatsSample,
 // parsed from its entries) and the top-like view of two readings (rates over the time between
 // them): auths/s, operations/s, connections, each pool's queue, each listener's and worker's
-// requests/s and each thread's CPU%, each replication consumer's state and changes/s.
+// requests/s and each thread's CPU%, each replication consumer's state and changes/s, and the
+// replication provider with each sync search it serves (peer, identity, mode and phase, changes
+// sent and per second, queue depth, since when, lag).
 //
 // Thread contract: plain values and functions of their arguments.
 #pragma once
@@ -46,6 +48,31 @@ struct StatsConsumer {
   std::string last_error;
 };
 
+// cn=Provider,cn=Replication,cn=Monitor: the replication provider.
+struct StatsProvider {
+  bool enabled = false;  // numadirProviderEnabled.
+  std::uint64_t session_log_entries = 0;
+  std::string context_csn;  // "" if none yet.
+  std::uint64_t searches = 0;
+  std::uint64_t refused = 0;
+  std::uint64_t fell_behind = 0;
+};
+
+// cn=Consumer <conn>-<msgid>,cn=Provider,...: one sync search the provider serves.
+struct StatsSyncConsumer {
+  std::string id;        // "<conn>-<msgid>", from the entry's cn.
+  std::string peer;      // numadirPeer.
+  std::string identity;  // numadirIdentity, "" anonymous.
+  std::string mode;      // numadirSyncMode: refreshOnly or refreshAndPersist.
+  std::string phase;     // numadirSyncPhase: refresh or persist.
+  std::uint64_t entries_sent = 0;
+  std::uint64_t changes_sent = 0;
+  std::uint64_t queue_depth = 0;
+  std::uint64_t queue_capacity = 0;
+  std::string since;  // numadirSince (GeneralizedTime), "" if none.
+  std::uint64_t lag_ms = 0;
+};
+
 struct StatsSample {
   double at_s = 0;  // When it was read (any monotonic clock, in seconds).
   std::string version;
@@ -57,10 +84,12 @@ struct StatsSample {
   std::uint64_t binds = 0;
   std::uint64_t auths = 0;
   std::uint64_t searches = 0;
-  std::vector<StatsThread> listeners;    // By index (cn=Listener <i>).
-  std::vector<StatsThread> workers;      // By index (cn=Worker <i>).
-  std::vector<StatsPool> pools;          // By index (cn=Pool <i>).
-  std::vector<StatsConsumer> consumers;  // In cn=Monitor's order (cn=Consumer <rid>).
+  std::vector<StatsThread> listeners;             // By index (cn=Listener <i>).
+  std::vector<StatsThread> workers;               // By index (cn=Worker <i>).
+  std::vector<StatsPool> pools;                   // By index (cn=Pool <i>).
+  std::vector<StatsConsumer> consumers;           // In cn=Monitor's order (cn=Consumer <rid>).
+  std::optional<StatsProvider> provider;          // Absent: no cn=Provider entry.
+  std::vector<StatsSyncConsumer> sync_consumers;  // In cn=Monitor's order.
 };
 
 // Returns: the sample that the entries of a subtree search of cn=Monitor describe, read at

@@ -106,6 +106,16 @@
 //   binddn = "cn=replicator,dc=example,dc=com"
 //   credentials_file = "replicator.pw"
 //
+//   [replication.provider]               # serve RFC 4533 sync searches (syncprov) to replicas
+//   enabled = false                      # false (default): a Sync Request control is refused
+//                                        # (unavailableCriticalExtension when critical)
+//   sessionlog = 10000                   # changes kept in the session log (0..10000000; 0: none,
+//                                        # every reconnecting consumer gets a present phase)
+//   queue_changes = 4096                 # per persistent consumer (1..1000000): changes waiting
+//                                        # to be sent; past it the consumer is ended (busy) and
+//                                        # resumes by its cookie
+//   max_consumers = 64                   # sync searches served at once (1..10000); more: busy
+//
 // Every mistake is reported, not only the first: parse_config_report / load_config_report give
 // each error and warning with its file, line and key ("numadir.toml:12: server.listen[1]: ...");
 // a TOML syntax error stops the parse (toml++ gives only the first, with its line).
@@ -205,6 +215,16 @@ struct ThreadSettings {
   std::vector<threadpool::NodeThreads> nodes;
 };
 
+// [replication.provider]: numadir as an RFC 4533 provider (server/replication/sync_provider.h).
+struct ReplicationProviderSettings {
+  bool enabled = false;
+  // Changes kept in the session log; with enabled it is DirectoryOptions::session_log_entries.
+  std::uint64_t sessionlog = 10000;
+  // Per persistent consumer: changes queued, waiting to be sent, before it is ended with busy.
+  std::uint64_t queue_changes = 4096;
+  std::uint32_t max_consumers = 64;  // Sync searches served at once; more are refused with busy.
+};
+
 struct Config {
   std::filesystem::path source;  // The file it came from (empty for text).
   ConfigKeyLines key_lines;      // Where each key is in the text, for later messages.
@@ -235,6 +255,8 @@ struct Config {
   // [[replication.consumer]], in file order, rids distinct; `numadir check-config --online`
   // reaches each provider.
   std::vector<ReplicationConsumerConfig> replication_consumers;
+  // [replication.provider]. When enabled, database.session_log_entries is its sessionlog (else 0).
+  ReplicationProviderSettings replication_provider;
 };
 
 // What parsing a config found: the config when there is no error, and every error and warning.

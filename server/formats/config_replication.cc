@@ -1,6 +1,7 @@
 // server/formats/config_replication.cc: the [replication] section of numadir.toml: its
 // [[replication.consumer]] tables (replication_consumer_config.h), each a provider to replicate
-// from, checked key by key; and slapd's interval and retry syntaxes. The DN checks that need the
+// from, checked key by key; its [replication.provider] table (config.h), this server as a
+// provider; and slapd's interval and retry syntaxes. The DN checks that need the
 // schema (searchbase under the suffix) and the files (credentials, certificates, CAs) are
 // compile_server_config's (server/commands/server_config.cc).
 //
@@ -417,22 +418,96 @@ void parse_consumer(const toml::table& table, std::size_t index,
   config.replication_consumers.push_back(std::move(consumer));
 }
 
+// The ranges of [replication.provider]'s numbers: a session log of ten million changes is some
+// GiB of LMDB; a million queued changes per consumer is its memory bound (each change waits as
+// its encoded entry); ten thousand sync searches is far more than any site's replicas.
+constexpr std::uint64_t kMaxSessionLog = 10'000'000;
+constexpr std::uint64_t kMaxQueueChanges = 1'000'000;
+constexpr std::uint64_t kMaxProviderConsumers = 10'000;
+
+// Reads the optional integer `name` of [replication.provider], from `min` to `max`.
+bool get_ranged(const toml::table& table, std::string_view name, std::uint64_t min,
+                std::uint64_t max, std::uint64_t& out, Problems& problems) {
+  const toml::node* node = table.get(name);
+  if (node == nullptr) {
+    return false;
+  }
+  const auto* value = node->as_integer();
+  if (value == nullptr || value->get() < 0 || static_cast<std::uint64_t>(value->get()) < min ||
+      static_cast<std::uint64_t>(value->get()) > max) {
+    problems.add("replication.provider." + std::string(name),
+                 "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    return false;
+  }
+  out = static_cast<std::uint64_t>(value->get());
+  return true;
+}
+
+void parse_provider(const toml::table& table, Config& config, Problems& problems) {
+  constexpr std::string_view kPrefix = "replication.provider";
+  check_keys(table, kPrefix, {"enabled", "sessionlog", "queue_changes", "max_consumers"}, problems);
+  ReplicationProviderSettings& provider = config.replication_provider;
+  // An `enabled` of the wrong type is its own mistake: no guess at what it meant.
+  const bool enabled_bad =
+      table.contains("enabled") && !get_bool(table, kPrefix, "enabled", provider.enabled, problems);
+  const bool sessionlog_given =
+      get_ranged(table, "sessionlog", 0, kMaxSessionLog, provider.sessionlog, problems);
+  get_ranged(table, "queue_changes", 1, kMaxQueueChanges, provider.queue_changes, problems);
+  if (std::uint64_t number = 0;
+      get_ranged(table, "max_consumers", 1, kMaxProviderConsumers, number, problems)) {
+    provider.max_consumers = static_cast<std::uint32_t>(number);
+  }
+  config.database.session_log_entries = provider.enabled ? provider.sessionlog : 0;
+
+  if (enabled_bad) {
+    return;
+  }
+  if (!provider.enabled) {
+    for (const char* name : {"sessionlog", "queue_changes", "max_consumers"}) {
+      if (table.contains(name)) {
+        problems.warn(std::string(kPrefix) + "." + name,
+                      "ignored: replication.provider.enabled is false (the default), so no sync "
+                      "search is served");
+      }
+    }
+    return;
+  }
+  if (sessionlog_given && provider.sessionlog == 0) {
+    problems.warn("replication.provider.sessionlog",
+                  "0: no session log, so every consumer that reconnects with a cookie gets a "
+                  "present phase (every entry of its search named again) instead of only what "
+                  "changed");
+  }
+  if (!config.replication_consumers.empty() && config.database.server_id == 0) {
+    problems.warn("database.server_id",
+                  "0 on a server that is both a replication consumer and a provider (a "
+                  "cascade): give it a server id of its own (1..4095), as slapd consumers tell "
+                  "the CSNs of different servers apart by it");
+  }
+}
+
 }  // namespace
 
 void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
                        Config& config, Problems& problems) {
-  check_keys(table, "replication", {"consumer"}, problems);
-  const toml::node* consumers = table.get("consumer");
-  if (consumers == nullptr) {
-    return;
+  check_keys(table, "replication", {"consumer", "provider"}, problems);
+  if (const toml::node* consumers = table.get("consumer")) {
+    const toml::array* array = consumers->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+      problems.add("replication.consumer", "must be an array of tables ([[replication.consumer]])");
+    } else {
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        parse_consumer(*array->get(i)->as_table(), i, base_dir, config, problems);
+      }
+    }
   }
-  const toml::array* array = consumers->as_array();
-  if (array == nullptr || !array->is_array_of_tables()) {
-    problems.add("replication.consumer", "must be an array of tables ([[replication.consumer]])");
-    return;
-  }
-  for (std::size_t i = 0; i < array->size(); ++i) {
-    parse_consumer(*array->get(i)->as_table(), i, base_dir, config, problems);
+  // After the consumers: a provider that is also a consumer is a cascade.
+  if (const toml::node* provider = table.get("provider")) {
+    if (const toml::table* settings = provider->as_table()) {
+      parse_provider(*settings, config, problems);
+    } else {
+      problems.add("replication.provider", "must be a table ([replication.provider])");
+    }
   }
 }
 

@@ -189,12 +189,9 @@ void add_pool_entries(const listener::FrontendSnapshot& frontend,
   }
 }
 
-// Appends cn=Replication and an entry per consumer.
-void add_consumer_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
-  const std::string replication_dn = child_dn("cn=Replication", kMonitorDn);
-  EntryBuilder replication(replication_dn, "numadirMonitor", "Replication");
-  replication.text("description", "replication consumers ([[replication.consumer]])");
-  entries.push_back(replication.take());
+// Appends an entry per consumer under cn=Replication.
+void add_consumer_entries(const MonitorData& data, std::string_view replication_dn,
+                          std::vector<schema::Entry>& entries) {
   for (const replication::ConsumerStatus& consumer : data.consumers) {
     const std::string cn = "Consumer " + std::to_string(consumer.rid);
     EntryBuilder entry(child_dn("cn=" + cn, replication_dn), "numadirConsumerObject", cn);
@@ -229,6 +226,67 @@ void add_consumer_entries(const MonitorData& data, std::vector<schema::Entry>& e
   }
 }
 
+// Appends cn=Provider under cn=Replication and an entry per sync search it serves.
+void add_provider_entries(const replication::ProviderStatus& provider,
+                          std::string_view replication_dn, std::vector<schema::Entry>& entries) {
+  const std::string provider_dn = child_dn("cn=Provider", replication_dn);
+  EntryBuilder entry(provider_dn, "numadirProviderObject", "Provider");
+  entry.text("description", "the replication provider ([replication.provider]): sync searches")
+      .text("numadirProviderEnabled", provider.enabled ? "TRUE" : "FALSE")
+      .number("numadirSessionLogEntries", provider.session_log_entries);
+  if (!provider.context_csn.empty()) {
+    entry.text("numadirContextCSN", provider.context_csn);
+  }
+  entry.number("numadirSyncConsumers", provider.consumers.size())
+      .number("numadirSyncSearches", provider.searches_served)
+      .number("numadirSyncRefused", provider.refused)
+      .number("numadirFellBehind", provider.fell_behind);
+  entries.push_back(entry.take());
+  for (const replication::ProviderConsumerStatus& consumer : provider.consumers) {
+    const std::string cn = "Consumer " + std::to_string(consumer.connection_id) + "-" +
+                           std::to_string(consumer.message_id);
+    EntryBuilder child(child_dn("cn=" + cn, provider_dn), "numadirSyncConsumerObject", cn);
+    child.number("numadirConnectionId", consumer.connection_id)
+        .text("numadirMessageId", std::to_string(consumer.message_id))
+        .text("numadirPeer", consumer.peer);
+    if (!consumer.identity.empty()) {  // Absent: anonymous.
+      child.text("numadirIdentity", consumer.identity);
+    }
+    if (consumer.rid >= 0) {  // Absent: the consumer's cookie named no rid.
+      child.text("numadirRid", std::to_string(consumer.rid));
+    }
+    child.text("numadirSyncMode", consumer.persist ? "refreshAndPersist" : "refreshOnly")
+        .text("numadirSyncPhase", consumer.refreshing ? "refresh" : "persist")
+        .text("numadirSearchBase", consumer.base)
+        .number("numadirEntriesSent", consumer.entries_sent)
+        .number("numadirChangesSent", consumer.changes_sent)
+        .number("numadirSyncQueueDepth", consumer.queue_depth)
+        .number("numadirSyncQueueCapacity", consumer.queue_capacity);
+    if (consumer.since.time_since_epoch().count() != 0) {
+      child.text("numadirSince", backend::generalized_time(consumer.since));
+    }
+    if (!consumer.last_csn.empty()) {
+      child.text("numadirLastCSN", consumer.last_csn);
+    }
+    child.number("numadirLagMs", consumer.lag_ms);
+    entries.push_back(child.take());
+  }
+}
+
+// Appends cn=Replication, this server's consumers and its provider.
+void add_replication_entries(const MonitorData& data, std::vector<schema::Entry>& entries) {
+  const std::string replication_dn = child_dn("cn=Replication", kMonitorDn);
+  EntryBuilder replication(replication_dn, "numadirMonitor", "Replication");
+  replication.text("description",
+                   "replication: this server's consumers ([[replication.consumer]]) and its "
+                   "provider ([replication.provider])");
+  entries.push_back(replication.take());
+  add_consumer_entries(data, replication_dn, entries);
+  if (data.provider.has_value()) {
+    add_provider_entries(*data.provider, replication_dn, entries);
+  }
+}
+
 }  // namespace
 
 std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
@@ -239,8 +297,8 @@ std::vector<schema::Entry> make_monitor_entries(const MonitorData& data) {
     add_worker_entries(data, entries);
     add_pool_entries(*data.frontend, entries);
   }
-  if (!data.consumers.empty()) {
-    add_consumer_entries(data, entries);
+  if (!data.consumers.empty() || data.provider.has_value()) {
+    add_replication_entries(data, entries);
   }
   return entries;
 }
@@ -292,6 +350,17 @@ void Monitor::detach() {
   MutexLock lock(mu_);
   source_ = nullptr;
   consumers_ = nullptr;
+  provider_ = nullptr;
+}
+
+void Monitor::attach_provider(std::function<replication::ProviderStatus()> source) {
+  MutexLock lock(mu_);
+  provider_ = std::move(source);
+}
+
+void Monitor::detach_provider() {
+  MutexLock lock(mu_);
+  provider_ = nullptr;
 }
 
 void Monitor::attach_consumers(std::function<std::vector<replication::ConsumerStatus>()> source) {
@@ -316,6 +385,9 @@ MonitorData Monitor::collect(const OperationTotals& operations) const {
     }
     if (consumers_) {
       data.consumers = consumers_();
+    }
+    if (provider_) {
+      data.provider = provider_();
     }
   }
   if (data.frontend.has_value()) {

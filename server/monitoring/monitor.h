@@ -11,9 +11,15 @@
 //       cn=Worker <i>,cn=Workers,...         per worker thread: requests, parks, busy, CPU
 //     cn=Pools,cn=Monitor
 //       cn=Pool <i>,cn=Pools,...             per pool: queue depth, high-water mark, capacity
-//     cn=Replication,cn=Monitor              (with [[replication.consumer]] tables only)
+//     cn=Replication,cn=Monitor              (with [[replication.consumer]] tables or a provider)
 //       cn=Consumer <rid>,cn=Replication,... state, provider, cookie and contextCSN, entries
 //                                            received and applied, last change, errors
+//       cn=Provider,cn=Replication,...       (with a provider attached) enabled, session log
+//                                            size, contextCSN, sync searches served, ended
+//                                            with refresh required, fallen behind
+//         cn=Consumer <conn>-<msgid>,cn=Provider,...  per sync search served: peer, identity,
+//                                            rid, mode, phase, base, entries and changes sent,
+//                                            queue depth and capacity, since, last CSN, lag
 //
 // The attributes and object classes are in schema/files/monitor.schema. The search itself
 // (rootdn only; noSuchObject for everyone else) is MonitorSearch (monitor_search.h).
@@ -37,6 +43,7 @@
 #include "schema/entry.h"
 #include "server/monitoring/operation_counters.h"
 #include "server/replication/consumer.h"
+#include "server/replication/sync_provider_status.h"
 
 namespace numadir::server {
 
@@ -59,6 +66,8 @@ struct MonitorData {
   std::optional<backend::WriterStats> writer;
   // The replication consumers, by rid (cn=Replication is left out without any).
   std::vector<replication::ConsumerStatus> consumers;
+  // The replication provider and the sync searches it serves (cn=Provider is left out without).
+  std::optional<replication::ProviderStatus> provider;
 };
 
 // Returns: the entries of cn=Monitor for `data`, parents before their children, each with its
@@ -81,13 +90,20 @@ class Monitor {
   // Main thread: from now on collect() takes the frontend's counters from `source` (e.g.
   // Frontend::snapshot), which must stay callable until detach().
   void attach(Source source) NUMADIR_EXCLUDES(mu_);
-  // Main thread: stops calling the source; returns once no collect() is using it. Call before
-  // the frontend stops.
+  // Main thread: stops calling the sources (the frontend's, the consumers', the provider's);
+  // returns once no collect() is using them. Call before the frontend stops.
   void detach() NUMADIR_EXCLUDES(mu_);
   // Main thread: collect() also takes the replication consumers' status from `source`, until
   // detach().
   void attach_consumers(std::function<std::vector<replication::ConsumerStatus>()> source)
       NUMADIR_EXCLUDES(mu_);
+  // Main thread: collect() also takes the replication provider's status from `source` (e.g.
+  // SyncProvider::status), which must stay callable until detach_provider() or detach(). It is
+  // called with the monitor's mutex held: it must not call into this Monitor.
+  void attach_provider(std::function<replication::ProviderStatus()> source) NUMADIR_EXCLUDES(mu_);
+  // Main thread: stops calling the provider's source; returns once no collect() is using it.
+  // Call before the provider is destroyed.
+  void detach_provider() NUMADIR_EXCLUDES(mu_);
 
   // Any thread. Returns: the monitor's data now, with `operations` and each thread's CPU time.
   MonitorData collect(const OperationTotals& operations) const NUMADIR_EXCLUDES(mu_);
@@ -98,6 +114,7 @@ class Monitor {
   mutable Mutex mu_;
   Source source_ NUMADIR_GUARDED_BY(mu_);
   std::function<std::vector<replication::ConsumerStatus>()> consumers_ NUMADIR_GUARDED_BY(mu_);
+  std::function<replication::ProviderStatus()> provider_ NUMADIR_GUARDED_BY(mu_);
 };
 
 }  // namespace numadir::server

@@ -28,6 +28,7 @@ namespace numadir::server {
 class AccessLog;
 class ExternalMapRules;
 class Monitor;
+class SyncSearchService;
 
 struct HandlerOptions {
   std::string root_dn;        // Empty: no rootdn.
@@ -88,6 +89,9 @@ struct HandlerOptions {
     std::string updateref;  // An LDAP URL (the provider's, unless configured).
   };
   std::vector<ReplicatedArea> replicated;
+  // The replication provider ([replication.provider], server/operations/sync_search.h),
+  // outliving the handler; nullptr: none (a Sync Request control is then an unknown control).
+  SyncSearchService* sync = nullptr;
 };
 
 // The DN parser's buffers and the memos of OperationContext::normalize_dn_into and

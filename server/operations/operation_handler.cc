@@ -18,6 +18,7 @@
 #include "server/operations/root_dse.h"
 #include "server/operations/search_operation.h"
 #include "server/operations/server_session.h"
+#include "server/operations/sync_search.h"
 #include "server/operations/worker_state.h"
 
 namespace numadir::server {
@@ -31,8 +32,12 @@ namespace {
 // Returns: an error result when a control of `request` cannot be honoured: an unknown critical
 //   control, or a known one used where it does not apply while marked critical (RFC 4511
 //   §4.1.11); nullopt when the operation may proceed. Non-critical unknown controls are ignored.
-std::optional<OwnedResult> check_controls(const LdapMessage& request, bool policy_enabled) {
+std::optional<OwnedResult> check_controls(const LdapMessage& request, bool policy_enabled,
+                                          const SyncSearchService* sync) {
   for (const listener::wire::Control& control : request.controls) {
+    if (sync != nullptr && request.op == ProtocolOp::kSearchRequest && sync->serves(control)) {
+      continue;  // Decoded by the provider.
+    }
     if (control.type == kManageDsaItOid) {
       if (control.value.has_value()) {
         return OwnedResult::error(ResultCode::kProtocolError,
@@ -180,7 +185,8 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   OperationCounters::count(worker.counters(), request.op);
   auto& server_session = static_cast<ServerSession&>(session);
   ResultSender sender(request, sink);
-  if (std::optional<OwnedResult> refused = check_controls(request, policy_ != nullptr);
+  if (std::optional<OwnedResult> refused =
+          check_controls(request, policy_ != nullptr, context_.options().sync);
       refused.has_value()) {
     if (request.op == ProtocolOp::kExtendedRequest) {
       sender.send_extended(*refused, std::nullopt);

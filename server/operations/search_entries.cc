@@ -136,7 +136,8 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
                                      ServerWorkerState& state, const LdapMessage& request,
                                      const schema::Filter& filter, std::uint64_t size_limit,
                                      const SearchPage& page, ResultSender& sender,
-                                     backend::ReadTxn& txn, const std::optional<Progress>& from)
+                                     backend::ReadTxn& txn, const std::optional<Progress>& from,
+                                     SearchEntryHook* hook)
     : context_(context),
       access_(access),
       state_(state),
@@ -146,6 +147,7 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
       page_(page),
       sender_(sender),
       txn_(txn),
+      hook_(hook),
       selection_(request.search_request.attributes, context.catalog()),
       ndn_matters_(!context.access().is_default() ||
                    (!access.requester().identity.anonymous() && !access.requester().identity.root)),
@@ -203,6 +205,9 @@ bool SearchEntrySender::operator()(const backend::EntryRef& entry) {
   bool stop = false;
   if (!admit(stop)) {
     return !stop;
+  }
+  if (hook_ != nullptr && hook_->classify(entry) != SearchEntryHook::Action::kSend) {
+    return true;  // The hook took it (present) or left it out (unchanged).
   }
   return send(entry, decoded, have_decoded);
 }
@@ -294,6 +299,9 @@ bool SearchEntrySender::send(const backend::EntryRef& entry, schema::Entry& deco
                                    response_.search_entry.attributes) == AccessDecision::kFailed) {
       return false;
     }
+  }
+  if (hook_ != nullptr) {
+    hook_->decorate(response_);
   }
   sender_.send_entry(response_);
   ++returned_;

@@ -42,6 +42,20 @@ AccessDecision append_readable_attributes(const schema::Entry& entry, std::strin
 
 class SearchEntrySender;
 
+// What a sync search (RFC 4533: server/replication/sync_provider.h) makes of each entry its
+// search finds that the requester may see: sent with its content, counted as present (the hook
+// keeps its entryUUID for a syncIdSet), or left out (unchanged since the consumer's cookie).
+class SearchEntryHook {
+ public:
+  enum class Action : std::uint8_t { kSend, kPresent, kSkip };
+  virtual ~SearchEntryHook() = default;
+  // Returns: what becomes of `entry` (a visible entry the size limit admitted).
+  virtual Action classify(const backend::EntryRef& entry) = 0;
+  // Adjusts the response of an entry classify() said to send, just before it is sent (its
+  // controls: they must stay valid until the next classify; attributes left out).
+  virtual void decorate(listener::wire::LdapMessage& response) = 0;
+};
+
 // Sends the end of a directory search that ran to `status` through `sender`: nothing once it was
 // abandoned; else the page's control and the SearchResultDone (sizeLimitExceeded when the
 // entries stopped at the size limit; matchedDN cleared where the requester may not know of it;
@@ -65,13 +79,14 @@ class SearchEntrySender {
   // most `size_limit` of them (0: no limit), as `page` allows, from the start or from `from`
   // (a search paused before). When the connection stops being writable it pauses: it stops,
   // pinning `txn`'s snapshot (the transaction the search reads;
-  // backend::Directory::pin_snapshot) once it has handled an entry. Everything given outlives
-  // it.
+  // backend::Directory::pin_snapshot) once it has handled an entry. With `hook`, each entry
+  // goes through it (SearchEntryHook). Everything given outlives it.
   SearchEntrySender(const OperationContext& context, const OperationAccess& access,
                     ServerWorkerState& state, const listener::wire::LdapMessage& request,
                     const schema::Filter& filter, std::uint64_t size_limit, const SearchPage& page,
                     ResultSender& sender, backend::ReadTxn& txn,
-                    const std::optional<Progress>& from = std::nullopt);
+                    const std::optional<Progress>& from = std::nullopt,
+                    SearchEntryHook* hook = nullptr);
   SearchEntrySender(const SearchEntrySender&) = delete;
   SearchEntrySender& operator=(const SearchEntrySender&) = delete;
 
@@ -116,6 +131,7 @@ class SearchEntrySender {
   const SearchPage& page_;
   ResultSender& sender_;
   backend::ReadTxn& txn_;
+  SearchEntryHook* const hook_;  // nullptr: a plain search.
   const AttributeSelection selection_;
   // Under the default policy only `self` clauses look at the entry's DN; rules may look at it,
   // and at the entry itself (filters).

@@ -11,6 +11,7 @@
 #include "server/operations/attribute_selection.h"
 #include "server/operations/search_entries.h"
 #include "server/operations/search_pause.h"
+#include "server/operations/sync_search.h"
 
 namespace numadir::server {
 
@@ -82,6 +83,14 @@ void SearchOperation::run(const LdapMessage& request, ServerSession& session,
       sender.send_status(access.failure());  // Logs it.
       return;
   }
+  if (SyncSearchService* sync = context_.options().sync; sync != nullptr) {
+    for (const listener::wire::Control& control : request.controls) {
+      if (sync->serves(control)) {
+        sync->run(context_, request, access, session, state, sender);
+        return;
+      }
+    }
+  }
   SearchPage page(paged, session);
   if (!page.resume(search, sender)) {
     return;
@@ -89,16 +98,15 @@ void SearchOperation::run(const LdapMessage& request, ServerSession& session,
   search_directory(request, access, session, state, page, sender);
 }
 
-SearchOperation::Limits SearchOperation::limits_for(const Identity& who,
-                                                    const SearchRequest& search, bool paged) const {
-  const HandlerOptions& options = context_.options();
+SearchLimits search_limits(const HandlerOptions& options, const Identity& who,
+                           const SearchRequest& search, bool paged) {
   std::uint64_t server_size_limit = who.root          ? options.size_limit_root
                                     : who.anonymous() ? options.size_limit_anonymous
                                                       : options.size_limit_users;
   if (paged && !who.root && options.size_limit_paged.has_value()) {
     server_size_limit = *options.size_limit_paged;
   }
-  Limits limits;
+  SearchLimits limits;
   limits.size =
       min_limit(server_size_limit, static_cast<std::uint64_t>(std::max(search.size_limit, 0)));
   limits.time_s = min_limit(who.root ? 0 : options.time_limit_s,
@@ -148,7 +156,8 @@ void SearchOperation::search_directory(const LdapMessage& request, const Operati
                                        ServerSession& session, ServerWorkerState& state,
                                        SearchPage& page, ResultSender& sender) const {
   const SearchRequest& search = request.search_request;
-  const Limits limits = limits_for(access.requester().identity, search, page.paged());
+  const SearchLimits limits =
+      search_limits(context_.options(), access.requester().identity, search, page.paged());
   // Items on attributes the client may not search are made Undefined entry by entry
   // (SearchEntrySender), as slapd evaluates them; typeless extensible items here, at once.
   schema::Filter restricted;

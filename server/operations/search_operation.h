@@ -28,6 +28,16 @@ namespace numadir::server {
 // subordinateSubtree, which the backend calls kChildren).
 backend::Scope backend_scope(listener::wire::SearchScope scope);
 
+// The smaller of the client's and the server's limits for the requester's identity class
+// (0: none).
+struct SearchLimits {
+  std::uint64_t size = 0;
+  std::uint64_t time_s = 0;
+};
+// Returns: the limits of `search` by `who` under `options` (a paged search: size_limit_paged).
+SearchLimits search_limits(const HandlerOptions& options, const Identity& who,
+                           const listener::wire::SearchRequest& search, bool paged);
+
 class SearchOperation {
  public:
   // Requires: `context` and `monitor` outlive this object.
@@ -40,15 +50,6 @@ class SearchOperation {
            ServerWorkerState& state, ResultSender& sender) const;
 
  private:
-  // The smaller of the client's and the server's limits for the requester's identity class
-  // (0: none).
-  struct Limits {
-    std::uint64_t size = 0;
-    std::uint64_t time_s = 0;
-  };
-  Limits limits_for(const Identity& who, const listener::wire::SearchRequest& search,
-                    bool paged) const;
-
   // Sends the entries of a search of the root DSE or cn=Subschema (`base_ndn`); returns false,
   // sending nothing, if the base is neither.
   bool search_special(const listener::wire::LdapMessage& request, const OperationAccess& access,

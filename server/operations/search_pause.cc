@@ -28,7 +28,7 @@ void PausedSearch::pause(const OperationContext& context,
     return;
   }
   std::shared_ptr<PausedSearch> paused(new PausedSearch(context, std::move(open), who, session));
-  paused->keep_request(request);
+  copy_request(request, paused->pdu_, paused->request_);
   paused->spec_ = spec;
   paused->spec_.filter = nullptr;
   paused->size_limit_ = size_limit;
@@ -43,13 +43,14 @@ PausedSearch::PausedSearch(const OperationContext& context,
                            ServerSession& session)
     : context_(context), open_(std::move(open)), who_(who), session_(session) {}
 
-void PausedSearch::keep_request(const listener::wire::LdapMessage& request) {
+void copy_request(const listener::wire::LdapMessage& request, std::string& pdu,
+                  listener::wire::LdapMessage& out) {
   listener::wire::BerWriter writer;
   listener::wire::encode_message(request, writer);
-  pdu_ = std::string(writer.view());
+  pdu = std::string(writer.view());
   // It decoded once with the listener's limits; the depth bound is the decoder's default.
-  const Status decoded = listener::wire::decode_message(pdu_, request_, {});
-  NUMADIR_CHECK(decoded.ok(), "a search request does not decode after encoding");
+  const Status decoded = listener::wire::decode_message(pdu, out, {});
+  NUMADIR_CHECK(decoded.ok(), "a request does not decode after encoding");
 }
 
 void PausedSearch::wait() {

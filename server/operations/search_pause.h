@@ -34,6 +34,12 @@
 
 namespace numadir::server {
 
+// Copies `request` into `out`, which views `pdu` (the request encoded again): an operation that
+// goes on after handle() keeps its request this way (the listener's views live only during
+// handle()).
+void copy_request(const listener::wire::LdapMessage& request, std::string& pdu,
+                  listener::wire::LdapMessage& out);
+
 class PausedSearch : public std::enable_shared_from_this<PausedSearch> {
  public:
   // Pauses the search `request` of `who` on `session`: `spec` (its filter left out) as it ran,
@@ -52,8 +58,6 @@ class PausedSearch : public std::enable_shared_from_this<PausedSearch> {
  private:
   PausedSearch(const OperationContext& context, std::unique_ptr<listener::OpenOperation> open,
                const Identity& who, ServerSession& session);
-  // Copies `request` (its views are the listener's, valid only during handle()).
-  void keep_request(const listener::wire::LdapMessage& request);
   // Asks the open operation to run go_on() once the output drained.
   void wait();
   // Goes on with the search on a worker with `state`.

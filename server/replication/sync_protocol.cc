@@ -1,7 +1,10 @@
 // server/replication/sync_protocol.cc: see sync_protocol.h.
 #include "server/replication/sync_protocol.h"
 
+#include <cctype>
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 
 #include "listener/wire/ber_reader.h"
 #include "listener/wire/ber_writer.h"
@@ -89,6 +92,95 @@ std::string encode_sync_request(SyncMode mode, std::string_view cookie, bool rel
   if (reload_hint) {
     writer.write_boolean(ber::kBoolean, true);
   }
+  writer.end();
+  return std::string(writer.view());
+}
+
+Result<SyncRequest> decode_sync_request(std::string_view value) {
+  BerError error;
+  BerReader outer(value, error, kDepthBudget);
+  BerReader sequence = outer.enter(ber::kSequence);
+  SyncRequest request;
+  std::int64_t mode = 0;
+  if (!sequence.read_integer(ber::kEnumerated, 0, 3, mode) ||
+      !read_optional_cookie(sequence, request.cookie) ||
+      !read_optional_boolean(sequence, request.reload_hint) || !sequence.expect_end() ||
+      !outer.expect_end()) {
+    return bad("Sync Request control value is malformed", error);
+  }
+  if (mode != static_cast<std::int64_t>(SyncMode::kRefreshOnly) &&
+      mode != static_cast<std::int64_t>(SyncMode::kRefreshAndPersist)) {
+    return malformed("Sync Request control mode " + std::to_string(mode) +
+                     " is neither refreshOnly (1) nor refreshAndPersist (3)");
+  }
+  request.mode = static_cast<SyncMode>(mode);
+  return request;
+}
+
+std::string encode_sync_state(SyncStateKind state, const SyncUuid& uuid,
+                              std::optional<std::string_view> cookie) {
+  BerWriter writer;
+  writer.begin(ber::kSequence);
+  writer.write_integer(ber::kEnumerated, static_cast<std::int64_t>(state));
+  writer.write_octets(ber::kOctetString,
+                      std::string_view(reinterpret_cast<const char*>(uuid.data()), uuid.size()));
+  if (cookie.has_value()) {
+    writer.write_octets(ber::kOctetString, *cookie);
+  }
+  writer.end();
+  return std::string(writer.view());
+}
+
+std::string encode_sync_done(std::optional<std::string_view> cookie, bool refresh_deletes) {
+  BerWriter writer;
+  writer.begin(ber::kSequence);
+  if (cookie.has_value()) {
+    writer.write_octets(ber::kOctetString, *cookie);
+  }
+  if (refresh_deletes) {
+    writer.write_boolean(ber::kBoolean, true);
+  }
+  writer.end();
+  return std::string(writer.view());
+}
+
+std::string encode_sync_info_new_cookie(std::string_view cookie) {
+  BerWriter writer;
+  writer.write_octets(ber::context(0), cookie);
+  return std::string(writer.view());
+}
+
+std::string encode_sync_info_refresh(SyncInfoKind kind, std::optional<std::string_view> cookie,
+                                     bool refresh_done) {
+  BerWriter writer;
+  writer.begin(kind == SyncInfoKind::kRefreshDelete ? ber::context_constructed(1)
+                                                    : ber::context_constructed(2));
+  if (cookie.has_value()) {
+    writer.write_octets(ber::kOctetString, *cookie);
+  }
+  if (!refresh_done) {
+    writer.write_boolean(ber::kBoolean, false);
+  }
+  writer.end();
+  return std::string(writer.view());
+}
+
+std::string encode_sync_info_id_set(std::optional<std::string_view> cookie, bool refresh_deletes,
+                                    std::span<const SyncUuid> uuids) {
+  BerWriter writer;
+  writer.begin(ber::context_constructed(3));
+  if (cookie.has_value()) {
+    writer.write_octets(ber::kOctetString, *cookie);
+  }
+  if (refresh_deletes) {
+    writer.write_boolean(ber::kBoolean, true);
+  }
+  writer.begin(ber::kSet);
+  for (const SyncUuid& uuid : uuids) {
+    writer.write_octets(ber::kOctetString,
+                        std::string_view(reinterpret_cast<const char*>(uuid.data()), uuid.size()));
+  }
+  writer.end();
   writer.end();
   return std::string(writer.view());
 }
@@ -248,6 +340,92 @@ Result<SyncCookie> parse_sync_cookie(std::string_view text) {
     }
   }
   return cookie;
+}
+
+std::string compose_sync_cookie(std::optional<int> rid, std::uint32_t server_id,
+                                std::string_view csn) {
+  char head[32];
+  int length = 0;
+  if (rid.has_value()) {
+    length = std::snprintf(head, sizeof(head), "rid=%03d", *rid);
+  }
+  if (server_id != 0) {
+    length += std::snprintf(head + length, sizeof(head) - static_cast<std::size_t>(length),
+                            "%ssid=%03x", length == 0 ? "" : ",", server_id);
+  }
+  std::string cookie(head, static_cast<std::size_t>(length));
+  if (!csn.empty()) {
+    if (!cookie.empty()) {
+      cookie += ',';
+    }
+    cookie += "csn=";
+    cookie += csn;
+  }
+  return cookie;
+}
+
+namespace {
+
+constexpr std::string_view kCsnShape = "00000000000000.000000Z#xxxxxx#xxx#xxxxxx";
+
+}  // namespace
+
+bool is_csn(std::string_view text) {
+  if (text.size() != kCsnShape.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    switch (kCsnShape[i]) {
+      case '0':
+        if (std::isdigit(c) == 0) {
+          return false;
+        }
+        break;
+      case 'x':
+        if (std::isxdigit(c) == 0) {
+          return false;
+        }
+        break;
+      default:
+        if (c != static_cast<unsigned char>(kCsnShape[i])) {
+          return false;
+        }
+    }
+  }
+  return true;
+}
+
+std::optional<std::uint32_t> csn_server_id(std::string_view csn) {
+  if (!is_csn(csn)) {
+    return std::nullopt;
+  }
+  const std::optional<int> sid = parse_number(csn.substr(30, 3), 16, 0xfff);
+  if (!sid.has_value()) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint32_t>(*sid);
+}
+
+std::optional<std::int64_t> csn_micros(std::string_view csn) {
+  if (!is_csn(csn)) {
+    return std::nullopt;
+  }
+  const auto number = [&](std::size_t pos, std::size_t n) {
+    return *parse_number(csn.substr(pos, n), 10, 999999);
+  };
+  const int year = number(0, 4);
+  const unsigned month = static_cast<unsigned>(number(4, 2));
+  const unsigned day = static_cast<unsigned>(number(6, 2));
+  const std::chrono::year_month_day date{std::chrono::year(year), std::chrono::month(month),
+                                         std::chrono::day(day)};
+  if (!date.ok()) {
+    return std::nullopt;
+  }
+  const std::int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  const std::int64_t seconds =
+      days * 86400 + number(8, 2) * 3600 + number(10, 2) * 60 + number(12, 2);
+  return seconds * 1'000'000 + number(15, 6);
 }
 
 }  // namespace numadir::server::replication

@@ -37,7 +37,10 @@ struct ProviderStatus {
   std::uint64_t session_log_entries = 0;  // [replication.provider] sessionlog.
   std::string context_csn;
   std::uint64_t searches_served = 0;  // Sync searches begun since the start.
-  std::uint64_t refresh_required = 0;  // Ended with e-syncRefreshRequired.
+  // Sync searches refused for their cookie (unwillingToPerform, as slapd: newer than this
+  // provider's state, or state while it has none). numadir never sends e-syncRefreshRequired: a
+  // cookie the session log does not cover gets a present phase.
+  std::uint64_t refused = 0;
   std::uint64_t fell_behind = 0;       // Persist searches ended for a full queue.
   std::vector<ProviderConsumerStatus> consumers;
 };

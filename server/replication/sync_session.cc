@@ -35,6 +35,12 @@ Status SyncSession::take_cookie(const std::optional<std::string_view>& cookie) {
                      " to rid " + std::to_string(rid_) + ": \"" + std::string(*cookie) + "\"");
   }
   cookie_.emplace(*cookie);
+  cookie_csn_.clear();
+  for (const std::string_view csn : parsed->csns) {
+    if (csn > cookie_csn_) {
+      cookie_csn_.assign(csn);
+    }
+  }
   last_cookie_.assign(*cookie);
   return Status();
 }
@@ -179,6 +185,7 @@ std::optional<backend::ReplicaChange> SyncSession::take_batch() {
   change.items = std::move(items_);
   change.prune = std::move(prune_);
   change.cookie = std::move(cookie_);
+  change.cookie_csn = std::move(cookie_csn_);
   // Deletes in a refresh may repeat what a stopped consumer applied before its cookie.
   change.skip_missing_deletes = refresh_items_;
   refresh_items_ = false;
@@ -186,6 +193,7 @@ std::optional<backend::ReplicaChange> SyncSession::take_batch() {
   pending_bytes_ = 0;
   prune_.reset();
   cookie_.reset();
+  cookie_csn_.clear();
   return change;
 }
 

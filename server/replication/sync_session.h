@@ -113,6 +113,7 @@ class SyncSession {
   std::vector<backend::ReplicaItem> items_;
   std::size_t pending_bytes_ = 0;      // Of the entries in items_.
   std::optional<std::string> cookie_;  // Pending: stored with the next batch.
+  std::string cookie_csn_;             // Pending: the greatest CSN of cookie_ ("" for none).
   std::optional<backend::ReplicaPrune> prune_;
   bool refresh_items_ = false;  // The pending batch holds deletes of the refresh phase.
   // Refresh only: the entryUUIDs the provider named (sent, or noted present), for the prune.

@@ -1,8 +1,11 @@
-// libFuzzer target for what a replication provider sends a consumer (RFC 4533): Sync State and
-// Sync Done control values, Sync Info message values, slapd's cookie and entryUUID text. The
-// first input byte picks the decoder, the rest is its input.
+// libFuzzer target for what replication peers send each other (RFC 4533): what a provider sends
+// a consumer (Sync State and Sync Done control values, Sync Info message values) and what a
+// consumer sends a provider (the Sync Request control value), slapd's cookie, CSNs and entryUUID
+// text. The first input byte picks the decoder, the rest is its input.
 // Properties: nothing crashes; a decoded UUID formats to text that parses back to it; a decoded
-// cookie and every CSN of a parsed cookie are views into the input.
+// cookie and every CSN of a parsed cookie are views into the input; a decoded Sync Request
+// encodes back to a value that decodes to the same request; a CSN's server id and time are
+// known exactly when it is a CSN (but for an impossible date).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -39,7 +42,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 7) {
+    case 5:
+      if (auto request = replication::decode_sync_request(input); request.ok()) {
+        check_cookie(request->cookie, input);
+        const std::string again = replication::encode_sync_request(
+            request->mode, request->cookie.value_or(""), request->reload_hint);
+        auto back = replication::decode_sync_request(again);
+        if (!back.ok() || back->mode != request->mode ||
+            back->reload_hint != request->reload_hint ||
+            back->cookie.value_or("") != request->cookie.value_or("")) {
+          __builtin_trap();
+        }
+      }
+      break;
+    case 6:
+      if (replication::is_csn(input) != replication::csn_server_id(input).has_value()) {
+        __builtin_trap();
+      }
+      if (!replication::is_csn(input) && replication::csn_micros(input).has_value()) {
+        __builtin_trap();
+      }
+      break;
     case 0:
       if (auto state = replication::decode_sync_state(input); state.ok()) {
         check_uuid(state->uuid);

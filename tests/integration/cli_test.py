@@ -6,7 +6,8 @@ names numadir's version and the OpenSSL (as `openssl version` reports it), LMDB 
 with. check-config lists every mistake as "file:line: key: problem"; a directory, a missing or an
 unreadable config is one clear error (exit 1) for every command that reads a config, never an
 abort; a cleartext rootpw that can never bind is a warning from check-config and serve (which
-still starts); an [[access]] rule an earlier rule hides is a warning; a database.path with no
+still starts); an [[access]] rule an earlier rule hides is a warning; [replication.provider]'s mistakes are
+listed and its ineffective settings warned about (serve still starts); a database.path with no
 database is a note, and check-config creates nothing there. `numadir topology` plans from
 numadir.toml when there is one in the current folder.
 
@@ -280,6 +281,72 @@ def check_hidden_rule(numadir, root):
                   "matches decides)\n", "a rule an earlier rule hides is a warning at its line")
 
 
+def check_provider_settings(numadir, root):
+    folder = os.path.join(root, "provider")
+    os.mkdir(folder)
+    config = write(os.path.join(folder, "numadir.toml"), base_config(folder) +  # Lines 1-7.
+                   '[replication.provider]\n'                                   # 8
+                   'enabled = 1\n'                                              # 9
+                   'sessionlog = 20000000\n'                                    # 10
+                   'queue_changes = 0\n'                                        # 11
+                   'max_consumers = 0\n'                                        # 12
+                   'lag = 5\n')                                                 # 13
+    result = run(numadir, "check-config", "-c", config)
+    h.check_equal((result.returncode, result.stdout), (1, ""),
+                  "bad [replication.provider] values: exit 1, nothing said to be ok")
+    h.check_equal(result.stderr.splitlines(), [
+        f"{config}:9: replication.provider.enabled: must be true or false",
+        f"{config}:10: replication.provider.sessionlog: must be an integer from 0 to 10000000",
+        f"{config}:11: replication.provider.queue_changes: must be an integer from 1 to 1000000",
+        f"{config}:12: replication.provider.max_consumers: must be an integer from 1 to 10000",
+        f"{config}:13: replication.provider.lag: unknown key",
+    ], "every provider mistake, each with its line and key")
+
+    # Warnings only: check-config says ok and serve starts.
+    ignored = write(os.path.join(folder, "ignored.toml"), base_config(folder) +  # Lines 1-7.
+                    '[replication.provider]\n'                                  # 8
+                    'queue_changes = 100\n')                                    # 9
+    warning = (f"{ignored}:9: warning: replication.provider.queue_changes: ignored: "
+               "replication.provider.enabled is false (the default), so no sync search is "
+               "served\n")
+    result = run(numadir, "check-config", "-c", ignored)
+    h.check_equal((result.returncode, result.stderr), (0, warning),
+                  "a provider key while the provider is off is a warning")
+    h.check(result.stdout.endswith(f"{ignored}: ok\n"), "and the file is ok", result.stdout)
+
+    no_log = write(os.path.join(folder, "nolog.toml"), base_config(folder) +  # Lines 1-7.
+                   '[replication.provider]\n'                                # 8
+                   'enabled = true\n'                                        # 9
+                   'sessionlog = 0\n')                                       # 10
+    warning = (f"{no_log}:10: warning: replication.provider.sessionlog: 0: no session log, so "
+               "every consumer that reconnects with a cookie gets a present phase (every entry "
+               "of its search named again) instead of only what changed\n")
+    result = run(numadir, "check-config", "-c", no_log)
+    h.check_equal((result.returncode, result.stderr), (0, warning),
+                  "a provider without a session log is a warning")
+    status, err = h.serve_until_listening(numadir, no_log)
+    h.check_equal(status, 0, "serve with the provider enabled starts and stops cleanly")
+    h.check(warning in err, "serve prints the same warning", repr(err))
+
+    password = write(os.path.join(folder, "repl.pw"), "secret\n")
+    cascade = write(os.path.join(folder, "cascade.toml"), base_config(folder) +  # Lines 1-7.
+                    '[replication.provider]\n'                                  # 8
+                    'enabled = true\n'                                          # 9
+                    '[[replication.consumer]]\n'                                # 10
+                    'rid = 1\n'
+                    'provider = "ldap://127.0.0.1:1"\n'
+                    f'searchbase = "{h.SUFFIX}"\n'
+                    f'binddn = "{h.ROOT_DN}"\n'
+                    f'credentials_file = "{password}"\n')
+    result = run(numadir, "check-config", "-c", cascade)
+    h.check_equal((result.returncode, result.stderr), (0,
+                  f"{cascade}:1: warning: database.server_id: 0 on a server that is both a "
+                  "replication consumer and a provider (a cascade): give it a server id of its "
+                  "own (1..4095), as slapd consumers tell the CSNs of different servers apart "
+                  "by it\n"), "a cascade with server_id 0 is a warning (offline: no provider "
+                  "reached)")
+
+
 def check_database_note(numadir, root):
     folder = os.path.join(root, "nodb")
     os.mkdir(folder)
@@ -323,6 +390,7 @@ def main():
             ("several mistakes", lambda: check_several_mistakes(numadir, root)),
             ("cleartext rootpw", lambda: check_cleartext_rootpw(numadir, root)),
             ("hidden access rule", lambda: check_hidden_rule(numadir, root)),
+            ("provider settings", lambda: check_provider_settings(numadir, root)),
             ("database note", lambda: check_database_note(numadir, root)),
             ("topology default", lambda: check_topology_default(numadir, root)),
         ]

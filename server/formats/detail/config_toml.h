@@ -117,7 +117,9 @@ void parse_access_rules(const toml::node& node, Config& config, Problems& proble
 void parse_sasl(const toml::table& table, Config& config, Problems& problems);
 
 // [replication]: its [[replication.consumer]] tables (config_replication.cc), appended to
-// config.replication_consumers. Relative paths are taken from `base_dir`.
+// config.replication_consumers, and its [replication.provider] table, into
+// config.replication_provider (and database.session_log_entries). Relative paths are taken from
+// `base_dir`. Requires: [database] parsed (its server_id is checked against a cascade).
 void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
                        Config& config, Problems& problems);
 

@@ -110,6 +110,92 @@ TEST_CASE("render_stats: each replication consumer's state and changes per secon
   CHECK(waiting.find("last error: connection refused") != std::string::npos);
 }
 
+TEST_CASE("render_stats: the replication provider and a line per sync search it serves") {
+  // The provider after `changes` changes sent to the persistent consumer.
+  const auto sample_with = [](std::uint64_t changes, double at_s) {
+    MonitorData data;
+    data.operations.auths = 1;
+    replication::ProviderStatus provider;
+    provider.enabled = true;
+    provider.session_log_entries = 10000;
+    provider.context_csn = "20261206220000.000000Z#000000#001#000000";
+    provider.searches_served = 5;
+    provider.refused = 1;
+    provider.fell_behind = 2;
+    replication::ProviderConsumerStatus persist;
+    persist.connection_id = 12;
+    persist.message_id = 2;
+    persist.peer = "192.0.2.7:40001";
+    persist.identity = "cn=replicator,dc=example,dc=com";
+    persist.rid = 1;
+    persist.persist = true;
+    persist.refreshing = false;
+    persist.entries_sent = 10000;
+    persist.changes_sent = changes;
+    persist.queue_depth = 3;
+    persist.queue_capacity = 4096;
+    persist.since = std::chrono::system_clock::time_point(std::chrono::seconds(1796299200));
+    persist.lag_ms = 15;
+    provider.consumers.push_back(persist);
+    replication::ProviderConsumerStatus refresh;  // Anonymous, refreshOnly, refreshing.
+    refresh.connection_id = 13;
+    refresh.message_id = 1;
+    refresh.peer = "PATH=/run/numadir/ldapi";
+    refresh.entries_sent = 700;
+    provider.consumers.push_back(refresh);
+    data.provider = provider;
+    Result<StatsSample> sample = parse_stats_sample(make_monitor_entries(data), at_s);
+    REQUIRE_MESSAGE(sample.ok(), sample.status().to_string());
+    return *sample;
+  };
+  const StatsSample before = sample_with(100, 10);
+  const StatsSample after = sample_with(160, 12);
+  REQUIRE(after.provider.has_value());
+  CHECK(after.provider->enabled);
+  CHECK(after.provider->session_log_entries == 10000);
+  CHECK(after.provider->fell_behind == 2);
+  REQUIRE(after.sync_consumers.size() == 2);
+  CHECK(after.sync_consumers[0].id == "12-2");
+  CHECK(after.sync_consumers[0].identity == "cn=replicator,dc=example,dc=com");
+  CHECK(after.sync_consumers[0].changes_sent == 160);
+  CHECK(after.sync_consumers[1].id == "13-1");
+  CHECK(after.sync_consumers[1].since.empty());
+  CHECK(after.consumers.empty());  // The provider's consumers are not this server's own.
+
+  const std::string view = render_stats(before, after, "ldap://provider");
+  CAPTURE(view);
+  CHECK(view.find("\nReplication provider: enabled   session log 10000   contextCSN "
+                  "20261206220000.000000Z#000000#001#000000\n"
+                  "sync searches 5 (now 2)   refused 1   fell behind 2\n") !=
+        std::string::npos);
+  CHECK(view.find("SYNC      PEER                   MODE/PHASE                 ENTRIES    CHANGES"
+                  "  CHANGES/S  QUEUE         SINCE            LAG MS  IDENTITY\n") !=
+        std::string::npos);
+  // 60 changes in 2 s; 3 of 4096 queued; 15 ms behind.
+  CHECK(view.find("12-2      192.0.2.7:40001        refreshAndPersist/persist    10000        160"
+                  "       30.0  3/4096        20261203120000Z      15  "
+                  "cn=replicator,dc=example,dc=com\n") != std::string::npos);
+  // A peer longer than its column is kept whole.
+  CHECK(view.find("13-1      PATH=/run/numadir/ldapi  refreshOnly/refresh            700          0"
+                  "        0.0  0/0           -                     0  (anonymous)\n") !=
+        std::string::npos);
+  CHECK(view.find("CONSUMER") == std::string::npos);
+
+  SUBCASE("a sync search new since the last reading has no rate yet") {
+    StatsSample earlier = before;
+    earlier.sync_consumers.clear();
+    const std::string fresh = render_stats(earlier, after, "ldap://provider");
+    CHECK(fresh.find("160          -  3/4096") != std::string::npos);
+  }
+  SUBCASE("a server without a provider shows no provider section") {
+    MonitorData data;
+    data.operations.auths = 1;
+    const StatsSample plain = *parse_stats_sample(make_monitor_entries(data), 1);
+    CHECK_FALSE(plain.provider.has_value());
+    CHECK(render_stats(plain, plain, "ldap://h").find("Replication provider") == std::string::npos);
+  }
+}
+
 TEST_CASE("parse_stats_sample: entries without cn=Monitor are refused") {
   std::vector<schema::Entry> entries = monitor_entries(0, 1);
   entries.erase(entries.begin());

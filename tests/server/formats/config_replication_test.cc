@@ -413,6 +413,9 @@ TEST_CASE("Config replication: the config fuzz target's seed with every key pars
   REQUIRE(config->replication_consumers.size() == 2);
   CHECK(config->replication_consumers[0].keepalive.enabled());
   CHECK(config->replication_consumers[1].method == ReplicationBind::kExternal);
+  CHECK(config->replication_provider.enabled);
+  CHECK(config->replication_provider.max_consumers == 8);
+  CHECK(config->database.session_log_entries == 500);
 }
 
 TEST_CASE("Config replication: slapd's interval syntax") {

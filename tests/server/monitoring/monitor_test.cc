@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "schema/schema.h"
 #include "tests/server/operations/operation_handler_test_util.h"
 #include "threadpool/thread_counters.h"
 
@@ -224,6 +225,139 @@ TEST_CASE("make_monitor_entries: an entry per replication consumer under cn=Repl
   CHECK(value_of(entries[5], "numadirReplicationState") == "starting");
 }
 
+// A provider serving two sync searches: a persisting refreshAndPersist one with every field,
+// and an anonymous refreshOnly one in its refresh that sent no cookie yet.
+replication::ProviderStatus fake_provider() {
+  replication::ProviderStatus provider;
+  provider.enabled = true;
+  provider.session_log_entries = 10000;
+  provider.context_csn = "20261206220000.123456Z#000000#001#000000";
+  provider.searches_served = 12;
+  provider.refused = 2;
+  provider.fell_behind = 1;
+  replication::ProviderConsumerStatus persist;
+  persist.connection_id = 41;
+  persist.message_id = 3;
+  persist.peer = "192.0.2.7:40001";
+  persist.identity = "cn=replicator,dc=example,dc=com";
+  persist.rid = 7;
+  persist.persist = true;
+  persist.refreshing = false;
+  persist.base = "dc=example,dc=com";
+  persist.entries_sent = 10002;
+  persist.changes_sent = 345;
+  persist.queue_depth = 6;
+  persist.queue_capacity = 4096;
+  persist.since = std::chrono::system_clock::time_point(std::chrono::seconds(1796299200));
+  persist.last_csn = "20261206215959.923456Z#000000#001#000000";
+  persist.lag_ms = 200;
+  provider.consumers.push_back(persist);
+  replication::ProviderConsumerStatus refresh;
+  refresh.connection_id = 42;
+  refresh.message_id = 1;
+  refresh.peer = "PATH=/run/numadir/ldapi";
+  refresh.base = "ou=people,dc=example,dc=com";
+  refresh.entries_sent = 50;
+  refresh.since = std::chrono::system_clock::time_point(std::chrono::seconds(1796299260));
+  provider.consumers.push_back(refresh);
+  return provider;
+}
+
+TEST_CASE("make_monitor_entries: the provider and each sync search it serves") {
+  MonitorData data;
+  data.provider = fake_provider();
+  const std::vector<schema::Entry> entries = make_monitor_entries(data);
+  // No [[replication.consumer]]: cn=Replication is there for the provider alone.
+  REQUIRE(entries.size() == 7);
+  CHECK(entries[3].dn == "cn=Replication,cn=Monitor");
+  const schema::Entry& provider = entries[4];
+  CHECK(provider.dn == "cn=Provider,cn=Replication,cn=Monitor");
+  REQUIRE(provider.find("objectClass") != nullptr);
+  CHECK(provider.find("objectClass")->values ==
+        std::vector<std::string>{"top", "numadirMonitor", "numadirProviderObject"});
+  CHECK(value_of(provider, "cn") == "Provider");
+  CHECK(value_of(provider, "numadirProviderEnabled") == "TRUE");
+  CHECK(value_of(provider, "numadirSessionLogEntries") == "10000");
+  CHECK(value_of(provider, "numadirContextCSN") == "20261206220000.123456Z#000000#001#000000");
+  CHECK(value_of(provider, "numadirSyncConsumers") == "2");
+  CHECK(value_of(provider, "numadirSyncSearches") == "12");
+  CHECK(value_of(provider, "numadirSyncRefused") == "2");
+  CHECK(value_of(provider, "numadirFellBehind") == "1");
+
+  const schema::Entry& persist = entries[5];
+  CHECK(persist.dn == "cn=Consumer 41-3,cn=Provider,cn=Replication,cn=Monitor");
+  CHECK(persist.find("objectClass")->values ==
+        std::vector<std::string>{"top", "numadirMonitor", "numadirSyncConsumerObject"});
+  CHECK(value_of(persist, "cn") == "Consumer 41-3");
+  CHECK(value_of(persist, "numadirConnectionId") == "41");
+  CHECK(value_of(persist, "numadirMessageId") == "3");
+  CHECK(value_of(persist, "numadirPeer") == "192.0.2.7:40001");
+  CHECK(value_of(persist, "numadirIdentity") == "cn=replicator,dc=example,dc=com");
+  CHECK(value_of(persist, "numadirRid") == "7");
+  CHECK(value_of(persist, "numadirSyncMode") == "refreshAndPersist");
+  CHECK(value_of(persist, "numadirSyncPhase") == "persist");
+  CHECK(value_of(persist, "numadirSearchBase") == "dc=example,dc=com");
+  CHECK(value_of(persist, "numadirEntriesSent") == "10002");
+  CHECK(value_of(persist, "numadirChangesSent") == "345");
+  CHECK(value_of(persist, "numadirSyncQueueDepth") == "6");
+  CHECK(value_of(persist, "numadirSyncQueueCapacity") == "4096");
+  CHECK(value_of(persist, "numadirSince") == "20261203120000Z");
+  CHECK(value_of(persist, "numadirLastCSN") == "20261206215959.923456Z#000000#001#000000");
+  CHECK(value_of(persist, "numadirLagMs") == "200");
+
+  const schema::Entry& refresh = entries[6];
+  CHECK(refresh.dn == "cn=Consumer 42-1,cn=Provider,cn=Replication,cn=Monitor");
+  CHECK(value_of(refresh, "numadirSyncMode") == "refreshOnly");
+  CHECK(value_of(refresh, "numadirSyncPhase") == "refresh");
+  CHECK(value_of(refresh, "numadirPeer") == "PATH=/run/numadir/ldapi");
+  CHECK(value_of(refresh, "numadirSince") == "20261203120100Z");
+  CHECK(value_of(refresh, "numadirLagMs") == "0");
+  // Anonymous, no rid in its cookie, no cookie sent yet: those attributes are left out.
+  CHECK(refresh.find("numadirIdentity") == nullptr);
+  CHECK(refresh.find("numadirRid") == nullptr);
+  CHECK(refresh.find("numadirLastCSN") == nullptr);
+
+  SUBCASE("with consumers of its own too: theirs first, then the provider") {
+    data.consumers.push_back(replication::ConsumerStatus{});
+    data.consumers.back().rid = 3;
+    const std::vector<schema::Entry> both = make_monitor_entries(data);
+    REQUIRE(both.size() == 8);
+    CHECK(both[3].dn == "cn=Replication,cn=Monitor");
+    CHECK(both[4].dn == "cn=Consumer 3,cn=Replication,cn=Monitor");
+    CHECK(both[5].dn == "cn=Provider,cn=Replication,cn=Monitor");
+  }
+  SUBCASE("a provider that is off and serves nothing") {
+    data.provider = replication::ProviderStatus{};
+    const std::vector<schema::Entry> off = make_monitor_entries(data);
+    REQUIRE(off.size() == 5);
+    CHECK(value_of(off[4], "numadirProviderEnabled") == "FALSE");
+    CHECK(value_of(off[4], "numadirSyncConsumers") == "0");
+    CHECK(off[4].find("numadirContextCSN") == nullptr);
+  }
+}
+
+TEST_CASE("monitor.schema: the provider's entries use defined types their classes allow") {
+  Result<schema::Schema> loaded = schema::Schema::load_default();
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  MonitorData data;
+  data.provider = fake_provider();
+  const std::vector<schema::Entry> entries = make_monitor_entries(data);
+  REQUIRE(entries.size() == 7);
+  for (std::size_t i = 4; i < entries.size(); ++i) {
+    const schema::Entry& entry = entries[i];
+    CAPTURE(entry.dn);
+    const std::string& leaf = entry.find("objectClass")->values.back();
+    const schema::ObjectClass* object_class = loaded->object_class(leaf);
+    REQUIRE_MESSAGE(object_class != nullptr, leaf);
+    for (const schema::EntryAttribute& attribute : entry.attributes) {
+      CAPTURE(attribute.description);
+      const schema::AttributeType* type = loaded->attribute_type(attribute.description);
+      REQUIRE(type != nullptr);
+      CHECK(object_class->allows(type));
+    }
+  }
+}
+
 TEST_CASE("thread_cpu_ms: this thread's CPU time is readable and a bad tid is not") {
   CHECK(thread_cpu_ms(threadpool::os_thread_id()).has_value());
   CHECK_FALSE(thread_cpu_ms(0).has_value());
@@ -282,6 +416,7 @@ class MonitorFixture {
   ~MonitorFixture() { monitor_.detach(); }
 
   HandlerFixture& handler() { return fixture_; }
+  Monitor& monitor() { return monitor_; }
   listener::Session& root() { return *root_; }
   std::vector<std::unique_ptr<Response>> search(std::string_view base, SearchScope scope,
                                                 std::string_view filter,
@@ -433,6 +568,44 @@ TEST_CASE("Monitor search: cn=Writer counts the writer's updates and commits") {
         std::vector<std::string>{std::to_string(before.failed + 1)});
   CHECK(values_of(writer, "numadirCommits") ==
         std::vector<std::string>{std::to_string(before.commits + 1)});
+}
+
+TEST_CASE("Monitor search: the attached provider's sync searches by filter until detached") {
+  MonitorFixture fixture;
+  CHECK(entries_of(fixture.search("cn=Replication,cn=Monitor", SearchScope::kBaseObject,
+                                  "(objectClass=*)"))
+            .empty());
+  fixture.monitor().attach_provider([] { return fake_provider(); });
+  auto all = fixture.search("cn=Provider,cn=Replication,cn=Monitor", SearchScope::kWholeSubtree,
+                            "(objectClass=*)");
+  CHECK(dns_of(all) ==
+        std::vector<std::string>{"cn=Provider,cn=Replication,cn=Monitor",
+                                 "cn=Consumer 41-3,cn=Provider,cn=Replication,cn=Monitor",
+                                 "cn=Consumer 42-1,cn=Provider,cn=Replication,cn=Monitor"});
+  SUBCASE("the schema's matching rules: ordering on lag, equality on mode, DN and time") {
+    CHECK(dns_of(fixture.search("cn=Monitor", SearchScope::kWholeSubtree,
+                                "(&(objectClass=numadirSyncConsumerObject)(numadirLagMs>=100))")) ==
+          std::vector<std::string>{"cn=Consumer 41-3,cn=Provider,cn=Replication,cn=Monitor"});
+    CHECK(dns_of(fixture.search("cn=Monitor", SearchScope::kWholeSubtree,
+                                "(numadirSyncMode=REFRESHONLY)")) ==
+          std::vector<std::string>{"cn=Consumer 42-1,cn=Provider,cn=Replication,cn=Monitor"});
+    CHECK(dns_of(fixture.search("cn=Monitor", SearchScope::kWholeSubtree,
+                                "(numadirIdentity=CN=Replicator, DC=example, DC=com)")) ==
+          std::vector<std::string>{"cn=Consumer 41-3,cn=Provider,cn=Replication,cn=Monitor"});
+    CHECK(dns_of(fixture.search("cn=Monitor", SearchScope::kWholeSubtree,
+                                "(numadirSince>=20261203120030Z)")) ==
+          std::vector<std::string>{"cn=Consumer 42-1,cn=Provider,cn=Replication,cn=Monitor"});
+    CHECK(dns_of(fixture.search("cn=Monitor", SearchScope::kWholeSubtree,
+                                "(numadirProviderEnabled=TRUE)")) ==
+          std::vector<std::string>{"cn=Provider,cn=Replication,cn=Monitor"});
+  }
+  SUBCASE("detached") {
+    fixture.monitor().detach_provider();
+    CHECK(entries_of(fixture.search("cn=Replication,cn=Monitor", SearchScope::kWholeSubtree,
+                                    "(objectClass=*)"))
+              .empty());
+    CHECK_FALSE(fixture.monitor().collect(OperationTotals{}).provider.has_value());
+  }
 }
 
 TEST_CASE("Monitor search: writes below cn=Monitor are unwillingToPerform") {

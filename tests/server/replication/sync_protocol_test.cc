@@ -197,5 +197,109 @@ TEST_CASE("Sync protocol: slapd's cookies") {
   }
 }
 
+TEST_CASE("a provider reads the Sync Request a consumer sends") {
+  for (const bool hint : {false, true}) {
+    const std::string value =
+        encode_sync_request(SyncMode::kRefreshAndPersist, "rid=001,csn=x", hint);
+    Result<SyncRequest> request = decode_sync_request(value);
+    REQUIRE(request.ok());
+    CHECK(request->mode == SyncMode::kRefreshAndPersist);
+    REQUIRE(request->cookie.has_value());
+    CHECK(*request->cookie == "rid=001,csn=x");
+    CHECK(request->reload_hint == hint);
+  }
+  Result<SyncRequest> bare =
+      decode_sync_request(encode_sync_request(SyncMode::kRefreshOnly, "", false));
+  REQUIRE(bare.ok());
+  CHECK(bare->mode == SyncMode::kRefreshOnly);
+  CHECK_FALSE(bare->cookie.has_value());
+  // Mode 2 is reserved (RFC 4533 §2.2), 0 is none; a missing mode, trailing bytes, not BER.
+  for (const std::string& bad :
+       {std::string("\x30\x03\x0a\x01\x02", 5), std::string("\x30\x03\x0a\x01\x00", 5),
+        std::string("\x30\x00", 2), std::string("\x30\x03\x0a\x01\x01\x00", 6), std::string("x"),
+        std::string()}) {
+    Result<SyncRequest> request = decode_sync_request(bad);
+    REQUIRE_FALSE(request.ok());
+    CHECK(request.status().code() == StatusCode::kMalformed);
+  }
+}
+
+TEST_CASE("what a provider sends decodes as a consumer reads it") {
+  const SyncUuid uuid = *parse_uuid("3f2504e0-4f89-41d3-9a0c-0305e82c3301");
+  // The decoded values view the encoded bytes: each is kept while its value is read.
+  const std::string state_value = encode_sync_state(SyncStateKind::kDelete, uuid, "c");
+  Result<SyncState> state = decode_sync_state(state_value);
+  REQUIRE(state.ok());
+  CHECK(state->state == SyncStateKind::kDelete);
+  CHECK(state->uuid == uuid);
+  CHECK(state->cookie == std::optional<std::string_view>("c"));
+  Result<SyncState> bare =
+      decode_sync_state(encode_sync_state(SyncStateKind::kAdd, uuid, std::nullopt));
+  REQUIRE(bare.ok());
+  CHECK_FALSE(bare->cookie.has_value());
+
+  const std::string done_value = encode_sync_done("k", true);
+  Result<SyncDone> done = decode_sync_done(done_value);
+  REQUIRE(done.ok());
+  CHECK(done->cookie == std::optional<std::string_view>("k"));
+  CHECK(done->refresh_deletes);
+  Result<SyncDone> presents = decode_sync_done(encode_sync_done(std::nullopt, false));
+  REQUIRE(presents.ok());
+  CHECK_FALSE(presents->refresh_deletes);
+  CHECK_FALSE(presents->cookie.has_value());
+
+  const std::string fresh_value = encode_sync_info_new_cookie("n");
+  Result<SyncInfo> fresh = decode_sync_info(fresh_value);
+  REQUIRE(fresh.ok());
+  CHECK(fresh->kind == SyncInfoKind::kNewCookie);
+  CHECK(fresh->cookie == std::optional<std::string_view>("n"));
+  for (const SyncInfoKind kind : {SyncInfoKind::kRefreshDelete, SyncInfoKind::kRefreshPresent}) {
+    for (const bool finished : {true, false}) {
+      const std::string value = encode_sync_info_refresh(kind, "r", finished);
+      Result<SyncInfo> info = decode_sync_info(value);
+      REQUIRE(info.ok());
+      CHECK(info->kind == kind);
+      CHECK(info->refresh_done == finished);
+      CHECK(info->cookie == std::optional<std::string_view>("r"));
+    }
+  }
+  const std::vector<SyncUuid> uuids = {uuid, SyncUuid{}};
+  Result<SyncInfo> set = decode_sync_info(encode_sync_info_id_set(std::nullopt, true, uuids));
+  REQUIRE(set.ok());
+  CHECK(set->kind == SyncInfoKind::kSyncIdSet);
+  CHECK(set->refresh_deletes);
+  CHECK(set->uuids == uuids);
+}
+
+TEST_CASE("a provider's cookie is slapd's") {
+  const std::string csn = "20261206220000.123456Z#000000#001#000000";
+  CHECK(compose_sync_cookie(1, 1, csn) == "rid=001,sid=001,csn=" + csn);
+  CHECK(compose_sync_cookie(12, 0, csn) == "rid=012,csn=" + csn);  // No sid for server id 0.
+  CHECK(compose_sync_cookie(std::nullopt, 0xabc, csn) == "sid=abc,csn=" + csn);
+  CHECK(compose_sync_cookie(7, 2, "") == "rid=007,sid=002");
+  Result<SyncCookie> back = parse_sync_cookie(compose_sync_cookie(999, 0xfff, csn));
+  REQUIRE(back.ok());
+  CHECK(back->rid == 999);
+  CHECK(back->sid == 0xfff);
+  REQUIRE(back->csns.size() == 1);
+  CHECK(back->csns[0] == csn);
+}
+
+TEST_CASE("CSNs are recognised with their server id and time") {
+  const std::string csn = "20261206220000.123456Z#00002a#00f#000000";
+  CHECK(is_csn(csn));
+  CHECK(csn_server_id(csn) == 15u);
+  // 2026-12-06T22:00:00.123456Z.
+  CHECK(csn_micros(csn) == std::int64_t{1796594400} * 1'000'000 + 123456);
+  for (const char* bad :
+       {"", "20261206220000.123456Z#00002a#00f#00000", "2026120622000x.123456Z#00002a#00f#000000",
+        "20261206220000.123456Z#00002g#00f#000000", "20261206220000,123456Z#00002a#00f#000000"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(is_csn(bad));
+    CHECK_FALSE(csn_server_id(bad).has_value());
+  }
+  CHECK_FALSE(csn_micros("20261306220000.123456Z#00002a#00f#000000").has_value());  // Month 13.
+}
+
 }  // namespace
 }  // namespace numadir::server::replication
