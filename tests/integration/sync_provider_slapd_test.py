@@ -804,7 +804,7 @@ def uuid_bytes(entry_uuid: bytes) -> bytes:
     return bytes.fromhex(entry_uuid.decode().replace("-", ""))
 
 
-def still_serves(p, what: str, deadline_s: float = 5):
+def still_serves(p, what: str, deadline_s: float = 10):
     """A bind as a user, a search and a write on the provider, each within `deadline_s`."""
     import ldap
     started = time.monotonic()
@@ -995,8 +995,11 @@ def consumers_that_do_not_read(p, state):
     print(f"  {p.name}: slowest write {slowest_write * 1000:.0f} ms, slowest bind "
           f"{slowest_bind * 1000:.0f} ms, anonymous memory {baseline // 1024} MiB -> peak "
           f"{peak // 1024} MiB (+{grown_mib:.1f} MiB)", flush=True)
-    check(slowest_write < 2 and slowest_bind < 2,
-          "writes and binds go on while two consumers do not read (each under 2 s)")
+    # A provider that waited for its consumers would stop here for good; 5 s is for a machine
+    # loaded by other tests (each takes a few ms alone).
+    check(slowest_write < 5 and slowest_bind < 5,
+          "writes and binds go on while two consumers do not read (each under 5 s)",
+          f"slowest write {slowest_write:.2f} s, bind {slowest_bind:.2f} s")
     if p.name == "numadir":
         # The bound: queue_changes (64) changes of ~65 KiB per consumer plus the connection's
         # output bound (max_output_bytes, 1 MiB) is ~5 MiB per consumer; 24 MiB for two leaves
