@@ -16,7 +16,10 @@ not older than the provider's newest entryCSN. Every wait is a poll with a deadl
 1. 10,000 users: the initial refresh; then an add, each modify kind (add values, delete values,
    delete an attribute, replace, increment), a delete, ModifyDN with deleteoldrdn true and
    false, with newSuperior, a subtree move and a Password Modify (ldappasswd), each followed by
-   the full comparison; the new password binds on the consumer.
+   the full comparison; the new password binds on the consumer; a write on the consumer gets a
+   referral to the provider (updateref). Then a consumer bound as a replication identity that
+   is not the rootdn (cn=replicator: read on everything by access rules, no size limit):
+   the same copy, userPassword included; a sync search by a user lacks others' userPassword.
 2. The consumer stopped while the provider takes adds, modifies, renames and deletes, then
    started again: it converges, the deleted entries gone; once with a session log that covers
    the gap and once with one smaller than the gap. A refreshOnly search with the consumer's own
@@ -57,7 +60,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (CheckFailed, NumadirServer, check, check_equal, fail,  # noqa: E402
-                             run_checks, sanitized, wait_for, ber, ber_int, ber_children, ber_read_tlv)
+                             run_checks, sanitized, ssha, wait_for, ber, ber_int, ber_children, ber_read_tlv)
 import slapd_harness  # noqa: E402
 
 SUFFIX = "dc=example,dc=com"
@@ -157,13 +160,15 @@ class SlapdProvider(FixedPortSlapd):
     written, only a host crash would)."""
     name = "slapd"
 
-    def __init__(self, ldif_path: str, sessionlog: int, queue_changes: int):
+    def __init__(self, ldif_path: str, sessionlog: int, queue_changes: int,
+                 replicator: bool = False):
         del queue_changes  # syncprov has no such bound.
         conf = "overlay syncprov\nsyncprov-checkpoint 100 1\n"
         if sessionlog:
             conf += f"syncprov-sessionlog {sessionlog}\n"
         super().__init__(ldif_path, slapd_harness.free_port(), indexes=SLAPD_PROVIDER_INDEXES,
                          extra_conf="moduleload syncprov\n",
+                         access=SLAPD_REPLICATOR_ACCESS if replicator else "",
                          database_conf="dbnosync\n" + conf)
 
     def restart(self):
@@ -175,16 +180,19 @@ class NumadirProvider(NumadirServer):
     name = "numadir"
 
     def __init__(self, numadir: str, gen: str, users: int, sessionlog: int,
-                 queue_changes: int):
+                 queue_changes: int, replicator: bool = False):
         port = slapd_harness.free_port()
         # numadir import loads gen_users.py's output for `users`: the LDIF slapadd loads for
         # the slapd provider (the same seed, so the same entries and passwords).
         super().__init__(numadir, gen, users=users, listen=(f"ldap://127.0.0.1:{port}",),
+                         extra_ldif=REPLICATOR_LDIF if replicator else "",
+                         size_limit=0 if replicator else 500,
                          extra_database_toml=f"server_id = {NUMADIR_SERVER_ID}", extra_toml=f"""
 [replication.provider]
 enabled = true
 sessionlog = {sessionlog}
 queue_changes = {queue_changes}
+{NUMADIR_REPLICATOR_ACCESS if replicator else ""}
 """)
 
     def _start(self):
@@ -221,14 +229,15 @@ queue_changes = {queue_changes}
 class SlapdConsumer(FixedPortSlapd):
     """slapd with its own empty back-mdb database and a syncrepl line naming `provider_url`."""
 
-    def __init__(self, work: str, provider_url: str, kind: str = "refreshAndPersist"):
+    def __init__(self, work: str, provider_url: str, kind: str = "refreshAndPersist",
+                 binddn: str = ROOT_DN, credentials: str = ROOT_PW):
         empty = os.path.join(work, "empty.ldif")
         open(empty, "w").close()
         interval = " interval=00:00:00:01" if kind == "refreshOnly" else ""
         syncrepl = (f'syncrepl rid=001 provider={provider_url} type={kind}{interval} '
                     f'searchbase="{SUFFIX}" scope=sub attrs="*,+" bindmethod=simple '
-                    f'binddn="{ROOT_DN}" credentials={ROOT_PW} retry="1 +" timeout=1 '
-                    f'network-timeout=1\n')
+                    f'binddn="{binddn}" credentials={credentials} retry="1 +" timeout=1 '
+                    f'network-timeout=1\nupdateref {provider_url}\n')
         # pw-sha2: numadir hashes new passwords with {SSHA512} by default
         # (passwords.default_scheme), which slapd checks only with this module.
         super().__init__(empty, slapd_harness.free_port(),
@@ -238,6 +247,34 @@ class SlapdConsumer(FixedPortSlapd):
 
     def stop_now(self):
         self.stop()
+
+
+# A replication identity that is not the rootdn, and what it needs on each provider: read on
+# every entry and attribute (userPassword and the operational ones included) and no size limit
+# on its searches. numadir has no limits per identity: [limits] size_limit = 0 (slapd: a limits
+# line for the replicator).
+REPLICATOR = f"cn=replicator,{SUFFIX}"
+REPLICATOR_PW = "replicate-me"
+REPLICATOR_LDIF = f"""dn: {REPLICATOR}
+objectClass: organizationalRole
+objectClass: simpleSecurityObject
+cn: replicator
+userPassword: {ssha(REPLICATOR_PW)}
+"""
+SLAPD_REPLICATOR_ACCESS = f"""limits dn.exact="{REPLICATOR}" size=unlimited time=unlimited
+access to attrs=userPassword by dn.exact="{REPLICATOR}" read by self write by anonymous auth
+  by * none
+access to * by dn.exact="{REPLICATOR}" read by users read by * none
+"""
+NUMADIR_REPLICATOR_ACCESS = f"""
+[[access]]
+attrs = ["userPassword"]
+by = [{{ dn = "{REPLICATOR}", access = "read" }}, {{ who = "self", access = "write" }},
+      {{ who = "anonymous", access = "auth" }}]
+
+[[access]]
+by = [{{ dn = "{REPLICATOR}", access = "read" }}, {{ who = "users", access = "read" }}]
+"""
 
 
 # -- reading and comparing -----------------------------------------------------------------------
@@ -350,14 +387,20 @@ class Context:
         self.args = args
         self.work = tempfile.mkdtemp(prefix="sync-provider-slapd-")
 
-    def provider(self, users: int, sessionlog: int = 10000, queue_changes: int = 4096):
+    def provider(self, users: int, sessionlog: int = 10000, queue_changes: int = 4096,
+                 replicator: bool = False):
+        """`replicator`: the directory has REPLICATOR, and access rules (and limits) that let it
+        read everything, users read all but userPassword."""
         if self.args.provider == "slapd":
-            ldif = os.path.join(self.work, f"users-{users}.ldif")
+            ldif = os.path.join(self.work, f"users-{users}{'-r' if replicator else ''}.ldif")
             if not os.path.exists(ldif):
                 generate(self.args.gen, users, ldif)
-            return SlapdProvider(ldif, sessionlog, queue_changes)
+                if replicator:
+                    with open(ldif, "a") as stream:
+                        stream.write("\n" + REPLICATOR_LDIF)
+            return SlapdProvider(ldif, sessionlog, queue_changes, replicator)
         return NumadirProvider(self.args.numadir, self.args.gen, users, sessionlog,
-                               queue_changes)
+                               queue_changes, replicator)
 
     def consumer(self, p, **options):
         return SlapdConsumer(self.work, p.url, **options)
@@ -457,6 +500,39 @@ delete: givenName
         stored = dump(s.url)[f"uid=user6,{PEOPLE}".lower()]["userpassword"]
         check(whoami.returncode == 0, "the password set on the provider binds on the consumer",
               f"{whoami.stderr.strip()}; stored {[v[:10] for v in stored]}...")
+        # A write on the consumer is referred to the provider (its updateref line).
+        refused = subprocess.run(["ldapmodify", "-x", "-H", s.url, "-D", ROOT_DN, "-w",
+                                  ROOT_PW], input=f"dn: uid=user7,{PEOPLE}\nchangetype: modify"
+                                 "\nreplace: sn\nsn: Local\n", capture_output=True, text=True,
+                                 timeout=30, env=dict(os.environ, LDAPNOINIT="1"))
+        check(refused.returncode == 10 and p.url in refused.stdout + refused.stderr,
+              "a write on the consumer gets a referral to the provider",
+              f"rc {refused.returncode}: {refused.stdout} {refused.stderr}")
+
+
+def check_replication_identity(c: Context):
+    """A slapd consumer bound as REPLICATOR (not the rootdn), with the access rules and limits
+    it needs: the consumer equals the provider, userPassword included; a sync search by a user,
+    whom the rules let read all but others' userPassword, gets entries without it."""
+    import ldap
+    import ldap.syncrepl
+    with c.provider(USERS, replicator=True) as p, \
+            c.consumer(p, binddn=REPLICATOR, credentials=REPLICATOR_PW) as s:
+        entries = converged(p, s, f"a consumer bound as {REPLICATOR}")
+        with_password = sum(1 for e in entries.values() if "userpassword" in e)
+        check(with_password > USERS, "the consumer's copy has the users' userPassword",
+              f"{with_password} entries with one")
+        user = ldap.initialize(p.url)
+        user.simple_bind_s(f"uid=user7,{PEOPLE}", "password7")
+        found = user.search_ext_s(PEOPLE, ldap.SCOPE_SUBTREE, "(uid=user1*)", ["*", "+"],
+                                  serverctrls=[ldap.syncrepl.SyncRequestControl(
+                                      criticality=True, mode="refreshOnly")])
+        user.unbind_s()
+        found = [(dn, {k.lower(): v for k, v in a.items()}) for dn, a in found if dn]
+        leaked = [dn for dn, a in found if "userpassword" in a]
+        check(len(found) == 111 and not leaked and all("entryuuid" in a for _, a in found),
+              "a sync search by a user: the entries it may read, without others' userPassword",
+              f"{len(found)} entries, {len(leaked)} with userPassword")
 
 
 def writes_while_away(url: str, deletes: range) -> set:
@@ -1076,6 +1152,8 @@ def main() -> int:
     steps = [
         ("1. initial refresh of 10,000 users, then each kind of change",
          lambda: check_initial_refresh_and_each_change(c)),
+        ("1. a replication identity that is not the rootdn",
+         lambda: check_replication_identity(c)),
         ("2. the consumer down while the provider takes writes", lambda: check_consumer_down(c)),
         ("2. a refreshOnly consumer", lambda: check_refresh_only(c)),
         ("3. kill -9 of the provider mid-stream", lambda: check_kill_provider_mid_stream(c)),
