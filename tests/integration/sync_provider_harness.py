@@ -116,13 +116,14 @@ class SlapdProvider(FixedPortSlapd):
     name = "slapd"
 
     def __init__(self, ldif_path: str, sessionlog: int, queue_changes: int,
-                 replicator: bool = False):
+                 replicator: bool = False, write_timeout_s: int = 0):
+        """`write_timeout_s`: slapd's writetimeout (0: none, its default)."""
         del queue_changes  # syncprov has no such bound.
         conf = "overlay syncprov\nsyncprov-checkpoint 100 1\n"
         if sessionlog:
             conf += f"syncprov-sessionlog {sessionlog}\n"
         super().__init__(ldif_path, slapd_harness.free_port(), indexes=SLAPD_PROVIDER_INDEXES,
-                         extra_conf="moduleload syncprov\n",
+                         extra_conf=f"writetimeout {write_timeout_s}\nmoduleload syncprov\n",
                          access=SLAPD_REPLICATOR_ACCESS if replicator else "",
                          database_conf="dbnosync\n" + conf)
 
@@ -135,13 +136,15 @@ class NumadirProvider(NumadirServer):
     name = "numadir"
 
     def __init__(self, numadir: str, gen: str, users: int, sessionlog: int,
-                 queue_changes: int, replicator: bool = False):
+                 queue_changes: int, replicator: bool = False, write_timeout_s: int = 60):
+        """`write_timeout_s`: limits.write_timeout (60 s, numadir's default)."""
         port = slapd_harness.free_port()
         # numadir import loads gen_users.py's output for `users`: the LDIF slapadd loads for
         # the slapd provider (the same seed, so the same entries and passwords).
         super().__init__(numadir, gen, users=users, listen=(f"ldap://127.0.0.1:{port}",),
                          extra_ldif=REPLICATOR_LDIF if replicator else "",
                          size_limit=0 if replicator else 500,
+                         extra_limits_toml=f"write_timeout = {write_timeout_s}",
                          extra_database_toml=f"server_id = {NUMADIR_SERVER_ID}", extra_toml=f"""
 [replication.provider]
 enabled = true

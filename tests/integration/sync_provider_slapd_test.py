@@ -35,9 +35,12 @@ not older than the provider's newest entryCSN. Every wait is a poll with a deadl
    that does not parse, a cookie with an unknown rid, a CSN from the future, a consumer that
    disconnects mid-refresh, consumers that never read while writes go on (binds and writes
    timed; numadir's anonymous memory bounded, which slapd's is not: there it is shown; numadir
-   ends the consumer that fell behind its queue with busy, and its cookie resumes it). After
-   each the provider still serves.
-   The answers expected are slapd 2.5.13's (syncprov.c), written next to each check.
+   ends the consumer that fell behind its queue with busy, and its cookie resumes it; with
+   limits.write_timeout = 2 it closes a consumer that never reads, seen from /proc/net/tcp,
+   which slapd's writetimeout does not). After each the provider still serves.
+   The answers expected are slapd 2.5.13's (syncprov.c), written next to each check; where
+   numadir's docs/replication.md answers otherwise (a cookie that does not parse: protocolError,
+   where slapd ignores it) each provider's own answer is checked.
    A consumer that disconnects mid-refresh runs in step 1, where the refresh (10,000 users) is
    larger than a socket can buffer.
 
@@ -79,9 +82,12 @@ class Context:
         self.work = tempfile.mkdtemp(prefix="sync-provider-slapd-")
 
     def provider(self, users: int, sessionlog: int = 10000, queue_changes: int = 4096,
-                 replicator: bool = False):
+                 replicator: bool = False, write_timeout_s: int = 0):
         """`replicator`: the directory has REPLICATOR, and access rules (and limits) that let it
-        read everything, users read all but userPassword."""
+        read everything, users read all but userPassword. `write_timeout_s`: how long a client
+        may read nothing before the provider closes its connection (0: each server's default:
+        none for slapd, 60 s for numadir)."""
+        options = {"write_timeout_s": write_timeout_s} if write_timeout_s else {}
         if self.args.provider == "slapd":
             ldif = os.path.join(self.work, f"users-{users}{'-r' if replicator else ''}.ldif")
             if not os.path.exists(ldif):
@@ -89,9 +95,9 @@ class Context:
                 if replicator:
                     with open(ldif, "a") as stream:
                         stream.write("\n" + REPLICATOR_LDIF)
-            return SlapdProvider(ldif, sessionlog, queue_changes, replicator)
+            return SlapdProvider(ldif, sessionlog, queue_changes, replicator, **options)
         return NumadirProvider(self.args.numadir, self.args.gen, users, sessionlog,
-                               queue_changes, replicator)
+                               queue_changes, replicator, **options)
 
     def consumer(self, p, **options):
         return SlapdConsumer(self.work, p.url, **options)
@@ -451,12 +457,18 @@ def bad_control_values(p, state):
 
 def cookie_that_does_not_parse(p, state):
     # slapd ignores a cookie it cannot parse ("If parse fails, pretend no cookie was sent",
-    # syncprov_parseCtrl) and serves a full refresh, success.
+    # syncprov_parseCtrl) and serves a full refresh, success. numadir refuses it with
+    # protocolError (2), as docs/replication.md says: each provider's own answer is checked.
     outcome = run_sync_search(p.port, sync_request_value(REFRESH_ONLY, b"not a cookie"))
-    check(outcome.code == 0 and outcome.entries == state["total"],
-          "a cookie that does not parse: a full refresh, success",
-          f"result {outcome.code} {outcome.text!r}, {outcome.entries} of {state['total']} "
-          "entries")
+    if p.name == "slapd":
+        check(outcome.code == 0 and outcome.entries == state["total"],
+              "a cookie that does not parse: a full refresh, success",
+              f"result {outcome.code} {outcome.text!r}, {outcome.entries} of {state['total']} "
+              "entries")
+    else:
+        check(outcome.code == 2 and outcome.entries == 0 and "cookie" in outcome.text,
+              "a cookie that does not parse: protocolError naming the cookie, no entries",
+              f"result {outcome.code} {outcome.text!r}, {outcome.entries} entries")
     still_serves(p, "a cookie that does not parse")
 
 
@@ -551,16 +563,18 @@ def consumers_that_do_not_read(p, state):
           "writes and binds go on while two consumers do not read (each under 5 s)",
           f"slowest write {slowest_write:.2f} s, bind {slowest_bind:.2f} s")
     if p.name == "numadir":
-        # The bound: queue_changes (64) changes of ~65 KiB per consumer plus the connection's
-        # output bound (max_output_bytes, 1 MiB) is ~5 MiB per consumer; 24 MiB for two leaves
-        # room for the allocator. slapd's syncprov queues without a bound (+75 MiB here): for
-        # slapd the figure is printed, not asserted.
+        # The bound (docs/replication.md): per consumer, queue_changes (64) change records of
+        # ~300 bytes (the entry is read when sent) plus the connection's output bound
+        # (limits.max_output_bytes, 1 MiB) plus the entry being encoded (65 KiB): ~1.1 MiB;
+        # 12 MiB for the two leaves room for the allocator. Queueing the changed entries would
+        # be 77 MiB: slapd's syncprov does (+75 MiB here), so for slapd the figure is printed,
+        # not asserted.
         # (Under ASan the allocator's quarantine keeps what is freed, up to 256 MiB: there the
         # figure says nothing of the queues, and is only printed.)
         if sanitized(p.numadir):
             print(f"  a sanitized build: +{grown_mib:.1f} MiB, not checked", flush=True)
         else:
-            check(grown_mib < 24, "the provider's anonymous memory grew by less than 24 MiB "
+            check(grown_mib < 12, "the provider's anonymous memory grew by less than 12 MiB "
                                   "with two consumers not reading 600 changes of 64 KiB",
                   f"+{grown_mib:.1f} MiB")
         # The lagging consumer fell behind its queue: numadir ends its search with busy (51),
@@ -587,6 +601,62 @@ def consumers_that_do_not_read(p, state):
     stuck.close()
     lagging.close()
     still_serves(p, "two consumers that did not read")
+
+
+def provider_side_state(provider_port: int, client_port: int) -> str:
+    """The TCP state of the provider's end of the connection from `client_port`, from
+    /proc/net/tcp ("01" ESTABLISHED, "04" FIN_WAIT1: closed by the provider with output still
+    unsent, which a client that does not read never sees; "" gone)."""
+    with open("/proc/net/tcp") as stream:
+        for line in stream.readlines()[1:]:
+            fields = line.split()
+            local, remote, state = fields[1], fields[2], fields[3]
+            if int(local.split(":")[1], 16) == provider_port and \
+                    int(remote.split(":")[1], 16) == client_port:
+                return state
+    return ""
+
+
+def check_never_reads_closed(c: Context):
+    """A consumer that never reads, with a write timeout of 2 s on the provider (numadir's
+    limits.write_timeout, slapd's writetimeout): once its output is blocked that long numadir
+    closes its connection (docs/replication.md), while writes go on."""
+    import ldap
+    with c.provider(USERS, write_timeout_s=2) as p:
+        stuck = RawClient(p.port, receive_buffer=4096)
+        check_equal(stuck.bind(), 0, "raw bind (the consumer that never reads)")
+        stuck.sync_search(control(SYNC_REQUEST, True, sync_request_value(REFRESH_AND_PERSIST)))
+        conn = connect(p.url)
+        big = b"y" * 65536
+        started = time.monotonic()
+        n = 0
+
+        def closed():
+            nonlocal n
+            # Changes keep coming, so the consumer's output stays blocked.
+            conn.modify_s(f"uid=user{20 + n % 50},{PEOPLE}",
+                          [(ldap.MOD_REPLACE, "description", [big + str(n).encode()])])
+            n += 1
+            return provider_side_state(p.port, client_port) != "01"
+        client_port = stuck.sock.getsockname()[1]
+        check(provider_side_state(p.port, client_port) == "01",
+              "the provider's end of the consumer's connection is established")
+        if p.name == "slapd":
+            # slapd 2.5.13 keeps it open: its writetimeout does not reach syncprov's responses,
+            # which it queues in memory (step 6's +75 MiB). Shown, not asserted.
+            wait_for(closed, timeout=5, interval=0.01)
+            state = provider_side_state(p.port, client_port)
+            print(f"  slapd: its end of the connection is {state!r} after "
+                  f"{time.monotonic() - started:.1f} s and {n} writes", flush=True)
+        else:
+            check(wait_for(closed, timeout=30, interval=0.01),
+                  "the provider closes the connection of a consumer that never reads",
+                  f"its end still {provider_side_state(p.port, client_port)!r} after {n} writes")
+            print(f"  closed after {time.monotonic() - started:.1f} s and {n} writes of 64 KiB",
+                  flush=True)
+        conn.unbind_s()
+        stuck.close()
+        still_serves(p, "a consumer closed for not reading")
 
 
 def check_bad_input(c: Context):
@@ -632,6 +702,8 @@ def main() -> int:
         ("2. a refreshOnly consumer", lambda: check_refresh_only(c)),
         ("3. kill -9 of the provider mid-stream", lambda: check_kill_provider_mid_stream(c)),
         ("6. bad input", lambda: check_bad_input(c)),
+        ("6. a consumer that never reads is closed after the write timeout",
+         lambda: check_never_reads_closed(c)),
     ]
     steps = [s for s in steps if args.only in s[0]]
     started = time.monotonic()
