@@ -234,6 +234,11 @@ Status Directory::lookup_normalized(ReadTxn& txn, std::string_view ndn,
   return detail::run_lookup_normalized(*impl_, *txn.state_, ndn, on_entry);
 }
 
+Status Directory::lookup_id(ReadTxn& txn, std::uint64_t id,
+                            const std::function<void(const EntryRef&)>& on_entry) const {
+  return detail::run_lookup_id(*impl_, *txn.state_, id, on_entry);
+}
+
 Status Directory::search(ReadTxn& txn, const SearchSpec& spec,
                          const std::function<bool(const EntryRef&)>& on_entry) const {
   return detail::run_search(*impl_, *txn.state_, spec, on_entry);

@@ -240,6 +240,11 @@ class Directory {
   // Errors: kNoSuchObject (message = the matched DN); kStorage.
   Status lookup_normalized(ReadTxn& txn, std::string_view ndn,
                            const std::function<void(const EntryRef&)>& on_entry) const;
+  // As lookup, for the entry with id `id` (ChangeRecord::entry_id): a change's entry wherever it
+  // is now, however it was renamed since. Errors: kNoSuchObject (empty message) when no entry
+  // has that id (deleted since); kStorage.
+  Status lookup_id(ReadTxn& txn, std::uint64_t id,
+                   const std::function<void(const EntryRef&)>& on_entry) const;
   // Streams the entries in scope that match the filter to `on_entry`, which returns false to
   // stop. Errors: kNoSuchObject (message = the matched DN, the longest existing ancestor) when
   //   the base does not exist; kSizeLimitExceeded / kTimeLimitExceeded after streaming what the

@@ -367,6 +367,22 @@ Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view 
   return Status();
 }
 
+Status run_lookup_id(const DirectoryCore& core, ReadState& state, EntryId id,
+                     const std::function<void(const EntryRef&)>& on_entry) {
+  ReadScope scope(core, state);
+  NUMADIR_RETURN_IF_ERROR(scope.status());
+  EntryView view;
+  Result<bool> found = read_entry(core, state.txn, id, &view);
+  if (!found.ok()) {
+    return found.status();
+  }
+  if (!*found) {
+    return Status(StatusCode::kNoSuchObject, "");
+  }
+  on_entry(StoredEntryRef(core, state.cursors, id, view));
+  return Status();
+}
+
 Status run_lookup_normalized(const DirectoryCore& core, ReadState& state, std::string_view ndn,
                              const std::function<void(const EntryRef&)>& on_entry) {
   ReadScope scope(core, state);

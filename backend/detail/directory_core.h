@@ -209,6 +209,8 @@ Status run_search(const DirectoryCore& core, ReadState& state, const SearchSpec&
 Result<schema::Entry> run_get(const DirectoryCore& core, ReadState& state, std::string_view dn);
 Status run_lookup(const DirectoryCore& core, ReadState& state, std::string_view dn,
                   const std::function<void(const EntryRef&)>& on_entry);
+Status run_lookup_id(const DirectoryCore& core, ReadState& state, EntryId id,
+                     const std::function<void(const EntryRef&)>& on_entry);
 Status run_lookup_normalized(const DirectoryCore& core, ReadState& state, std::string_view ndn,
                              const std::function<void(const EntryRef&)>& on_entry);
 

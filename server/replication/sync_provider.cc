@@ -399,22 +399,37 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
                         in_scope(old_ndn, base_ndn_, request_.search_request.scope);
     bool sent = false;
     if (record.kind != backend::ChangeKind::kDelete) {
+      // The entry goes out under its DN as of the change, for the consumer applies the changes in
+      // order (an entry added under a parent renamed since is added where the parent still is
+      // on the consumer, then moved with it), with its content of now, found by its id.
       const std::string& dn =
           record.kind == backend::ChangeKind::kRename ? record.new_dn : record.dn;
       std::string ndn;
       const bool is_in = context_.normalize_dn_into(dn, ndn, state.dn).ok() &&
                          in_scope(ndn, base_ndn_, request_.search_request.scope);
+      std::string current_dn;
       if (is_in) {
+        const Status found = context_.directory().lookup_id(
+            state.txn(), record.entry_id,
+            [&](const backend::EntryRef& entry) { current_dn.assign(entry.dn()); });
+        if (found.code() == StatusCode::kNoSuchObject) {
+          note_change(record.csn, false);
+          return true;  // Deleted since: its delete follows in the queue.
+        }
+      }
+      if (is_in && !current_dn.empty()) {
         const OperationAccess access(context_, state, who_);
         PagedRequest unpaged;
         SearchPage page(unpaged, session_);
         change_state_ =
             record.kind == backend::ChangeKind::kAdd ? SyncStateKind::kAdd : SyncStateKind::kModify;
         change_cookie_ = &cookie;
+        change_dn_ = &dn;
         std::optional<SearchEntrySender> entries;
-        (void)search(state, sender, access, state.txn(), dn, backend::Scope::kBase, 0, std::nullopt,
-                     page, entries);
+        (void)search(state, sender, access, state.txn(), current_dn, backend::Scope::kBase, 0,
+                     std::nullopt, page, entries);
         change_cookie_ = nullptr;
+        change_dn_ = nullptr;
         if (entries->paused()) {
           return false;
         }
@@ -492,6 +507,9 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
   }
 
   void decorate(LdapMessage& response) override {
+    if (change_dn_ != nullptr) {
+      response.search_entry.object_name = *change_dn_;
+    }
     response.search_entry.attributes.erase_if([this](std::string_view type) {
       const schema::AttributeType* found = context_.attribute_type(type);
       return found != nullptr &&
@@ -528,7 +546,8 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
   std::unique_ptr<backend::ReadTxn> txn_;  // Pinned by a paused refresh.
   ResultSender* sender_ = nullptr;         // The refresh's, while it runs.
   SyncStateKind change_state_ = SyncStateKind::kAdd;
-  const std::string* change_cookie_ = nullptr;  // Set while one change is sent.
+  const std::string* change_cookie_ = nullptr;  // Set while one change is sent,
+  const std::string* change_dn_ = nullptr;      // with the DN it goes out under.
   Pending pending_;
   std::string state_value_;
   std::vector<std::vector<std::string_view>> values_ =
@@ -656,10 +675,11 @@ void SyncProvider::run(const OperationContext& context, const LdapMessage& reque
     sender.send_status(refresh_csn.status());
     return;
   }
-  // A cookie without a CSN of this directory's (a consumer of another provider, or one that
-  // has nothing yet): every entry is sent, as a present phase, so that the consumer removes
-  // what this directory does not hold.
-  Phase phase = sync->cookie.has_value() && !sync->cookie->empty() ? Phase::kPresent : Phase::kFull;
+  // A cookie with CSNs but none of this directory's server id (a consumer of another provider):
+  // every entry is sent, as a present phase (slapd's too), so that the consumer removes what
+  // this directory does not hold. A cookie without CSNs (a consumer's first sync, "rid=001") is a
+  // full refresh, with nothing to remove: no present phase to process.
+  Phase phase = cookie_csns.empty() ? Phase::kFull : Phase::kPresent;
   std::vector<std::string> deleted;
   if (cookie_csn.has_value()) {
     if (*cookie_csn == *refresh_csn) {

@@ -410,5 +410,30 @@ TEST_CASE("Directory: a DN too long for the dn2id key is refused cleanly") {
   require_ok(directory->verify_indexes());
 }
 
+TEST_CASE("Directory: lookup_id finds a change's entry wherever it was moved since") {
+  TempDir dir;
+  auto directory = open_directory(test_options(dir.path()));
+  add_base_tree(*directory);
+  std::vector<std::uint64_t> ids;
+  {
+    auto subscription = directory->subscribe_changes(
+        [&ids](const ChangeRecord& record) { ids.push_back(record.entry_id); });
+    require_ok(directory->add(ou_entry("ou=leaf," + kPeople, "leaf"), {}));
+  }
+  REQUIRE(ids.size() == 1);
+  require_ok(directory->add(ou_entry("ou=other," + kPeople, "other"), {}));
+  require_ok(directory->rename("ou=leaf," + kPeople, "ou=moved", true, "ou=other," + kPeople, {}));
+  auto txn = directory->begin_read();
+  std::string found;
+  require_ok(directory->lookup_id(*txn, ids[0],
+                                  [&found](const EntryRef& entry) { found.assign(entry.dn()); }));
+  CHECK(found == "ou=moved,ou=other," + kPeople);
+  require_ok(directory->remove("ou=moved,ou=other," + kPeople, {}));
+  bool called = false;
+  CHECK(directory->lookup_id(*txn, ids[0], [&called](const EntryRef&) { called = true; }) ==
+        Status(StatusCode::kNoSuchObject, ""));
+  CHECK_FALSE(called);
+}
+
 }  // namespace
 }  // namespace numadir::backend
