@@ -251,10 +251,13 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
     Status status;
     std::optional<SearchEntrySender> entries;
     if (phase_ != Phase::kUnchanged) {
-      const SearchLimits limits =
-          search_limits(context_.options(), who_, request_.search_request, false);
+      // The consumer's own size limit only: numadir's limits are per identity class, not per
+      // identity, and a replication identity must get every entry it may read (slapd's sites
+      // give theirs `limits ... size=unlimited`). Access control decides what is replicated.
+      const std::uint64_t size_limit =
+          static_cast<std::uint64_t>(std::max(request_.search_request.size_limit, 0));
       status = search(state, sender, access, txn, request_.search_request.base_object,
-                      backend_scope(request_.search_request.scope), limits.size, progress_, page,
+                      backend_scope(request_.search_request.scope), size_limit, progress_, page,
                       entries);
     }
     if (entries.has_value() && entries->paused()) {
