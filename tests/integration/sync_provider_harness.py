@@ -143,7 +143,8 @@ class NumadirProvider(NumadirServer):
         # the slapd provider (the same seed, so the same entries and passwords).
         super().__init__(numadir, gen, users=users, listen=(f"ldap://127.0.0.1:{port}",),
                          extra_ldif=REPLICATOR_LDIF if replicator else "",
-                         size_limit=0 if replicator else 500,
+                         # The server's size limit stays: a sync search is not bound by it.
+                         size_limit=500,
                          extra_limits_toml=f"write_timeout = {write_timeout_s}",
                          extra_database_toml=f"server_id = {NUMADIR_SERVER_ID}", extra_toml=f"""
 [replication.provider]
@@ -209,8 +210,8 @@ class SlapdConsumer(FixedPortSlapd):
 
 # A replication identity that is not the rootdn, and what it needs on each provider: read on
 # every entry and attribute (userPassword and the operational ones included) and no size limit
-# on its searches. numadir has no limits per identity: [limits] size_limit = 0 (slapd: a limits
-# line for the replicator).
+# on its searches. numadir's sync searches take only the consumer's own size limit (slapd: a
+# limits line for the replicator).
 REPLICATOR = f"cn=replicator,{SUFFIX}"
 REPLICATOR_PW = "replicate-me"
 REPLICATOR_LDIF = f"""dn: {REPLICATOR}
