@@ -620,6 +620,21 @@ TEST_CASE("SessionLog: keeps its bound and covers only from the greatest CSN it 
   }
 }
 
+TEST_CASE("SessionLog: a larger log trims a few records at a time and never holds more") {
+  Harness h(/*session_log_entries=*/32);  // Trimmed by 2 beyond the one it must.
+  add_base_tree(*h.directory);
+  for (int i = 1; i <= 97; ++i) {
+    require_ok(h.directory->add(user(i), {}));
+    const std::size_t n = h.records.size();
+    // Holding K records covers the CSN of the (K+1)th newest change, and no older one: at most
+    // 32 kept, the 34th newest is not covered; at least 30, the 31st is.
+    if (n >= 34) {
+      CHECK_FALSE(h.since(h.records[n - 34].csn).covered);
+    }
+    CHECK(h.since(h.records[n >= 31 ? n - 31 : 0].csn).covered);
+  }
+}
+
 TEST_CASE("SessionLog: turned on over a database it covers only from then") {
   Harness h(/*session_log_entries=*/0);
   add_base_tree(*h.directory);
