@@ -39,7 +39,7 @@ struct ChangeRecord {
   ChangeKind kind = ChangeKind::kAdd;
   // The entry's DN: as added (add), as stored before the change (delete, modify, rename).
   std::string dn;
-  std::string new_dn;     // Rename only: the DN it has now.
+  std::string new_dn;  // Rename only: the DN it has now.
   // The CSN the change was given (entryCSN of the entry, if not deleted). A replicated change's:
   // the entry's entryCSN as its provider sent it; a replicated delete's, the batch's cookie CSN
   // (ReplicaChange::cookie_csn), or the contextCSN as it stood when the batch had none.
