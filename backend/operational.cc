@@ -183,7 +183,9 @@ void observe_csn(std::string_view csn) {
     }
     count = count * 16 + static_cast<std::uint32_t>(digit);
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  // Year 9999: the CSNs after it would not fit the form (nor sort after it).
+  if (year > 9998 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
+      second > 60) {
     return;
   }
   std::tm tm{};

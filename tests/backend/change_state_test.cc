@@ -18,6 +18,7 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory.h"
+#include "backend/operational.h"
 #include "backend/update_job.h"
 #include "backend/writer.h"
 #include "tests/backend/backend_test_util.h"
@@ -370,6 +371,22 @@ TEST_CASE("ContextCsn: this server's next CSNs sort after a stored one from the 
   require_ok(h.directory->add(ou_entry(kPeople, "people"), {}));
   CHECK(h.csn_of(kPeople) > future);
   CHECK(h.context_csn() == h.csn_of(kPeople));
+}
+
+TEST_CASE("observe_csn: ignores what is not a CSN and a CSN whose successors would not fit") {
+  for (const char* bad :
+       {"", "garbage", "20991231235959.000000Z#00000g#001#000000",
+        "20991331235959.000000Z#000000#001#000000", "99991231235959.999999Z#ffffff#001#000000"}) {
+    CAPTURE(bad);
+    observe_csn(bad);
+    const std::string next = next_csn(std::chrono::system_clock::time_point{}, 1);
+    CHECK(next.size() == 40);
+    CHECK(next < "9999");
+  }
+  // (Greater, not equal to the next count: another test of the process may have gone further.)
+  const std::string observed = "21000101000000.000000Z#000007#001#000000";
+  observe_csn(observed);
+  CHECK(next_csn(std::chrono::system_clock::time_point{}, 1) > observed);
 }
 
 TEST_CASE("ContextCsn: the suffix entry shows it as a computed attribute and never stores it") {
