@@ -39,8 +39,8 @@ bool all(std::string_view text, bool (*accept)(char)) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-// "YYYYmmddHHMMSS.uuuuuuZ#cccccc#" and anything after, with a year before 9999, a real month, a
-// day of 1..31 and a time.
+// "YYYYmmddHHMMSS.uuuuuuZ#cccccc#" and anything after, with a year before 2262 (the system clock
+// ends in 2262), a real month, a day of 1..31 and a time.
 bool csn_form(std::string_view csn) {
   if (csn.size() < 30 || csn[14] != '.' || csn[21] != 'Z' || csn[22] != '#' || csn[29] != '#' ||
       !all(csn.substr(0, 14), is_digit) || !all(csn.substr(15, 6), is_digit) ||
@@ -51,7 +51,7 @@ bool csn_form(std::string_view csn) {
   const int month = number(4), day = number(6), hour = number(8), minute = number(10),
             second = number(12);
   const int year = number(0) * 100 + number(2);
-  return year <= 9998 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 &&
+  return year <= 2261 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 &&
          minute <= 59 && second <= 60;
 }
 
