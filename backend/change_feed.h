@@ -39,8 +39,11 @@ struct ChangeRecord {
   ChangeKind kind = ChangeKind::kAdd;
   // The entry's DN: as added (add), as stored before the change (delete, modify, rename).
   std::string dn;
-  std::string new_dn;     // Rename only: the DN it has now.
-  std::string csn;        // The CSN the change was given (entryCSN of the entry, if not deleted).
+  std::string new_dn;  // Rename only: the DN it has now.
+  // The CSN the change was given (entryCSN of the entry, if not deleted). A replicated change's:
+  // the entry's entryCSN as its provider sent it; a replicated delete's, the batch's cookie CSN
+  // (ReplicaChange::cookie_csn), or the contextCSN as it stood when the batch had none.
+  std::string csn;
   // The entry's entryUUID in its string form (RFC 4530), for every kind (a delete: the deleted
   // entry's); empty when the entry has none (a schema without entryUUID).
   std::string entry_uuid;

@@ -45,6 +45,11 @@ Result<std::string> load_covered_from(const DirectoryCore& core, MDB_txn* txn) {
   return std::string(value);
 }
 
+// Records a full log drops at once beyond the one it must: trimming one record a change would
+// touch (copy, in a job's nested transaction) the log's first pages at every change; a few dozen
+// at a time cost that once for all of them. The log then holds between bound - slack and bound.
+std::uint64_t trim_slack(std::uint64_t bound) { return std::min<std::uint64_t>(bound / 16, 64); }
+
 // Removes the oldest records while the log holds more than `bound`, through `cursor` (on the
 // log); `count` is what it holds and is updated. Returns: the greatest CSN removed ("" if none).
 Result<std::string> trim(Cursor& cursor, std::uint64_t bound, std::uint64_t& count) {
@@ -306,10 +311,12 @@ Status record_changes(DirectoryCore& core, MDB_txn* txn, std::span<ChangeRecord>
     ++last_key;
     NUMADIR_RETURN_IF_ERROR(log.put(id_bytes(last_key), encoded, MDB_APPEND).status());
     ++count;
-    Result<std::string> trimmed = trim(log, bound, count);
-    NUMADIR_RETURN_IF_ERROR(trimmed.status());
-    if (*trimmed > raise) {
-      raise = std::move(*trimmed);
+    if (count > bound) {
+      Result<std::string> trimmed = trim(log, bound - trim_slack(bound), count);
+      NUMADIR_RETURN_IF_ERROR(trimmed.status());
+      if (*trimmed > raise) {
+        raise = std::move(*trimmed);
+      }
     }
   }
   if (batch_csn > context_csn) {

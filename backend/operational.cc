@@ -194,6 +194,16 @@ void observe_csn(std::string_view csn) {
   tm.tm_min = minute;
   tm.tm_sec = second;
   const std::int64_t at = static_cast<std::int64_t>(timegm(&tm)) * 1000000 + micros;
+  // next_csn makes a system_clock time of it (nanoseconds: about the year 2262 at most); a day
+  // short of that leaves room for the counts after it.
+  constexpr std::int64_t kLatest =
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::time_point::max().time_since_epoch())
+          .count() -
+      std::int64_t{86400} * 1000000;
+  if (at > kLatest) {
+    return;
+  }
   CsnState& state = csn_state();
   std::lock_guard<std::mutex> lock(state.mu);
   // The next CSN is made after (last_micros, count): a later time, or the same with a greater

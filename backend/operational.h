@@ -74,7 +74,8 @@ std::string next_csn(std::chrono::system_clock::time_point now, std::uint32_t se
 // Makes every later next_csn() of this process return a CSN greater than `csn` (a CSN of that
 // form, e.g. a stored contextCSN or one a provider sent), even where the clock is behind it: a
 // directory's own changes then always sort after what it has committed. A `csn` that does not
-// parse as that form is ignored.
+// parse as that form, or is later than the system clock can represent (about the year 2262:
+// its successors could not be made), is ignored.
 void observe_csn(std::string_view csn);
 
 // Returns: `t` as GeneralizedTime in UTC with second precision, "YYYYmmddHHMMSSZ".

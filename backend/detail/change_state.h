@@ -6,9 +6,11 @@
 //     the change's kind, the entry's entryUUID and the contextCSN the change left (its own CSN,
 //     or a greater one committed before it: so the records' CSNs never decrease in commit order,
 //     even for replicated changes whose upstream CSNs come in another order). The oldest records
-//     beyond the bound are trimmed; meta "session_log:covered_from" is the CSN from which the log
-//     is complete: the greatest CSN trimmed, or the contextCSN when the log began (turned on over
-//     a database, or after an import). meta "session_log:entries" is the bound it was kept with.
+//     beyond the bound are trimmed (a few dozen at a time, so the log holds from the bound less
+//     min(bound / 16, 64) up to the bound); meta "session_log:covered_from" is the CSN from which
+//     the log is complete: the greatest CSN trimmed, or the contextCSN when the log began (turned
+//     on over a database, or after an import). meta "session_log:entries" is the bound it was kept
+//     with.
 //
 // Thread contract: as detail/update_util.h for the writes (the thread holding write_mu, in its
 // write transaction); the reads in any transaction of the calling thread.

@@ -258,6 +258,10 @@ KNOWN_OPERATIONAL_ATTRIBUTES = {
                                     "(draft-boreham-numsubordinates); back-mdb offers only "
                                     "hasSubordinates, and '+' returns whatever operational "
                                     "attributes a server has (RFC 3673)")),
+    "contextcsn": ("numadir", (ACCEPTED,
+                               "numadir keeps the suffix's contextCSN for every write (a "
+                               "replication provider's state, as syncprov keeps it); the slapd "
+                               "here has no syncprov overlay, and back-mdb alone keeps none")),
 }
 
 

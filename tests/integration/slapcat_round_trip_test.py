@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Round trip with OpenLDAP: LDIF that slapcat exports from a slapd back-mdb imports into
 numadir, and numadir's export holds the same entries (same DNs, attributes and values after
-normalization) and is accepted by slapadd again.
+normalization, the suffix entry's contextCSN included) and is accepted by slapadd again.
 
   slapcat_round_trip_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
@@ -127,7 +127,8 @@ def main() -> int:
         conf = os.path.join(work, "slapd.conf")
         with open(conf, "w") as out:
             out.write(SLAPD_CONF.format(suffix=SUFFIX, directory=slapdb))
-        run(["/usr/sbin/slapadd", "-q", "-f", conf, "-l", source])
+        # -w: the suffix entry gets the contextCSN (the greatest entryCSN), as a provider's has.
+        run(["/usr/sbin/slapadd", "-q", "-w", "-f", conf, "-l", source])
         slapcat_ldif = os.path.join(work, "slapcat.ldif")
         with open(slapcat_ldif, "wb") as out:
             out.write(run(["/usr/sbin/slapcat", "-f", conf]))
@@ -145,7 +146,28 @@ def main() -> int:
         actual = load(export_ldif)
         if len(expected) != args.users + 3 + (args.users + 999) // 1000 + 2:
             sys.exit(f"slapcat exported {len(expected)} entries, not the expected count")
+        # The contextCSN slapcat wrote on the suffix entry is numadir's after the import, and its
+        # export writes it there again.
+        context_csn = expected[normalize_dn(SUFFIX)].get("contextcsn")
+        greatest = max(v for a in expected.values() for v in a.get("entrycsn", []))
+        if context_csn != [greatest]:
+            sys.exit(f"slapcat's suffix contextCSN {context_csn} is not the greatest entryCSN "
+                     f"{greatest}")
         compare(expected, actual, "numadir export vs slapcat")
+
+        # 2b. An LDIF without operational attributes: numadir generates entryCSNs, and its
+        # export's suffix contextCSN is the greatest of them.
+        with open(os.path.join(work, "plain.toml"), "w") as out:
+            out.write(f'[database]\npath = "plaindb"\nsuffix = "{SUFFIX}"\nmap_size = "1GiB"\n'
+                      'indexes = ["objectClass eq", "uid eq"]\n')
+        run([args.numadir, "import", "--no-progress", "-c", "plain.toml", source], cwd=work)
+        plain_ldif = os.path.join(work, "plain.ldif")
+        run([args.numadir, "export", "-c", "plain.toml", "-o", plain_ldif], cwd=work)
+        plain = load(plain_ldif)
+        greatest = max(v for a in plain.values() for v in a.get("entrycsn", []))
+        if plain[normalize_dn(SUFFIX)].get("contextcsn") != [greatest]:
+            sys.exit(f"numadir's export of an LDIF without CSNs: suffix contextCSN "
+                     f"{plain[normalize_dn(SUFFIX)].get('contextcsn')}, greatest entryCSN {greatest}")
 
         # 3. slapadd accepts numadir's export, and slapcat gives the same entries back.
         again = os.path.join(work, "slapdb2")

@@ -276,6 +276,26 @@ TEST_CASE("Sync session: a batch of large entries is full at kBatchBytes whateve
   CHECK_FALSE(session.batch_full());  // A new batch starts empty.
 }
 
+TEST_CASE("Sync session: a batch carries the greatest CSN of its cookie") {
+  SyncSession session(5, suffix_scope(), SyncMode::kRefreshAndPersist, false, 100);
+  require_ok(session.on_info(info(SyncInfoKind::kRefreshDelete, "rid=005,csn=B")));
+  std::optional<backend::ReplicaChange> batch = session.take_batch();
+  REQUIRE(batch.has_value());
+  CHECK(batch->cookie_csn == "B");
+  // A cookie of several CSNs (one per server id): the greatest, wherever it is.
+  require_ok(session.on_entry(user_dn(4), AttributeList(),
+                              state(SyncStateKind::kDelete, 4, "rid=005,csn=C;E;D")));
+  batch = session.take_batch();
+  REQUIRE(batch.has_value());
+  CHECK(batch->cookie_csn == "E");
+  // A batch without a cookie has no cookie CSN, whatever the batch before had.
+  require_ok(session.on_entry(user_dn(5), AttributeList(), state(SyncStateKind::kDelete, 5)));
+  batch = session.take_batch();
+  REQUIRE(batch.has_value());
+  CHECK_FALSE(batch->cookie.has_value());
+  CHECK(batch->cookie_csn.empty());
+}
+
 TEST_CASE("Sync session: cookies of another rid or that do not parse are refused") {
   SyncSession session(5, suffix_scope(), SyncMode::kRefreshAndPersist, false, 100);
   const Status other = session.on_info(info(SyncInfoKind::kNewCookie, "rid=006,csn=I"));
