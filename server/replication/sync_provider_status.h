@@ -26,7 +26,7 @@ struct ProviderConsumerStatus {
   std::uint64_t queue_depth = 0;    // Persist: changes waiting to be sent.
   std::uint64_t queue_capacity = 0;
   std::chrono::system_clock::time_point since;  // When the sync search began.
-  std::string last_csn;  // The CSN of the last cookie sent ("" none yet).
+  std::string last_csn;                         // The CSN of the last cookie sent ("" none yet).
   // How far the consumer is behind: the time of the provider's contextCSN less the time of
   // last_csn, in milliseconds (0 when it is up to date or nothing was sent).
   std::uint64_t lag_ms = 0;
@@ -41,7 +41,7 @@ struct ProviderStatus {
   // provider's state, or state while it has none). numadir never sends e-syncRefreshRequired: a
   // cookie the session log does not cover gets a present phase.
   std::uint64_t refused = 0;
-  std::uint64_t fell_behind = 0;       // Persist searches ended for a full queue.
+  std::uint64_t fell_behind = 0;  // Persist searches ended for a full queue.
   std::vector<ProviderConsumerStatus> consumers;
 };
 

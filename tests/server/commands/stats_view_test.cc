@@ -166,8 +166,7 @@ TEST_CASE("render_stats: the replication provider and a line per sync search it 
   CAPTURE(view);
   CHECK(view.find("\nReplication provider: enabled   session log 10000   contextCSN "
                   "20261206220000.000000Z#000000#001#000000\n"
-                  "sync searches 5 (now 2)   refused 1   fell behind 2\n") !=
-        std::string::npos);
+                  "sync searches 5 (now 2)   refused 1   fell behind 2\n") != std::string::npos);
   CHECK(view.find("SYNC      PEER                   MODE/PHASE                 ENTRIES    CHANGES"
                   "  CHANGES/S  QUEUE         SINCE            LAG MS  IDENTITY\n") !=
         std::string::npos);
