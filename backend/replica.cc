@@ -144,16 +144,11 @@ class UuidIndex {
 
 // Returns: the stored entryUUID of `view`, lower-case, or "" when it has none.
 Result<std::string> stored_uuid(const DirectoryCore& core, const EntryView& view) {
-  AttributeView attribute;
-  Result<bool> found = view.find(core.op_types.entry_uuid->name, &attribute);
-  if (!found.ok()) {
-    return found.status();
+  Result<std::string_view> value = stored_entry_uuid(core, view);
+  if (!value.ok()) {
+    return value.status();
   }
-  std::string_view value;
-  if (!*found || !attribute.values.next(&value)) {
-    return std::string();
-  }
-  return schema::ascii_lowered(value);
+  return schema::ascii_lowered(*value);
 }
 
 Result<EntryView> read_view(const DirectoryCore& core, MDB_txn* txn, EntryId id) {
