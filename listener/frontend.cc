@@ -14,6 +14,28 @@
 #include <utility>
 
 namespace numadir::listener {
+
+const char* close_reason_name(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::kClient:
+      return "client";
+    case CloseReason::kUnbind:
+      return "unbind";
+    case CloseReason::kIdleTimeout:
+      return "idle_timeout";
+    case CloseReason::kWriteTimeout:
+      return "write_timeout";
+    case CloseReason::kProtocolError:
+      return "protocol_error";
+    case CloseReason::kTlsFailure:
+      return "tls_failure";
+    case CloseReason::kServerStop:
+      return "server_stop";
+    case CloseReason::kOther:
+      break;
+  }
+  return "other";
+}
 namespace {
 
 // Returns: for each CPU of `plan`, the index (in listener order, which is each listen URL's

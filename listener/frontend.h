@@ -60,6 +60,9 @@ struct FrontendOptions {
   TlsContext* tls = nullptr;
   // How ldapi:// socket files are made (mode, owner, group).
   UnixSocketOptions unix_socket;
+  // Stamps each request with when its bytes were read (RequestOrigin::received_ns), for the
+  // latency histograms ([metrics]); off, the listeners read no clock for it.
+  bool stamp_requests = false;
 };
 
 class Frontend {

@@ -5,6 +5,7 @@
 // Thread contract: plain values, owned by whoever took the snapshot.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,21 @@
 #include "threadpool/worker_pool.h"
 
 namespace numadir::listener {
+
+// Why a listener closed a connection (ListenerSnapshot::closed).
+enum class CloseReason : std::uint8_t {
+  kClient,         // The client closed it or reset it (EOF, ECONNRESET, EPIPE).
+  kUnbind,         // An UnbindRequest.
+  kIdleTimeout,    // limits.idle_timeout_s passed with nothing read.
+  kWriteTimeout,   // limits.write_timeout_s passed with output pending and none taken.
+  kProtocolError,  // A malformed PDU or a protocol error (a Notice of Disconnection sent).
+  kTlsFailure,     // A failed or timed-out TLS handshake, or a TLS error later.
+  kServerStop,     // The server stopped.
+  kOther,          // Anything else (a socket error).
+};
+inline constexpr std::size_t kCloseReasons = 8;
+// Returns: the reason's label, e.g. "idle_timeout" (as metrics and stats name it).
+const char* close_reason_name(CloseReason reason);
 
 struct ListenerSnapshot {
   std::string name;               // The thread's name, e.g. "listener-0-1".
@@ -27,6 +43,10 @@ struct ListenerSnapshot {
   std::uint64_t helped = 0;  // Requests it ran itself, helping its pool.
   // Times one of its connections passed its output bound and was paused (not read).
   std::uint64_t output_pauses = 0;
+  // Connections closed, by CloseReason.
+  std::array<std::uint64_t, kCloseReasons> closed{};
+  // Requests its pool refused (queue full: backpressure, the request waited).
+  std::uint64_t submit_refused = 0;
 };
 
 struct WorkerSnapshot {

@@ -67,6 +67,10 @@ struct RequestOrigin {
   // requests (slapd's op=; every request counts, unbinds, abandons and StartTLS too).
   std::uint64_t number = 0;
   std::string_view pdu;  // Its bytes (the whole LDAPMessage); empty if unknown.
+  // CLOCK_MONOTONIC nanoseconds (threadpool::steady_ns()) when the listener read the bytes that
+  // completed the request's PDU (one clock read per read from the socket, shared by every
+  // request that read completed); 0 unless FrontendOptions::stamp_requests is on.
+  std::int64_t received_ns = 0;
 };
 
 // The server's per-connection state (bound identity, paged-results cookies, ...).
