@@ -225,6 +225,20 @@ struct ReplicationProviderSettings {
   std::uint32_t max_consumers = 64;  // Sync searches served at once; more are refused with busy.
 };
 
+// [metrics]: the Prometheus / OpenMetrics endpoint (server/monitoring/metrics_server.h).
+struct MetricsSettings {
+  // "host:port" ("[::1]:9330" for IPv6); empty: no endpoint, and nothing on the request path
+  // measures for it.
+  std::string listen;
+  bool tls = false;                         // HTTPS with [tls] certificate and key.
+  bool client_certificate = false;          // With tls: a verified client certificate is required.
+  std::filesystem::path bearer_token_file;  // Non-empty: "Authorization: Bearer <token>" needed.
+  std::uint32_t max_connections = 16;       // Scrapers at once; more are closed at accept.
+  std::uint32_t request_timeout_s = 5;      // For a request's headers, and for its answer.
+
+  bool enabled() const { return !listen.empty(); }
+};
+
 struct Config {
   std::filesystem::path source;  // The file it came from (empty for text).
   ConfigKeyLines key_lines;      // Where each key is in the text, for later messages.
@@ -257,6 +271,7 @@ struct Config {
   std::vector<ReplicationConsumerConfig> replication_consumers;
   // [replication.provider]. When enabled, database.session_log_entries is its sessionlog (else 0).
   ReplicationProviderSettings replication_provider;
+  MetricsSettings metrics;  // [metrics]; off unless listen is set.
 };
 
 // What parsing a config found: the config when there is no error, and every error and warning.
