@@ -45,7 +45,7 @@ import ldap  # python3-ldap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (  # noqa: E402
-    PEOPLE, check, check_equal, fail, parse_args, rss_kib, run_checks, run_suite, sanitized,
+    PEOPLE, check, check_equal, fail, parse_args, rss_kib, run_suite, sanitized,
     user_dn, user_pw)
 from metrics_harness import (  # noqa: E402
     ALERTS_FILE, PROMETHEUS_EXAMPLE, PrometheusServer, free_port, http_get, metrics_toml,

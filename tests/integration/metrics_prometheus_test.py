@@ -46,8 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import PEOPLE, check, fail, parse_args, run_suite  # noqa: E402
 from metrics_harness import (  # noqa: E402
     ALWAYS, DURATION_BUCKETS, FAMILIES, OPENMETRICS_ACCEPT, PROMETHEUS_ACCEPT, PrometheusServer,
-    free_port,
-    http_get, metrics_toml, parse_exposition, promtool, scrape, wait_for_endpoint)
+    free_port, http_get, metrics_toml, parse_exposition, promtool, scrape, wait_for_endpoint)
 
 USERS = 1000
 SLOW_DN = f"uid=slow-argon2,{PEOPLE}"
