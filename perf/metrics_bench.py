@@ -126,7 +126,7 @@ scrape_configs:
                            f"{timeout_s}s")
 
     def scrape_report(self):
-        """(successful scrapes, seconds covered, slowest scrape in ms) since it started."""
+        """(successful scrapes, seconds covered, slowest scrape in ms) since `started`."""
         window = max(1, int(time.time() - self.started))
         ok = self.query(f'sum_over_time(up{{job="numadir"}}[{window}s])')
         slowest = self.query(f'max_over_time(scrape_duration_seconds{{job="numadir"}}[{window}s])')
@@ -246,6 +246,8 @@ def main():
                 print(f"metrics_bench: prometheus scrapes percpu-on on port {port} every second",
                       flush=True)
         keys = [(name, c, t) for c, t in loads for name in names]
+        if prometheus is not None:
+            prometheus.started = time.time()  # The scrape report covers the rounds only.
         for round_index in range(args.repeat):
             order = keys if round_index % 2 == 0 else list(reversed(keys))
             for name, c, t in order:
