@@ -123,4 +123,9 @@ void parse_sasl(const toml::table& table, Config& config, Problems& problems);
 void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
                        Config& config, Problems& problems);
 
+// [metrics]: the endpoint's settings, into config.metrics (config_metrics.cc). Relative paths are
+// taken from `base_dir`. Requires: [tls] parsed (metrics.tls needs it).
+void parse_metrics(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
+                   Problems& problems);
+
 }  // namespace numadir::server::detail
