@@ -8,7 +8,7 @@ http.client, curl and Debian's prometheus:
     request dribbled a byte at a time is served; keep-alive serves several requests on one
     connection and "Connection: close" closes it; binary garbage is answered 400 or closed;
   - 100 slowloris connections (headers never finished, a byte every 200 ms) against
-    max_connections = 16 and request_timeout = 2: the ones past 16 are closed at accept (EOF
+    max_connections = 16 and request_timeout = 3: the ones past 16 are closed at accept (EOF
     within a second), the 16 are closed by the header timeout (within request_timeout + 2 s)
     although they keep sending; meanwhile python-ldap search+bind auths and ldapsearch go on,
     every one answered, none slower than 1 s; afterwards a scrape is served;
@@ -53,7 +53,7 @@ from metrics_harness import (  # noqa: E402
 
 USERS = 200
 MAX_CONNECTIONS = 16
-REQUEST_TIMEOUT_S = 2
+REQUEST_TIMEOUT_S = 3
 SLOWLORIS = 100
 TOKEN = "s3cret-metrics-token"
 
