@@ -53,8 +53,19 @@ ARGS = None
 SCRAPES = {}
 
 
+WORK = None  # The temporary directory: the certificate and an empty ldap.conf.
+
+
 def ldap_env():
-    return {**os.environ, "LDAPNOINIT": "1", "LDAPTLS_REQCERT": "never"}
+    """ldap-utils' environment: nothing from ~/.ldaprc or /etc/ldap/ldap.conf, the test's
+    certificate trusted (LDAPNOINIT would make libldap ignore the LDAPTLS_* variables)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("LDAP")}
+    env["HOME"] = WORK
+    env["LDAPCONF"] = os.path.join(WORK, "ldap.conf")
+    env["LDAPRC"] = "numadir-test-no-ldaprc"
+    env["LDAPTLS_CACERT"] = os.path.join(WORK, "server.crt")
+    env["LDAPTLS_REQCERT"] = "demand"
+    return env
 
 
 def check_provider():
@@ -333,9 +344,11 @@ def make_certificate(directory: str):
 def main() -> int:
     global P, R, PPORT, RPORT, ARGS
     ARGS = parse_args(__doc__)
-    work = tempfile.mkdtemp(prefix="numadir-it-metrics-families-")
+    global WORK
+    work = WORK = tempfile.mkdtemp(prefix="numadir-it-metrics-families-")
     try:
         crt, key = make_certificate(work)
+        open(os.path.join(work, "ldap.conf"), "w").close()
         PPORT, RPORT = free_port(), free_port()
         provider_toml = (metrics_toml(PPORT) +
                          f'\n[replication.provider]\nenabled = true\nsessionlog = 100\n'
