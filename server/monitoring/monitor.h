@@ -105,12 +105,16 @@ class Monitor {
   // Call before the provider is destroyed.
   void detach_provider() NUMADIR_EXCLUDES(mu_);
 
+  // Any thread. Returns: the wall-clock time the Monitor was made (the server's start).
+  std::chrono::system_clock::time_point started_at() const { return started_wall_; }
+
   // Any thread. Returns: the monitor's data now, with `operations` and each thread's CPU time.
   MonitorData collect(const OperationTotals& operations) const NUMADIR_EXCLUDES(mu_);
 
  private:
   const std::string version_;
   const std::chrono::steady_clock::time_point started_;
+  const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
   mutable Mutex mu_;
   Source source_ NUMADIR_GUARDED_BY(mu_);
   std::function<std::vector<replication::ConsumerStatus>()> consumers_ NUMADIR_GUARDED_BY(mu_);
