@@ -96,6 +96,7 @@ CONDITIONAL = {
     "numadir_pool_lock_contended_total": "dispatcher = \"single\"",
     "numadir_pool_lock_wait_seconds_total": "dispatcher = \"single\"",
     "numadir_access_log_dropped_lines_total": "the access log on",
+    "numadir_password_policy_lockouts_total": "a password policy ([passwords] default_policy)",
     "numadir_replication_consumer_up": "a [[replication]] consumer",
     "numadir_replication_consumer_changes_applied_total": "a [[replication]] consumer",
     "numadir_replication_consumer_csn_timestamp_seconds": "a [[replication]] consumer",
@@ -295,8 +296,12 @@ def dashboard_queries(path: str = DASHBOARD_FILE) -> list:
 
 
 def grafana_to_promql(expr: str) -> str:
-    """A dashboard expression as Prometheus takes it: Grafana's variables replaced."""
+    """A dashboard expression as Prometheus takes it: Grafana's variables replaced, and a
+    variable's label_values(metric, label) as the PromQL that lists those values."""
     expr = expr.replace("$__rate_interval", "5s").replace("$__interval", "5s")
+    values = re.fullmatch(r"\s*label_values\((.*),\s*(\w+)\s*\)\s*", expr)
+    if values:
+        expr = f"group by ({values.group(2)}) ({values.group(1)})"
     return re.sub(r'\$\{?instance\}?', ".*", expr)
 
 
