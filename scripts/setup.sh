@@ -33,6 +33,11 @@ packages=(
   # a private Prometheus (its own config and data directory) that scrapes numadir's [metrics]
   # endpoint; promtool checks scrapes and etc/prometheus/numadir-alerts.yml.
   prometheus
+  # 389 Directory Server, the other peer a user would pick: perf/bench.py, perf/modify_bench.py
+  # and tests/integration/ds389_harness_test.py make private instances of it (perf/ds389.py:
+  # dscreate under a prefix in /tmp, ns-slapd in the foreground). The package creates no
+  # instance and starts nothing; its SNMP agent does not start at boot either (below).
+  389-ds-base
 )
 
 missing=()
@@ -70,10 +75,12 @@ nslcd nslcd/ldap-starttls boolean false
 SELECTIONS
 nss_pam=0
 prometheus=0
+dirsrv=0
 for package in "${missing[@]}"; do
   case "$package" in
     nslcd | libnss-* | libpam-* | sssd-*) nss_pam=1 ;;
     prometheus) prometheus=1 ;;
+    389-ds-base) dirsrv=1 ;;
   esac
 done
 # libpam-ldapd, libpam-sss and libpam-pwquality (which libpam-sss depends on) run
@@ -107,11 +114,11 @@ restore() {
   if [ "$own_policy_rc" = 1 ]; then
     $sudo rm -f /usr/sbin/policy-rc.d
   fi
-  if [ "$nss_pam" = 1 ] || [ "$prometheus" = 1 ]; then
-    # Installed as test tools, never to serve the host: nslcd, sssd and prometheus do not start
-    # at boot either (sysvinit links and systemd units; each command does nothing where it has no
-    # job).
-    for daemon in nslcd sssd prometheus; do
+  if [ "$nss_pam" = 1 ] || [ "$prometheus" = 1 ] || [ "$dirsrv" = 1 ]; then
+    # Installed as test tools, never to serve the host: nslcd, sssd, prometheus and 389-ds's
+    # SNMP agent do not start at boot either (sysvinit links and systemd units; each command
+    # does nothing where it has no job).
+    for daemon in nslcd sssd prometheus dirsrv-snmp; do
       $sudo update-rc.d "$daemon" disable >/dev/null 2>&1 || true
       $sudo deb-systemd-helper disable "$daemon.service" >/dev/null 2>&1 || true
     done
