@@ -312,13 +312,14 @@ index uid eq
     return Server(name, process, port, ldaps_port)
 
 
-def start_389ds(ldif, tls=None, name="389ds", access_log=False):
+def start_389ds(ldif, tls=None, name="389ds", access_log=False, db_lib="bdb"):
     """A private 389-ds instance (perf/ds389.py) with the users of `ldif`, started; `tls`:
     make_certificate()'s files (it also listens on ldaps://); `access_log`: its access log on
-    (buffered, as by default), as slapd-stats and percpu-log log theirs. Duck-types Server;
-    stop() also removes its folder. Errors: RuntimeError (389-ds missing, or a step failed)."""
+    (buffered, as by default), as slapd-stats and percpu-log log theirs; `db_lib`: "bdb" or
+    "mdb". Duck-types Server; stop() also removes its folder. Errors: RuntimeError (389-ds
+    missing, or a step failed)."""
     instance = ds389.Ds389Instance.create(ldif, ROOT_DN, "secret", access_log=access_log,
-                                          tls=tls, name=name)
+                                          tls=tls, name=name, db_lib=db_lib)
     try:
         return instance.start()
     except BaseException:
@@ -379,7 +380,8 @@ def table(points, servers, connections):
 
 def ratios(points, servers, connections):
     pairs = [("percpu", "slapd"), ("percpu", "389ds"), ("percpu", "floor"),
-             ("percpu", "single"), ("single", "slapd"), ("single", "389ds"), ("389ds", "slapd"), ("percpu", "percpu-base"), ("single", "single-base"),
+             ("percpu", "single"), ("single", "slapd"), ("single", "389ds"), ("389ds", "slapd"),
+             ("percpu", "percpu-base"), ("single", "single-base"),
              ("percpu-2node", "percpu"), ("percpu-2node", "single")]
     pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
     lines = ["| connections | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
@@ -534,6 +536,10 @@ def main():
     parser.add_argument("--baseline-build", default="",
                         help="a build directory of another commit: its numadir serves the "
                         "percpu-base and single-base servers, for a before/after ratio")
+    parser.add_argument("--389ds-db-lib", dest="ds389_db_lib", default="bdb",
+                        choices=["bdb", "mdb"],
+                        help="389-ds's database library: Berkeley DB (2.3's default; its import "
+                        "runs at a few hundred entries/s) or LMDB (like slapd's and numadir's)")
     parser.add_argument("--slapd-extra", default="",
                         help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
     parser.add_argument("--slapd-loglevel", default="0",
@@ -541,7 +547,7 @@ def main():
                         "yet; 'stats' for slapd's default)")
     parser.add_argument("--tls", action="store_true",
                         help="also the TLS points (ldaps://, persistent and per auth, with and "
-                        "without session resumption) for slapd and numadir")
+                        "without session resumption) for slapd, 389-ds and numadir")
     parser.add_argument("--tls-only", action="store_true",
                         help="only the TLS points (the cleartext section is left as it is)")
     parser.add_argument("--tls-connections", type=int, default=16,
@@ -588,7 +594,8 @@ def main():
                     print(f"bench: {name}: left out: {why}", flush=True)
                     continue
                 servers[name] = start_389ds(ldif, tls=tls, name=name,
-                                            access_log=name == "389ds-log")
+                                            access_log=name == "389ds-log",
+                                            db_lib=args.ds389_db_lib)
             elif name == "percpu-log":
                 # percpu with its access log on (log.level = "stats") to a file.
                 servers[name] = start_numadir(
@@ -671,8 +678,8 @@ Command: `{command}` — {args.users} users ({args.scheme} passwords), indexes o
 eq on every server, the same access rules; authrate with {args.authrate_threads} thread(s),
 {args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
 interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
-{info['kernel']}; {info['slapd']}; {info['389ds']}. Load generator and servers share the
-machine's CPUs. Errors over all runs: {errors}.{left_out_note}
+{info['kernel']}; {info['slapd']}; {info['389ds']} (db_lib {args.ds389_db_lib}). Load
+generator and servers share the machine's CPUs. Errors over all runs: {errors}.{left_out_note}
 
 {table(points, names, connections)}
 
@@ -696,8 +703,9 @@ connections and {args.authrate_threads} thread(s), {args.duration:g} s measured 
 {args.warmup:g} s warm-up, {args.repeat} repetitions interleaved, medians shown. Points: `ldap`
 and `ldaps` on persistent connections; `reconnect`: a new connection (and so a TLS handshake)
 per auth; `resume`: authrate `--tls-resume`, offering the slot's previous session. Machine:
-{info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; {info['slapd']}; {info['389ds']}.
-Load generator and servers share the machine's CPUs. Errors over all runs: {errors}.{missing}
+{info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; {info['slapd']};
+{info['389ds']} (db_lib {args.ds389_db_lib}). Load generator and servers share the machine's
+CPUs. Errors over all runs: {errors}.{missing}
 
 {tls_tables(tls_points, tls_names) if tls_names else "No server was measured over TLS."}
 {TLS_END}"""))

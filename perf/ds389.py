@@ -17,9 +17,13 @@ What the instance is:
   paths are inside it and whose with_systemd is 0 (the .inf's `systemd = False` alone still
   ends dscreate with `systemctl start`), and copies of /etc/dirsrv/schema and
   /etc/dirsrv/config. Nothing is written to /etc, /var or /run, and no service is started.
-- One backend userRoot for dc=example,dc=com. 389-ds's default indexes include uid eq and
-  objectClass eq (checked in dse.ldif after dscreate). The rootdn is the benchmarks' rootdn, its
-  password set with pwdhash (SSHA) into dse.ldif while the server is stopped.
+- One backend userRoot for dc=example,dc=com (`db_lib`: Berkeley DB, 2.3's default, or LMDB).
+  Its indexes are those slapd and numadir get, uid eq and objectClass eq (both in 389-ds's
+  defaults, checked in dse.ldif after dscreate), and 389-ds's system indexes (entryrdn,
+  parentid, aci, nsuniqueid, ...): the other default indexes (cn, sn, mail, member, memberOf,
+  ...; nsSystemIndex false) are removed from dse.ldif before the import. The rootdn is the
+  benchmarks' rootdn, its password set with pwdhash (SSHA) into dse.ldif while the server is
+  stopped.
 - cn=config: nsslapd-listenhost 127.0.0.1, passwordStorageScheme SSHA (the users' stored
   {SSHA} values from perf/gen_users.py bind as they are), the access log on or off
   (nsslapd-accesslog-logging-enabled; when on, buffered as by default, to <folder>/log/access).
@@ -27,8 +31,10 @@ What the instance is:
   SLAPD_ACCESS): everyone (anonymous or bound) may read, search and compare every attribute but
   userPassword; an entry's own DN may write it (userPassword included); userPassword is
   otherwise unreadable. Binds are not governed by ACIs in 389-ds ("anonymous auth").
-- The users are imported offline (ns-slapd ldif2db, as fast as slapadd: about 10 s for 100,000
-  users on 2 cores) from a copy of the LDIF with the ACIs added to the suffix entry.
+- The users are imported offline (ns-slapd ldif2db) from a copy of the LDIF with the ACIs added
+  to the suffix entry. Measured on 2 shared cores: Berkeley DB about 300 entries/s (10,000
+  users in 34 s, 100,000 in about 5.5 min: its import threads mostly sleep), LMDB about 2,000
+  entries/s (100,000 users, instance included, in 45 s).
 - TLS (`tls`: perf/bench.py make_certificate()'s files): the CA is trusted and the key and
   certificate imported as "Server-Cert" (pk12util) into the instance's NSS database,
   nsslapd-security on, ldaps:// on its own port.
@@ -147,6 +153,28 @@ def edit_dse(path, dn, replace):
         stream.write("\n\n".join("\n".join(record) for record in records) + "\n\n")
 
 
+def drop_user_indexes(path, backend, keep):
+    """Removes from dse.ldif the backend's non-system indexes (nsSystemIndex: false: cn, sn,
+    mail, member, memberOf, ...) but those named in `keep` (lower case). Returns the names
+    removed."""
+    records = read_ldif_records(path)
+    tail = f",cn=index,cn={backend},cn=ldbm database,cn=plugins,cn=config".lower()
+    kept, dropped = [], []
+    for record in records:
+        dn = record[0].lower()
+        name = ""
+        if dn.endswith(tail) and dn.startswith("dn: cn="):
+            name = dn[len("dn: cn="):-len(tail)]
+        if (name and "," not in name and name not in keep and
+                any(line.lower() == "nssystemindex: false" for line in record)):
+            dropped.append(name)
+        else:
+            kept.append(record)
+    with open(path, "w") as stream:
+        stream.write("\n\n".join("\n".join(record) for record in kept) + "\n\n")
+    return dropped
+
+
 def dse_entry(path, dn):
     """The unfolded lines of entry `dn` in dse.ldif, or None."""
     for record in read_ldif_records(path):
@@ -218,9 +246,11 @@ class Ds389Instance:
 
     @classmethod
     def create(cls, ldif, root_dn, root_pw="secret", access_log=False, tls=None, name="389ds",
-               parent="/tmp", log=None):
+               parent="/tmp", log=None, db_lib="bdb"):
         """Creates the instance (dscreate), configures it (dse.ldif) and imports `ldif`
         (ns-slapd ldif2db); it is left stopped. `tls`: {"ca", "certificate", "key"} PEM paths.
+        `db_lib`: the backend's database library, "bdb" (389-ds 2.3's default) or "mdb" (LMDB,
+        as slapd's back-mdb and numadir).
         `log`: a stream for the tools' output (None: discarded, shown on failure).
         Errors: RuntimeError naming the step and the tool's output; the folder is removed."""
         why = available()
@@ -230,7 +260,7 @@ class Ds389Instance:
         user = "dirsrv" if os.getuid() == 0 else pwd.getpwuid(os.getuid()).pw_name
         instance = cls(folder, name, free_port(), free_port() if tls else None, user)
         try:
-            instance._create(ldif, root_dn, root_pw, access_log, tls, log)
+            instance._create(ldif, root_dn, root_pw, access_log, tls, log, db_lib)
         except BaseException:
             instance.remove()
             raise
@@ -254,7 +284,7 @@ class Ds389Instance:
             for item in [root] + [os.path.join(root, f) for f in dirs + files]:
                 os.lchown(item, entry.pw_uid, entry.pw_gid)
 
-    def _create(self, ldif, root_dn, root_pw, access_log, tls, log):
+    def _create(self, ldif, root_dn, root_pw, access_log, tls, log, db_lib):
         prefix = self.folder
         os.makedirs(os.path.join(prefix, "share", "dirsrv", "inf"))
         os.makedirs(os.path.join(prefix, "etc", "dirsrv"))
@@ -284,6 +314,7 @@ secure_port = {self.ldaps_port or free_port()}
 root_dn = {root_dn}
 root_password = {root_hash}
 self_sign_cert = False
+db_lib = {db_lib}
 
 [backend-{BACKEND.lower()}]
 suffix = {SUFFIX}
@@ -300,6 +331,11 @@ sample_entries = no
                               "cn=ldbm database,cn=plugins,cn=config") or []
             if "nsIndexType: eq" not in entry:
                 raise RuntimeError(f"389-ds: no eq index on {index} in {self.dse}")
+        # Only the indexes slapd and numadir have besides 389-ds's own (entryrdn, parentid,
+        # objectclass, aci, nsuniqueid, ...): uid eq. Its defaults (cn, sn, mail, member,
+        # memberOf, ... in several kinds each) would make the import several times slower and
+        # every write maintain indexes the others do not.
+        drop_user_indexes(self.dse, BACKEND.lower(), {"uid"})
         # The rootdn's password, set again here: dscreate's did not always bind afterwards.
         config = {
             "nsslapd-rootpw": [root_hash],

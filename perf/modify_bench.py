@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The modify benchmark: authrate --mode modify against numadir `percpu`, OpenLDAP slapd and
-389 Directory Server (when 389-ds-base is installed) side by side, on the same generated users, at several connection counts, each point repeated
-and interleaved, medians reported.
+389 Directory Server (when 389-ds-base is installed) side by side, on the same generated
+users, at several connection counts, each point repeated and interleaved, medians reported.
 
   perf/modify_bench.py --build-dir build/release [--users 10000] [--connections 1,16,64]
                        [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
@@ -10,10 +10,11 @@ Each connection binds once as the rootdn, then replaces `description` of a rando
 loop. Every server commits each modification durably before answering: numadir with
 durability = "sync" (its writer batches the commits of the modifications waiting), slapd with
 back-mdb's default (a synced commit per operation, no dbnosync), 389-ds with its default
-(nsslapd-db-durable-transaction on; perf/ds389.py's private instance, access log off). Server CPU (utime + stime
-from /proc/PID/stat over the measured window) comes from authrate --server-pid, as µs per
-modification. Writes a table between the bench-modify markers of RESULTS.md (--results '' only
-prints it). Uses perf/bench.py's server setup (same data, indexes and access rules).
+(nsslapd-db-durable-transaction on; perf/ds389.py's private instance, access log off).
+Server CPU (utime + stime from /proc/PID/stat over the measured window) comes from authrate
+--server-pid, as µs per modification. Writes a table between the bench-modify markers of
+RESULTS.md (--results '' only prints it). Uses perf/bench.py's server setup (same data,
+indexes and access rules).
 """
 import argparse
 import datetime
@@ -92,6 +93,8 @@ def main():
     parser.add_argument("--servers", default="slapd,389ds,percpu",
                         help="of slapd, 389ds (left out with a note when 389-ds-base is not "
                         "installed), percpu, single")
+    parser.add_argument("--389ds-db-lib", dest="ds389_db_lib", default="bdb",
+                        choices=["bdb", "mdb"], help="389-ds's database library")
     parser.add_argument("--slapd-extra", default="",
                         help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
     parser.add_argument("--slapd-loglevel", default="0")
@@ -120,7 +123,7 @@ def main():
                     left_out[name] = why
                     print(f"modify bench: {name}: left out: {why}", flush=True)
                     continue
-                servers[name] = bench.start_389ds(ldif, name=name)
+                servers[name] = bench.start_389ds(ldif, name=name, db_lib=args.ds389_db_lib)
             elif name in ("percpu", "single"):
                 servers[name] = bench.start_numadir(build, work, name, name, ldif,
                                                     database_extra='durability = "sync"\n')
@@ -148,6 +151,7 @@ def main():
     info = bench.machine()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     errors = sum(p["errors"] for p in points.values())
+    left_out_note = "".join(f"\n- {name}: not measured: {why}." for name, why in left_out.items())
     section = f"""{BEGIN}
 ### Modifications side by side: {now}
 
@@ -156,8 +160,8 @@ replaces `description` of a random user, closed loop; numadir with durability = 
 back-mdb and 389-ds with their defaults (synced commits); authrate with
 {args.authrate_threads} thread(s), {args.duration:g} s measured after {args.warmup:g} s warm-up,
 {args.repeat} repetitions interleaved, medians shown. Machine: {info['nproc']} CPUs,
-{info['cpu']}, Linux {info['kernel']}; {info['slapd']}; {info['389ds']}. Errors over all runs:
-{errors}.{"".join(f"{chr(10)}- {name}: not measured: {why}." for name, why in left_out.items())}
+{info['cpu']}, Linux {info['kernel']}; {info['slapd']}; {info['389ds']}
+(db_lib {args.ds389_db_lib}). Errors over all runs: {errors}.{left_out_note}
 
 {tables(points, names, connections)}
 {END}"""
