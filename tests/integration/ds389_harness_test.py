@@ -6,6 +6,8 @@ password is refused; userPassword is not readable and another user's entry not w
 (numadir's default policy, as ACIs); the rootdn binds with its password; the server we hold is
 ns-slapd itself (its CPU is what the benchmarks read from /proc); its files stay under its own
 folder; and the access log setting takes effect: off, the auths leave no line in it; on, they do.
+A second instance, given perf/bench.py's throwaway certificate (tls=), answers the auth over
+ldaps:// with that certificate.
 
   ds389_harness_test.py --numadir build/release/server/numadir --gen perf/gen_users.py
 
@@ -13,10 +15,10 @@ Skips (exit 0, saying why) when 389-ds-base is not installed (scripts/setup.sh i
 Exits 0 when every check passes; otherwise 1 with the failing checks.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-import shutil
 
 import ldap  # python3-ldap
 
@@ -25,15 +27,20 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "perf"))
 from numadir_harness import (  # noqa: E402
     PEOPLE, ROOT_DN, ROOT_PW, check, check_equal, parse_args, run_checks, user_dn, user_pw)
+import bench  # noqa: E402  (perf/bench.py: make_certificate)
 import ds389  # noqa: E402
 
 USERS = 300
 STATE = {}
 
 
-def auth(url, n):
+def auth(url, n, ca_file=None):
     """The benchmark's auth for user n on one connection: the DN found, then whoami."""
     conn = ldap.initialize(url)
+    if ca_file:
+        conn.set_option(ldap.OPT_X_TLS_CACERTFILE, ca_file)
+        conn.set_option(ldap.OPT_X_TLS_REQUIRE_CERT, ldap.OPT_X_TLS_DEMAND)
+        conn.set_option(ldap.OPT_X_TLS_NEWCTX, 0)
     try:
         found = conn.search_s(PEOPLE, ldap.SCOPE_SUBTREE, f"(uid=user{n})", ["1.1"])
         check_equal([dn for dn, _ in found], [user_dn(n)], f"search (uid=user{n})")
@@ -98,6 +105,18 @@ def check_access_log():
           "the auth's search in the access log with it on", "".join(logged[-5:]) or "none")
 
 
+def check_tls():
+    tls = bench.make_certificate(STATE["work"], "rsa")
+    instance = ds389.Ds389Instance.create(STATE["ldif"], ROOT_DN, ROOT_PW, tls=tls)
+    try:
+        instance.start()
+        check_equal(auth(instance.ldaps_url, 9, ca_file=tls["ca"]), f"dn: {user_dn(9)}",
+                    "auth of user9 over ldaps:// (the certificate verified with its CA)")
+        check_equal(auth(instance.url, 10), f"dn: {user_dn(10)}", "auth of user10 over ldap://")
+    finally:
+        instance.stop()
+
+
 def main():
     args = parse_args(__doc__)
     why = ds389.available()
@@ -110,12 +129,14 @@ def main():
         with open(ldif, "w") as stream:
             subprocess.run(["/usr/bin/python3", args.gen, "--users", str(USERS)], stdout=stream,
                            check=True)
+        STATE["work"], STATE["ldif"] = work, ldif
         STATE["instance"] = ds389.Ds389Instance.create(ldif, ROOT_DN, ROOT_PW, access_log=False)
         STATE["instance"].start()
         return run_checks("ds389_harness", [
             ("search-then-bind auths, refusals and the access rules", check_auth),
             ("the pid is ns-slapd's; the files are under its own folder", check_process),
             ("the access log: off, then on", check_access_log),
+            ("ldaps:// with the benchmarks' throwaway certificate", check_tls),
         ], args.keep_going)
     finally:
         if "instance" in STATE:
