@@ -367,6 +367,13 @@ def machine():
     }
 
 
+def ds389_label(info, args):
+    """389-ds's version and database library for a results section, or that it is missing."""
+    if ds389.available():
+        return info["389ds"]
+    return f"{info['389ds']} (db_lib {args.ds389_db_lib})"
+
+
 def table(points, servers, connections):
     lines = ["| connections | server | auths/s | p50 ms | p99 ms | server CPU µs/auth | "
              "peak RSS MiB |", "|---:|---|---:|---:|---:|---:|---:|"]
@@ -678,7 +685,7 @@ Command: `{command}` — {args.users} users ({args.scheme} passwords), indexes o
 eq on every server, the same access rules; authrate with {args.authrate_threads} thread(s),
 {args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
 interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
-{info['kernel']}; {info['slapd']}; {info['389ds']} (db_lib {args.ds389_db_lib}). Load
+{info['kernel']}; {info['slapd']}; {ds389_label(info, args)}. Load
 generator and servers share the machine's CPUs. Errors over all runs: {errors}.{left_out_note}
 
 {table(points, names, connections)}
@@ -704,7 +711,7 @@ connections and {args.authrate_threads} thread(s), {args.duration:g} s measured 
 and `ldaps` on persistent connections; `reconnect`: a new connection (and so a TLS handshake)
 per auth; `resume`: authrate `--tls-resume`, offering the slot's previous session. Machine:
 {info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; {info['slapd']};
-{info['389ds']} (db_lib {args.ds389_db_lib}). Load generator and servers share the machine's
+{ds389_label(info, args)}. Load generator and servers share the machine's
 CPUs. Errors over all runs: {errors}.{missing}
 
 {tls_tables(tls_points, tls_names) if tls_names else "No server was measured over TLS."}

@@ -160,8 +160,8 @@ replaces `description` of a random user, closed loop; numadir with durability = 
 back-mdb and 389-ds with their defaults (synced commits); authrate with
 {args.authrate_threads} thread(s), {args.duration:g} s measured after {args.warmup:g} s warm-up,
 {args.repeat} repetitions interleaved, medians shown. Machine: {info['nproc']} CPUs,
-{info['cpu']}, Linux {info['kernel']}; {info['slapd']}; {info['389ds']}
-(db_lib {args.ds389_db_lib}). Errors over all runs: {errors}.{left_out_note}
+{info['cpu']}, Linux {info['kernel']}; {info['slapd']};
+{bench.ds389_label(info, args)}. Errors over all runs: {errors}.{left_out_note}
 
 {tables(points, names, connections)}
 {END}"""
