@@ -80,6 +80,9 @@ def available():
         if not os.access(tool, os.X_OK):
             return (f"{tool} is missing: install Debian's 389-ds-base package "
                     "(scripts/setup.sh does)")
+    if os.path.isdir(SYSTEM_CONFIG) and not os.access(SYSTEM_CONFIG, os.R_OK | os.X_OK):
+        return (f"{SYSTEM_CONFIG} is not readable here (mode 0750, user dirsrv): run as root or "
+                "in group dirsrv")
     for path in (DEFAULTS_INF, os.path.join(SYSTEM_CONFIG, "schema"),
                  os.path.join(SYSTEM_CONFIG, "config")):
         if not os.path.exists(path):
