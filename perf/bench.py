@@ -608,7 +608,8 @@ def main():
                     if not tls:
                         raise
                     # Its TLS setup failed (NSS import, nsslapd-security): cleartext points only.
-                    tls_missing[name] = f"389-ds did not start with TLS ({error})"
+                    tls_missing[name] = ("389-ds did not start with TLS "
+                                         f"({str(error).splitlines()[0]})")
                     print(f"bench: {name}: {tls_missing[name]}; measuring it in the clear only",
                           flush=True)
                     if not args.tls_only:
