@@ -8,6 +8,7 @@ point repeated and interleaved, medians reported. Run by perf/bench.sh (which bu
                 [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
                 [--tls | --tls-only] [--tls-connections 16] [--tls-key-type rsa]
                 [--baseline-build DIR --servers slapd,percpu,percpu-base,single,single-base]
+                [--servers floor,slapd,389ds,389ds-log,percpu,single] [--389ds-db-lib mdb]
 
 Every server runs at once, idle while another is measured (an idle server costs nothing), so
 the points of one repetition follow each other within seconds. Each server's CPU (utime +

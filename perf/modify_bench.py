@@ -5,6 +5,7 @@ users, at several connection counts, each point repeated and interleaved, median
 
   perf/modify_bench.py --build-dir build/release [--users 10000] [--connections 1,16,64]
                        [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
+                       [--servers slapd,389ds,percpu] [--389ds-db-lib bdb|mdb]
 
 Each connection binds once as the rootdn, then replaces `description` of a random user, closed
 loop. Every server commits each modification durably before answering: numadir with
