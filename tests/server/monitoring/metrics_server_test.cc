@@ -33,7 +33,7 @@ using numadir::testing::wait_until;
 struct Renderer {
   std::atomic<int> calls{0};
   std::atomic<bool> off_thread{false};  // Set when a call ran on a thread not named "metrics".
-  std::size_t padding = 0;              // Extra body bytes (for a client that does not read).
+  std::atomic<std::size_t> padding{0};  // Extra body bytes (for a client that does not read).
 
   MetricsRender callback() {
     return [this](ExpositionFormat format, std::string& out) {
@@ -45,7 +45,7 @@ struct Renderer {
       ++calls;
       out = format == ExpositionFormat::kOpenMetrics ? "openmetrics_up 1\n# EOF\n"
                                                      : "prometheus_up 1\n";
-      out.append(padding, '#');
+      out.append(padding.load(), '#');
     };
   }
 };
