@@ -244,8 +244,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     // above: `[&metrics](ExpositionFormat f, std::string& out) { metrics.render(f, out); }`.
     // Until then: build_info alone, so that the endpoint can be scraped and tested.
     MetricsRender render = [](ExpositionFormat format, std::string& text) {
-      text = "# TYPE numadir_build_info gauge\nnumadir_build_info{version=\"" NUMADIR_VERSION
-             "\"} 1\n";
+      text =
+          "# HELP numadir_build_info numadir's version\n# TYPE numadir_build_info gauge\n"
+          "numadir_build_info{version=\"" NUMADIR_VERSION "\"} 1\n";
       if (format == ExpositionFormat::kOpenMetrics) {
         text += "# EOF\n";
       }

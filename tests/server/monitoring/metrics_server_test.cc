@@ -16,7 +16,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -457,6 +459,20 @@ TEST_CASE("MetricsServer: HTTPS with the server's certificate") {
   CHECK(after_reload.get().status == 200);
 }
 
+TEST_CASE("MetricsServer: a TLS client that never finishes its handshake is closed in time") {
+  Pki pki;
+  Renderer renderer;
+  MetricsServerOptions options;
+  options.tls = pki.settings();
+  options.request_timeout_ms = 300;
+  auto server = start_server(renderer, options);
+  const int fd = connect_to(server->port());
+  send_all(fd, std::string("\x16\x03\x01\x00", 4));  // The start of a ClientHello, no more.
+  CHECK(closed_by_server(fd));
+  CHECK(server->stats().timeouts == 1);
+  ::close(fd);
+}
+
 TEST_CASE("MetricsServer: a required client certificate is verified") {
   Pki pki;
   Renderer renderer;
@@ -468,6 +484,49 @@ TEST_CASE("MetricsServer: a required client certificate is verified") {
   TlsClient with(pki, server->port(), true);
   CHECK(with.get().status == 200);
   CHECK(renderer.calls == 1);
+}
+
+// Returns: the CPU time (clock ticks, user + system) of this process's thread named `name`; -1
+//   when there is none.
+long thread_cpu_ticks(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm;
+    std::getline(std::ifstream(task.path() / "comm"), comm);
+    if (comm != name) {
+      continue;
+    }
+    std::string stat;
+    std::getline(std::ifstream(task.path() / "stat"), stat);
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0;
+    long stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {  // Fields 14 and 15: utime, stime.
+      if (i == 14) {
+        utime = std::stol(field);
+      } else if (i == 15) {
+        stime = std::stol(field);
+      }
+    }
+    return utime + stime;
+  }
+  return -1;
+}
+
+TEST_CASE("MetricsServer: idle, with connections open, its thread is parked") {
+  Renderer renderer;
+  auto server = start_server(renderer);
+  const int idle = connect_to(server->port());
+  const int halfway = connect_to(server->port());
+  send_all(halfway, "GET /metrics HTTP/1.1\r\n");
+  REQUIRE(wait_until([&] { return server->stats().connections_accepted == 2; }));
+  const long before = thread_cpu_ticks("metrics");
+  REQUIRE(before >= 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // The span measured.
+  // A busy loop would take the whole half second (50 ticks of 10 ms); parked, next to none.
+  CHECK(thread_cpu_ticks("metrics") - before <= 2);
+  ::close(idle);
+  ::close(halfway);
 }
 
 TEST_CASE("MetricsServer: stop() with clients connected closes them") {
