@@ -550,6 +550,29 @@ TEST_CASE("MetricsServer: stop() with clients connected closes them") {
   ::close(served);
 }
 
+TEST_CASE("MetricsServer: an IPv6 address") {
+  Renderer renderer;
+  MetricsServerOptions options;
+  options.host = "::1";
+  auto server = MetricsServer::start(options, renderer.callback());
+  if (!server.ok()) {
+    MESSAGE("no IPv6 loopback here: " << server.status().message());
+    return;
+  }
+  CHECK((*server)->url() == "http://[::1]:" + std::to_string((*server)->port()) + "/metrics");
+  const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_port = htons((*server)->port());
+  address.sin6_addr = in6addr_loopback;
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  send_all(fd, "GET /metrics HTTP/1.1\r\nHost: [::1]\r\n\r\n");
+  std::string pending;
+  CHECK(read_response(fd, pending).status == 200);
+  ::close(fd);
+}
+
 TEST_CASE("MetricsServer: an address in use is refused naming it") {
   Renderer renderer;
   auto server = start_server(renderer);
