@@ -23,6 +23,7 @@
 #include "server/formats/config.h"
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/logging_handler.h"
+#include "server/monitoring/metrics_server.h"
 #include "server/monitoring/monitor.h"
 #include "server/operations/operation_handler.h"
 #include "server/replication/consumer.h"
@@ -235,8 +236,36 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     return 1;
   }
   monitor.attach([&running = **frontend] { return running.snapshot(); });
+  // The metrics endpoint ([metrics]): on its own thread, once the listeners run (and before the
+  // privilege drop, so that it may have a port below 1024 and a root-only token file).
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (config.metrics.enabled()) {
+    // LEAD: point this at the core's Metrics (server/monitoring/metrics.h) once it is built
+    // above: `[&metrics](ExpositionFormat f, std::string& out) { metrics.render(f, out); }`.
+    // Until then: build_info alone, so that the endpoint can be scraped and tested.
+    MetricsRender render = [](ExpositionFormat format, std::string& text) {
+      text =
+          "# HELP numadir_build_info numadir's version\n# TYPE numadir_build_info gauge\n"
+          "numadir_build_info{version=\"" NUMADIR_VERSION "\"} 1\n";
+      if (format == ExpositionFormat::kOpenMetrics) {
+        text += "# EOF\n";
+      }
+    };
+    Result<MetricsServerOptions> metrics_options =
+        metrics_server_options(config.metrics, config.tls);
+    Result<std::unique_ptr<MetricsServer>> started =
+        metrics_options.ok() ? MetricsServer::start(*metrics_options, std::move(render))
+                             : Result<std::unique_ptr<MetricsServer>>(metrics_options.status());
+    if (!started.ok()) {
+      err << "numadir serve: " << started.status().message() << "\n";
+      (*frontend)->stop();
+      return 1;
+    }
+    metrics_server = std::move(*started);
+  }
   if (const Status dropped = drop_privileges(compiled); !dropped.ok()) {
     err << "numadir serve: " << options.config.string() << ": " << dropped.message() << "\n";
+    metrics_server.reset();
     (*frontend)->stop();
     return 1;
   }
@@ -245,6 +274,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     pid << getpid() << "\n";
     if (!pid) {
       err << "numadir serve: " << options.pid_file.string() << ": cannot be written\n";
+      metrics_server.reset();
       (*frontend)->stop();
       return 1;
     }
@@ -252,6 +282,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   for (const listener::ListenUrl& url : (*frontend)->bound_urls()) {
     out << "numadir: listening on " << url.to_string() << " (" << threads_summary << ")"
         << std::endl;
+  }
+  if (metrics_server != nullptr) {
+    out << "numadir: metrics on " << metrics_server->url() << std::endl;
   }
   // The replication consumers, each on its thread, once the server answers: a long first
   // refresh does not hold the listeners back, and readers see each batch as it commits.
@@ -300,12 +333,20 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
           out << "numadir: SIGHUP: TLS certificate and key reloaded" << std::endl;
         }
       }
+      if (metrics_server != nullptr && config.metrics.tls) {
+        // The metrics port's own context, from the same files.
+        if (const Status reloaded = metrics_server->reload_tls(); !reloaded.ok()) {
+          err << "numadir serve: SIGHUP: metrics: " << reloaded.message()
+              << " (keeping the previous certificate)\n";
+        }
+      }
       continue;
     }
     break;
   }
   notify_systemd("STOPPING=1");
   out << "numadir: shutting down" << std::endl;
+  metrics_server.reset();  // First: it renders from everything below.
   monitor.detach();
   consumers.clear();  // Each stops, finishing the batch it is writing.
   (*frontend)->stop();

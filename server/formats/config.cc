@@ -587,7 +587,7 @@ ConfigReport parse_config_report(std::string_view text, std::string_view origin,
   Problems problems(origin, config.key_lines);
   check_keys(root, "",
              {"database", "schema", "passwords", "server", "limits", "log", "threads", "access",
-              "tls", "replication", "sasl"},
+              "tls", "replication", "sasl", "metrics"},
              problems);
 
   if (const toml::table* database = get_table(root, "database", problems)) {
@@ -648,6 +648,9 @@ ConfigReport parse_config_report(std::string_view text, std::string_view origin,
   }
   if (const toml::table* tls = get_table(root, "tls", problems)) {
     detail::parse_tls(*tls, base_dir, config, problems);
+  }
+  if (const toml::table* metrics = get_table(root, "metrics", problems)) {
+    detail::parse_metrics(*metrics, base_dir, config, problems);  // After [tls]: it may use it.
   }
   if (const toml::table* sasl = get_table(root, "sasl", problems)) {
     detail::parse_sasl(*sasl, config, problems);

@@ -116,6 +116,19 @@
 //                                        # resumes by its cookie
 //   max_consumers = 64                   # sync searches served at once (1..10000); more: busy
 //
+//   [metrics]                            # the Prometheus / OpenMetrics endpoint (GET /metrics)
+//   listen = "127.0.0.1:9330"            # host:port or "[::1]:9330"; absent or "": off (default)
+//   tls = false                          # true: HTTPS with [tls] certificate and key
+//   client_certificate = false           # true (with tls): a client certificate verified
+//                                        # against tls.ca_file / tls.ca_dir is required
+//   bearer_token_file = ""               # a file holding a token: every request then needs
+//                                        # "Authorization: Bearer <token>" (else 401)
+//   max_connections = 16                 # scrapers at once (1..4096); more are closed at accept
+//   request_timeout = 5                  # seconds (1..3600) for a request's headers to arrive
+//                                        # and for its answer to be taken
+//   (an address beyond loopback needs tls = true and client_certificate or bearer_token_file:
+//   a metrics port is never an open door)
+//
 // Every mistake is reported, not only the first: parse_config_report / load_config_report give
 // each error and warning with its file, line and key ("numadir.toml:12: server.listen[1]: ...");
 // a TOML syntax error stops the parse (toml++ gives only the first, with its line).
@@ -238,6 +251,24 @@ struct MetricsSettings {
 
   bool enabled() const { return !listen.empty(); }
 };
+
+// [metrics] listen, parsed.
+struct MetricsListen {
+  std::string host;  // An IP literal (IPv6 without its brackets) or "localhost".
+  std::uint16_t port = 0;
+  bool ipv6 = false;      // Given in brackets.
+  bool loopback = false;  // 127.0.0.0/8, ::1 or "localhost".
+};
+
+// Parses "host:port" or "[IPv6]:port"; host an IP literal or "localhost", port 1..65535.
+// Errors: kInvalidArgument naming the text and what is wrong.
+Result<MetricsListen> parse_metrics_listen(std::string_view text);
+
+// Reads a bearer token file (metrics.bearer_token_file): its text without trailing whitespace.
+// Sets `*shared` (when given) to whether its group or others may read it.
+// Errors: kIo "<path>: cannot be read (<reason>)" or not a regular file; kInvalidArgument when
+//   empty, over 4096 bytes, or holding characters outside RFC 6750's b64token.
+Result<std::string> read_bearer_token(const std::filesystem::path& path, bool* shared = nullptr);
 
 struct Config {
   std::filesystem::path source;  // The file it came from (empty for text).

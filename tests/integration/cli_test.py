@@ -7,7 +7,10 @@ with. check-config lists every mistake as "file:line: key: problem"; a directory
 unreadable config is one clear error (exit 1) for every command that reads a config, never an
 abort; a cleartext rootpw that can never bind is a warning from check-config and serve (which
 still starts); an [[access]] rule an earlier rule hides is a warning; [replication.provider]'s mistakes are
-listed and its ineffective settings warned about (serve still starts); a database.path with no
+listed and its ineffective settings warned about (serve still starts); [metrics]'s mistakes are
+listed (a non-loopback port without TLS and a client check among them), a token file others can
+read is a warning, and serve answers /metrics on the port given (401 without the token) or
+refuses an address in use, naming it; a database.path with no
 database is a note, and check-config creates nothing there. `numadir topology` plans from
 numadir.toml when there is one in the current folder.
 
@@ -17,10 +20,16 @@ Exits 0 on success, 1 with the first failure.
 """
 import os
 import pwd
+import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
+import urllib.request
 
 import numadir_harness as h
 
@@ -347,6 +356,115 @@ def check_provider_settings(numadir, root):
                   "reached)")
 
 
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def http_get(url, headers):
+    """Returns: (status, headers, body) of a GET, errors included."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=10) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read().decode()
+
+
+def check_metrics_settings(numadir, root):
+    folder = os.path.join(root, "metrics")
+    os.mkdir(folder)
+    config = write(os.path.join(folder, "numadir.toml"), base_config(folder) +  # Lines 1-7.
+                   '[metrics]\n'                                               # 8
+                   'listen = "0.0.0.0:9330"\n'                                 # 9
+                   'tls = true\n'                                              # 10
+                   'bearer_token_file = "absent.token"\n'                      # 11
+                   'max_connections = 0\n'                                     # 12
+                   'port = 9330\n')                                            # 13
+    result = run(numadir, "check-config", "-c", config)
+    h.check_equal((result.returncode, result.stdout), (1, ""),
+                  "bad [metrics] values: exit 1, nothing said to be ok")
+    h.check_equal(result.stderr.splitlines(), [
+        f"{config}:10: metrics.tls: needs a [tls] section (its certificate and key)",
+        f"{config}:11: metrics.bearer_token_file: {folder}/absent.token: cannot be read (No such "
+        "file or directory)",
+        f"{config}:12: metrics.max_connections: must be an integer from 1 to 4096",
+        f"{config}:13: metrics.port: unknown key",
+    ], "every [metrics] mistake, each with its line and key")
+
+    open_door = write(os.path.join(folder, "open.toml"), base_config(folder) +  # Lines 1-7.
+                      '[metrics]\n'                                            # 8
+                      'listen = "[::]:9330"\n')                                # 9
+    result = run(numadir, "check-config", "-c", open_door)
+    h.check_equal((result.returncode, result.stderr),
+                  (1, f"{open_door}:9: metrics.listen: \"[::]:9330\" is not a loopback address: "
+                   "it needs metrics.tls = true and metrics.client_certificate = true or a "
+                   "metrics.bearer_token_file (a metrics port is never an open door)\n"),
+                  "a metrics port beyond loopback without TLS and a client check: an error")
+    served = run(numadir, "serve", "-c", open_door)
+    h.check(served.returncode == 1 and served.stderr == result.stderr,
+            "serve refuses it with the same line", served.stderr)
+
+    token = write(os.path.join(folder, "metrics.token"), "t0ken-42\n", mode=0o644)
+    port = free_port()
+    served_config = write(os.path.join(folder, "served.toml"), base_config(folder) +  # 1-7.
+                          '[metrics]\n'                                              # 8
+                          f'listen = "127.0.0.1:{port}"\n'                           # 9
+                          f'bearer_token_file = "{token}"\n')                        # 10
+    warning = (f"{served_config}:10: warning: metrics.bearer_token_file: {token} can be read by "
+               "its group or others: chmod 600 it\n")
+    result = run(numadir, "check-config", "-c", served_config)
+    h.check_equal((result.returncode, result.stderr), (0, warning),
+                  "a token file others can read is a warning")
+    os.chmod(token, 0o600)
+    result = run(numadir, "check-config", "-c", served_config)
+    h.check_equal((result.returncode, result.stderr), (0, ""), "chmod 600: no warning")
+
+    process = subprocess.Popen([numadir, "serve", "-c", served_config], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        announced = None
+        deadline = time.monotonic() + TIMEOUT_S
+        while announced is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
+            line = process.stdout.readline() if ready else ""
+            if not line:
+                break
+            if line.startswith("numadir: metrics on "):
+                announced = line.strip()
+        url = f"http://127.0.0.1:{port}/metrics"
+        h.check_equal(announced, f"numadir: metrics on {url}", "serve names the metrics URL")
+        status, headers, _ = http_get(url, {})
+        h.check(status == 401 and headers.get("WWW-Authenticate", "").startswith("Bearer"),
+                "/metrics without the token: 401 with WWW-Authenticate: Bearer", str(status))
+        authorization = {"Authorization": "Bearer t0ken-42"}
+        status, headers, body = http_get(url, authorization)
+        h.check(status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+                and "numadir_build_info{version=" in body,
+                "/metrics with the token: 200, the Prometheus text format", f"{status} {body!r}")
+        status, headers, body = http_get(
+            url, {**authorization, "Accept": "application/openmetrics-text; version=1.0.0"})
+        h.check(status == 200 and headers["Content-Type"].startswith(
+            "application/openmetrics-text") and body.endswith("# EOF\n"),
+            "asked for OpenMetrics: OpenMetrics, ending # EOF", f"{status} {body!r}")
+
+        # A second server on the same metrics port is refused, naming the address.
+        other = write(os.path.join(folder, "other.toml"),
+                      base_config(os.path.join(folder, "other")) +
+                      f'[metrics]\nlisten = "127.0.0.1:{port}"\n')
+        os.mkdir(os.path.join(folder, "other"))
+        second = run(numadir, "serve", "-c", other)
+        h.check(second.returncode == 1 and
+                f"numadir serve: metrics.listen 127.0.0.1:{port}: Address already in use\n"
+                in second.stderr, "a metrics address in use: serve exits 1 naming it",
+                second.stderr)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=TIMEOUT_S)
+    h.check_equal(process.returncode, 0, "serve with the metrics endpoint stops cleanly")
+
+
 def check_database_note(numadir, root):
     folder = os.path.join(root, "nodb")
     os.mkdir(folder)
@@ -391,6 +509,7 @@ def main():
             ("cleartext rootpw", lambda: check_cleartext_rootpw(numadir, root)),
             ("hidden access rule", lambda: check_hidden_rule(numadir, root)),
             ("provider settings", lambda: check_provider_settings(numadir, root)),
+            ("metrics settings", lambda: check_metrics_settings(numadir, root)),
             ("database note", lambda: check_database_note(numadir, root)),
             ("topology default", lambda: check_topology_default(numadir, root)),
         ]

@@ -2,7 +2,8 @@
 // (included here, and only here, with the same settings in every file that reads it), the
 // collector of the problems, the typed key readers, and the sections parsed in files of
 // their own (config_security.cc: [tls] and [[access]]; config_passwords.cc: [passwords];
-// config_replication.cc: [replication]). Private to server/formats.
+// config_replication.cc: [replication]; config_metrics.cc: [metrics]). Private to
+// server/formats.
 //
 // Thread contract: used only while a config is parsed, by the thread parsing it.
 #pragma once
@@ -122,5 +123,10 @@ void parse_sasl(const toml::table& table, Config& config, Problems& problems);
 // `base_dir`. Requires: [database] parsed (its server_id is checked against a cascade).
 void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
                        Config& config, Problems& problems);
+
+// [metrics]: the endpoint's settings, into config.metrics (config_metrics.cc). Relative paths are
+// taken from `base_dir`. Requires: [tls] parsed (metrics.tls needs it).
+void parse_metrics(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
+                   Problems& problems);
 
 }  // namespace numadir::server::detail
