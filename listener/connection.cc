@@ -395,6 +395,8 @@ void Connection::took(std::size_t bytes) {
 }
 
 void Connection::fail_output() {
+  output_failure_ = send_errno_ == EPIPE || send_errno_ == ECONNRESET ? CloseReason::kClient
+                                                                      : CloseReason::kOther;
   output_failed_.store(true, std::memory_order_release);
   out_.clear();
   queued_bytes_.store(0, std::memory_order_relaxed);
@@ -492,6 +494,7 @@ void Connection::append_output(std::string_view bytes) {
   if (tls_ == nullptr) {
     out_.append(bytes);
   } else if (!tls_->output(bytes, out_).ok()) {
+    output_failure_ = CloseReason::kTlsFailure;
     output_failed_.store(true, std::memory_order_release);
   }
   queued_bytes_.fetch_add(out_.size() - before, std::memory_order_relaxed);
@@ -537,6 +540,12 @@ TlsPeer Connection::tls_peer() const {
 std::string Connection::tls_error() const {
   MutexLock lock(mu_);
   return tls_ == nullptr ? std::string() : tls_->error();
+}
+
+CloseReason Connection::output_failure() const {
+  NUMADIR_DCHECK_OWNER(owner_thread_);
+  MutexLock lock(mu_);
+  return output_failure_;
 }
 
 bool Connection::output_blocked() const {

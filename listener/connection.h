@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "base/thread_annotations.h"
+#include "listener/frontend_snapshot.h"
+#include "listener/input_stamps.h"
 #include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
@@ -189,6 +191,9 @@ class Connection {
   void take_due_writables(std::vector<WritableResume>& out);
 
   bool output_failed() const { return output_failed_.load(std::memory_order_acquire); }
+  // Owner, once output_failed(): why: kTlsFailure when TLS could not encrypt, kClient when the
+  // peer was gone (EPIPE, ECONNRESET), kOther for another socket error.
+  CloseReason output_failure() const;
   // Returns: true when the socket was full and the owner must write on EPOLLOUT.
   bool output_blocked() const;
 
@@ -208,6 +213,8 @@ class Connection {
 
   // --- Owner thread only (listener/connection_rules.h and listener/listener.h use them). ---
   std::string input_;  // Owner: listener. Bytes read, not yet framed.
+  // Owner: listener. With FrontendOptions::stamp_requests: when the whole PDUs in input_ were read.
+  InputStamps input_stamps_;
   // Owner: listener. Waiting for their turn, oldest first (at most max_outstanding_per_connection:
   // a vector, which unlike a deque allocates nothing until a request waits).
   std::vector<std::unique_ptr<Request>> held_;
@@ -216,7 +223,16 @@ class Connection {
   bool bind_running_ = false;         // Owner: listener.
   std::int32_t bind_message_id_ = 0;  // Owner: listener. The last bind started.
   bool closing_ = false;              // Owner: listener.
-  bool want_output_ = false;          // Owner: listener. EPOLLOUT registered.
+  // Owner: listener. Why it closes, decided once (decide_close): by the rules when they ask for
+  // the close (Unbind, a protocol error, TLS), else by the listener as it begins the close.
+  // Counted (ListenerSnapshot::closed) when the connection is destroyed.
+  std::optional<CloseReason> close_reason_;
+  void decide_close(CloseReason reason) {
+    if (!close_reason_.has_value()) {
+      close_reason_ = reason;
+    }
+  }
+  bool want_output_ = false;  // Owner: listener. EPOLLOUT registered.
   // Owner: listener. Backpressure: requests are held.
   bool reading_paused_ = false;
   // Owner: listener. Output backpressure: past the output bound, the connection is not read and
@@ -304,7 +320,9 @@ class Connection {
   std::string out_ NUMADIR_GUARDED_BY(mu_);  // Bytes waiting to be written, in order.
   // Owner: the thread that set writing_ (one at a time); the bytes it is writing now.
   std::string writing_buffer_;
-  int send_errno_ = 0;                            // Owner: the writer. Why its last send stopped.
+  int send_errno_ = 0;  // Owner: the writer. Why its last send stopped.
+  // Why the output failed (output_failure()), set with output_failed_.
+  CloseReason output_failure_ NUMADIR_GUARDED_BY(mu_) = CloseReason::kOther;
   bool writing_ NUMADIR_GUARDED_BY(mu_) = false;  // A thread is writing (or EPOLLOUT waits).
   bool blocked_ NUMADIR_GUARDED_BY(mu_) = false;  // The socket was full: the owner writes.
   std::vector<std::int32_t> running_ids_ NUMADIR_GUARDED_BY(mu_);

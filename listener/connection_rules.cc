@@ -95,6 +95,7 @@ bool ConnectionRules::route_input(Connection& connection) {
   std::size_t consumed = 0;
   const std::string_view input = connection.input_;
   bool open = true;
+  std::int64_t unstamped_ns = 0;
   while (consumed < input.size()) {
     if (connection.held_.size() >= shared_.limits.max_outstanding_per_connection) {
       break;  // Enough waiting: the rest stays unread until these start.
@@ -109,8 +110,19 @@ bool ConnectionRules::route_input(Connection& connection) {
       open = false;
       break;
     }
-    auto request = std::make_unique<Request>(
-        connection, *shared_.handler, rest.substr(0, frame.pdu_bytes), connection.requests_read_++);
+    std::int64_t received_ns = 0;
+    if (shared_.stamp_requests) {
+      received_ns = connection.input_stamps_.stamp_of(consumed + frame.pdu_bytes);
+      if (received_ns == 0) {
+        // Not stamped as it was read (plaintext TLS gave beside a StartTLS response): now, once.
+        received_ns = unstamped_ns != 0
+                          ? unstamped_ns
+                          : (unstamped_ns = static_cast<std::int64_t>(threadpool::steady_ns()));
+      }
+    }
+    auto request =
+        std::make_unique<Request>(connection, *shared_.handler, rest.substr(0, frame.pdu_bytes),
+                                  connection.requests_read_++, received_ns);
     consumed += frame.pdu_bytes;
     if (const Status decoded = request->decode({}); !decoded.ok()) {
       protocol_error(connection, decoded.message());
@@ -124,6 +136,7 @@ bool ConnectionRules::route_input(Connection& connection) {
     }
     if (message.op == wire::ProtocolOp::kUnbindRequest) {
       connection.abandon_all();  // Ends its open operations too; the listener closes.
+      connection.decide_close(CloseReason::kUnbind);
       open = false;
       break;
     }
@@ -139,7 +152,15 @@ bool ConnectionRules::route_input(Connection& connection) {
         // Whatever the client sent after the request is already TLS.
         std::string rest_bytes(input.substr(consumed));
         connection.input_.clear();
-        return rest_bytes.empty() || tls_input(connection, rest_bytes);
+        connection.input_stamps_.clear();
+        if (rest_bytes.empty()) {
+          return true;
+        }
+        const std::optional<CloseReason> end = tls_input(connection, rest_bytes);
+        if (end.has_value()) {
+          connection.decide_close(*end);
+        }
+        return !end.has_value();
       }
       continue;
     }
@@ -156,6 +177,7 @@ bool ConnectionRules::route_input(Connection& connection) {
     connection.held_.push_back(std::move(request));
   }
   connection.input_.erase(0, consumed);
+  connection.input_stamps_.consumed(consumed);
   if (connection.input_.empty()) {
     Connection::release_if_large(connection.input_);
   }
@@ -183,6 +205,7 @@ ConnectionRules::StartResult ConnectionRules::try_start(Connection& connection,
     request.reset(static_cast<Request*>(task.release()));
     request->cancel_start();
     connection.cancel_operation(message_id);
+    threadpool::owner_add(counters_.submit_refused);
     return StartResult::kPoolFull;
   }
   connection.bind_running_ = bind;
@@ -227,6 +250,7 @@ void ConnectionRules::protocol_error(Connection& connection, std::string_view wh
   wire::BerWriter writer;
   wire::encode_message(notice, writer);
   connection.send_bytes(writer.view());
+  connection.decide_close(CloseReason::kProtocolError);
 }
 
 void ConnectionRules::begin_tls(Connection& connection, std::unique_ptr<TlsChannel> channel,
@@ -244,7 +268,8 @@ void ConnectionRules::forget_handshake(Connection& connection) {
   }
 }
 
-bool ConnectionRules::tls_input(Connection& connection, std::string_view cipher) {
+std::optional<CloseReason> ConnectionRules::tls_input(Connection& connection,
+                                                      std::string_view cipher) {
   const TlsChannel::InputResult result = connection.tls_input(cipher);
   if (connection.handshake_deadline_ms_ != 0 && connection.tls_handshake_done()) {
     forget_handshake(connection);
@@ -254,7 +279,15 @@ bool ConnectionRules::tls_input(Connection& connection, std::string_view cipher)
     std::fprintf(stderr, "numadir: conn=%llu: TLS: %s\n",
                  static_cast<unsigned long long>(connection.id()), connection.tls_error().c_str());
   }
-  return result == TlsChannel::InputResult::kOk;
+  switch (result) {
+    case TlsChannel::InputResult::kOk:
+      return std::nullopt;
+    case TlsChannel::InputResult::kClosed:
+      return CloseReason::kClient;
+    case TlsChannel::InputResult::kFailed:
+      break;
+  }
+  return CloseReason::kTlsFailure;
 }
 
 void ConnectionRules::start_tls(Connection& connection, const Request& start) {
@@ -283,16 +316,20 @@ void ConnectionRules::start_tls(Connection& connection, const Request& start) {
   }
 }
 
-bool ConnectionRules::expired(const Connection& connection, std::int64_t now_ms) const {
+std::optional<CloseReason> ConnectionRules::expired(const Connection& connection,
+                                                    std::int64_t now_ms) const {
   if (connection.closing_) {
-    return false;
+    return std::nullopt;
   }
   if (connection.handshake_deadline_ms_ != 0 && now_ms >= connection.handshake_deadline_ms_) {
-    return true;
+    return CloseReason::kTlsFailure;
   }
   const std::int64_t idle_limit_ms = std::int64_t{1000} * shared_.limits.idle_timeout_s;
-  return idle_limit_ms != 0 && connection.held_.empty() && connection.operations() == 0 &&
-         now_ms - connection.last_read_ms_ >= idle_limit_ms;
+  if (idle_limit_ms != 0 && connection.held_.empty() && connection.operations() == 0 &&
+      now_ms - connection.last_read_ms_ >= idle_limit_ms) {
+    return CloseReason::kIdleTimeout;
+  }
+  return std::nullopt;
 }
 
 bool ConnectionRules::write_expired(Connection& connection, std::int64_t now_ms) const {

@@ -12,9 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "listener/connection.h"
+#include "listener/frontend_snapshot.h"
 #include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
 #include "threadpool/worker_pool.h"
@@ -55,16 +57,19 @@ class ConnectionRules {
   void begin_tls(Connection& connection, std::unique_ptr<TlsChannel> channel, std::int64_t now_ms);
   // Feeds ciphertext read from the socket to the connection's TLS; tells the handler when the
   // handshake ends.
-  // Returns: false when the connection is to be closed (a TLS failure or close_notify).
-  [[nodiscard]] bool tls_input(Connection& connection, std::string_view cipher);
+  // Returns: nullopt while the connection stays open; else why it is to be closed: kTlsFailure
+  //   (a TLS failure, said on standard error) or kClient (close_notify).
+  [[nodiscard]] std::optional<CloseReason> tls_input(Connection& connection,
+                                                     std::string_view cipher);
   // The connection closes: a pending handshake of it no longer counts.
   void forget_handshake(Connection& connection);
   // Returns: connections whose TLS handshake is pending (each has a deadline).
   std::size_t handshakes() const { return handshakes_; }
 
-  // Returns: whether `connection` is to be closed at `now_ms`: its TLS handshake is overdue,
-  //   or it has been idle (nothing outstanding or held, nothing read) for idle_timeout_s.
-  bool expired(const Connection& connection, std::int64_t now_ms) const;
+  // Returns: whether `connection` is to be closed at `now_ms`, and why: kTlsFailure when its TLS
+  //   handshake is overdue, kIdleTimeout when it has been idle (nothing outstanding or held,
+  //   nothing read) for idle_timeout_s; nullopt when neither.
+  std::optional<CloseReason> expired(const Connection& connection, std::int64_t now_ms) const;
   // Returns: whether `connection`'s output has waited for its socket for write_timeout_s with
   //   nothing taken (then it logs the close to standard error). Restarts the connection's clock
   //   when the socket took bytes since the last look.
@@ -79,12 +84,14 @@ class ConnectionRules {
   // Returns: whether the front held request may start now that the operations are watched
   //   (one ended meanwhile); otherwise the connection's watch brings the listener back.
   bool may_start_held(Connection& connection);
-  // Frames, decodes and routes the PDUs in connection.input_. Returns: false once the
-  // connection is to close.
+  // Frames, decodes and routes the PDUs in connection.input_, each stamped with when it was read
+  // (ListenerShared::stamp_requests). Returns: false once the connection is to close (why is
+  // decided on it: Connection::decide_close).
   bool route_input(Connection& connection);
   // Hands `request` to the pool if the connection's rules allow it now (a bind only with
   // nothing outstanding, nothing while a bind runs, at most max_outstanding_per_connection).
-  // On kStarted `request` is left empty; otherwise the caller keeps it.
+  // On kStarted `request` is left empty; otherwise the caller keeps it. A refusal of the pool
+  // counts in counters_.submit_refused.
   StartResult try_start(Connection& connection, std::unique_ptr<Request>& request);
   // Carries out an AbandonRequest for message ID `target` (RFC 4511 §4.11) as slapd does: ID 0
   // and a running bind are left alone; otherwise the running or open operation with that ID is
@@ -92,7 +99,8 @@ class ConnectionRules {
   void abandon(Connection& connection, std::int32_t target);
   // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
   void start_tls(Connection& connection, const Request& request);
-  // Queues a Notice of Disconnection (protocolError); the caller closes.
+  // Queues a Notice of Disconnection (protocolError) and decides the close (kProtocolError); the
+  // caller closes.
   void protocol_error(Connection& connection, std::string_view why);
 
   const ListenerShared& shared_;

@@ -245,6 +245,7 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
     frontend->shared_.local_paths.push_back(url.is_local() ? url.path : std::string());
   }
   frontend->shared_.limits = options.limits;
+  frontend->shared_.stamp_requests = options.stamp_requests;
   // The classic design's listener only reads (LockedQueuePool::try_help never runs a task).
   frontend->shared_.help_pool = options.listeners_help && options.dispatcher == Dispatcher::kPerCpu;
   frontend->dispatcher_ = options.dispatcher;
@@ -330,6 +331,10 @@ FrontendSnapshot Frontend::snapshot() const {
     listener.bytes_received = counters.bytes_received.load(std::memory_order_relaxed);
     listener.helped = counters.helped.load(std::memory_order_relaxed);
     listener.output_pauses = counters.output_pauses.load(std::memory_order_relaxed);
+    for (std::size_t r = 0; r < kCloseReasons; ++r) {
+      listener.closed[r] = counters.closed[r].load(std::memory_order_relaxed);
+    }
+    listener.submit_refused = counters.submit_refused.load(std::memory_order_relaxed);
     ++out.pools[listener.pool].listeners;
     out.listeners.push_back(std::move(listener));
   }

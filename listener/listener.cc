@@ -234,7 +234,8 @@ bool Listener::stopped() {
       open.push_back(connection.get());
     }
     for (Connection* connection : open) {
-      begin_close(*connection);  // Their open operations end: each holder drops its own.
+      // Their open operations end: each holder drops its own.
+      begin_close(*connection, CloseReason::kServerStop);
     }
     pending_resumes_.clear();  // Paused producers never to run: they release their connections.
     graveyard_.clear();
@@ -283,7 +284,7 @@ void Listener::dispatch(const epoll_event& event) {
     }
   }
   if (connection.output_failed()) {
-    begin_close(connection);
+    begin_close(connection, connection.output_failure());
   } else if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
     on_readable(connection);
   }
@@ -375,14 +376,16 @@ void Listener::run_timers() {
     return;
   }
   next_timer_ms_ = now_ms + kTimerPeriodMs;
-  std::vector<Connection*> expired;
+  std::vector<std::pair<Connection*, CloseReason>> expired;
   for (const auto& [id, connection] : connections_) {
-    if (rules_.expired(*connection, now_ms) || rules_.write_expired(*connection, now_ms)) {
-      expired.push_back(connection.get());
+    if (const std::optional<CloseReason> reason = rules_.expired(*connection, now_ms)) {
+      expired.emplace_back(connection.get(), *reason);
+    } else if (rules_.write_expired(*connection, now_ms)) {
+      expired.emplace_back(connection.get(), CloseReason::kWriteTimeout);
     }
   }
-  for (Connection* connection : expired) {
-    begin_close(*connection);
+  for (const auto& [connection, reason] : expired) {
+    begin_close(*connection, reason);
   }
   graveyard_.clear();
 }
@@ -527,14 +530,20 @@ void Listener::on_readable(Connection& connection) {
     // Into the listener's buffer, then appended: growing input_ by resize() would zero it.
     const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
+      std::optional<CloseReason> tls_end;
       if (connection.tls_started()) {
-        if (!rules_.tls_input(connection,
-                              std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)))) {
-          close_after_input(connection);  // close_notify may come in one read with requests.
-          return;
-        }
+        tls_end = rules_.tls_input(
+            connection, std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)));
       } else {
         connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
+      }
+      if (shared_.stamp_requests) {
+        // After TLS decrypted it: the time the plaintext was there to frame.
+        connection.input_stamps_.after_read(connection.input_, shared_.limits.max_pdu_bytes);
+      }
+      if (tls_end.has_value()) {
+        close_after_input(connection, *tls_end);  // close_notify may come with requests.
+        return;
       }
       threadpool::owner_add(counters_.bytes_received, static_cast<std::uint64_t>(n));
       if (shared_.limits.idle_timeout_s != 0) {
@@ -552,7 +561,9 @@ void Listener::on_readable(Connection& connection) {
       break;
     }
     // EOF or a reset: the client is gone; what it had outstanding is abandoned.
-    close_after_input(connection);
+    close_after_input(connection, n == 0 || errno == ECONNRESET || errno == EPIPE
+                                      ? CloseReason::kClient
+                                      : CloseReason::kOther);
     return;
   }
   pump(connection);
@@ -561,12 +572,12 @@ void Listener::on_readable(Connection& connection) {
   }
 }
 
-void Listener::close_after_input(Connection& connection) {
+void Listener::close_after_input(Connection& connection, CloseReason reason) {
   // What the client sent before it went is read first (its last requests start, an Unbind is
   // noticed and carried out), as if the end had come in a read of its own.
   pump(connection);
   if (!connection.closing_) {
-    begin_close(connection);
+    begin_close(connection, reason);
   }
 }
 
@@ -575,7 +586,7 @@ void Listener::pump(Connection& connection) {
   const bool was_paused = connection.reading_paused_;
   const PumpResult result = rules_.pump(connection);
   if (result == PumpResult::kClose) {
-    begin_close(connection);
+    begin_close(connection, CloseReason::kOther);  // The rules decided why (decide_close).
     return;
   }
   if (connection.reading_paused_ != was_paused) {
@@ -594,10 +605,11 @@ void Listener::wait_for_pool(Connection& connection) {
   }
 }
 
-void Listener::begin_close(Connection& connection) {
+void Listener::begin_close(Connection& connection, CloseReason reason) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   if (!connection.closing_) {
     connection.closing_ = true;
+    connection.decide_close(reason);
     rules_.forget_handshake(connection);
     set_want_output(connection, false);
     connection.abandon_all();  // Ends its open operations: their on_end runs here.
@@ -612,6 +624,8 @@ void Listener::begin_close(Connection& connection) {
   }
   release_connection();
   threadpool::owner_sub(counters_.open);
+  threadpool::owner_add(
+      counters_.closed[static_cast<std::size_t>(connection.close_reason_.value_or(reason))]);
   auto it = connections_.find(connection.id());
   graveyard_.push_back(std::move(it->second));
   connections_.erase(it);
@@ -636,7 +650,9 @@ void Listener::on_notified(std::uint64_t connection_id) {
   Connection& connection = *it->second;
   connection.run_due_ends();
   if (connection.closing_ || connection.output_failed()) {
-    begin_close(connection);
+    // Closing already: its reason was decided then.
+    begin_close(connection,
+                connection.output_failed() ? connection.output_failure() : CloseReason::kOther);
     return;
   }
   if (!connection.want_output_ && connection.output_blocked()) {

@@ -12,6 +12,7 @@
 
 #include <sys/epoll.h>
 
+#include <array>
 #include <atomic>
 #include <boost/lockfree/queue.hpp>
 #include <cstddef>
@@ -27,6 +28,7 @@
 #include "base/cache_line.h"
 #include "listener/connection.h"
 #include "listener/connection_rules.h"
+#include "listener/frontend_snapshot.h"
 #include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
@@ -64,6 +66,11 @@ struct alignas(kCacheLineSize) ListenerCounters {
   std::atomic<std::uint64_t> helped{0};  // Requests it ran itself (ListenerShared::help_pool).
   // Times a connection passed its output bound and stopped being read.
   std::atomic<std::uint64_t> output_pauses{0};
+  // Connections closed, by CloseReason: each counted once, when it is destroyed (so accepted ==
+  // open + the sum of these).
+  std::array<std::atomic<std::uint64_t>, kCloseReasons> closed{};
+  // Requests the pool refused (queue full: each refusal of a try_submit counts).
+  std::atomic<std::uint64_t> submit_refused{0};
   std::atomic<std::int32_t> tid{0};  // The listener thread's OS id, 0 before it runs.
 };
 
@@ -81,6 +88,9 @@ struct ListenerShared {
   // PU it shares with a worker, no context switch per request. While it runs one, its own
   // connections wait to be read.
   bool help_pool = false;
+  // Stamps each request with when its bytes were read (FrontendOptions::stamp_requests): one
+  // clock read per read that completed a PDU (Connection::input_stamps_). Off: none.
+  bool stamp_requests = false;
   std::atomic<std::uint64_t> next_connection_id{1};
   // Connections open or being set up, in every listener: a slot is taken by one compare-and-
   // swap before a connection is set up and given back when it closes, so it never passes
@@ -172,15 +182,17 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   void open_connection(int fd, std::string peer, bool tls, bool local = false,
                        std::optional<PeerCredentials> credentials = std::nullopt);
   void on_readable(Connection& connection);
-  // The client ended the connection (EOF, close_notify): reads what it had buffered, then closes.
-  void close_after_input(Connection& connection);
+  // The client ended the connection (EOF, close_notify) or it failed (a reset, TLS): reads what it
+  // had buffered, then closes, for `reason` unless what it read decided otherwise (an Unbind).
+  void close_after_input(Connection& connection, CloseReason reason);
   // Lets the rules start or hold what the connection read, and carries out what they ask.
   void pump(Connection& connection);
   // The pool refused `connection`'s request: retries once the pool says it has room.
   void wait_for_pool(Connection& connection);
   // Stops reading and ends what is outstanding; the connection is destroyed (and its fd closed)
-  // once no worker or open operation holds it.
-  void begin_close(Connection& connection);
+  // once no worker or open operation holds it, and counted in counters_.closed under its
+  // close_reason_: `reason`, unless one was decided before (Connection::decide_close).
+  void begin_close(Connection& connection, CloseReason reason);
   void set_interest(Connection& connection);
   // Sets connection.want_output_ (EPOLLOUT wanted: the socket was full), counting the
   // connections that wait, and starts the write timeout's clock.

@@ -41,10 +41,11 @@ void Request::operator delete(void* pointer, std::size_t /*size*/) {
 }
 
 Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
-                 std::uint64_t number)
+                 std::uint64_t number, std::int64_t received_ns)
     : connection_(connection),
       handler_(handler),
       number_(number),
+      received_ns_(received_ns),
       buffers_(buffer_recycler().take()) {
   buffers_->pdu.assign(pdu);
 }

@@ -39,9 +39,10 @@ class Request final : public threadpool::Task, private ResponseSink {
   static void* operator new(std::size_t size);
   static void operator delete(void* pointer, std::size_t size);
 
-  // `number`: the request's on its connection (RequestOrigin::number).
+  // `number`: the request's on its connection (RequestOrigin::number); `received_ns`: when its
+  // bytes were read (RequestOrigin::received_ns; 0 unless stamped).
   Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
-          std::uint64_t number);
+          std::uint64_t number, std::int64_t received_ns = 0);
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
   // Drops the connection reference of a started request (telling the owner if it watches);
@@ -64,8 +65,9 @@ class Request final : public threadpool::Task, private ResponseSink {
     return wire::decode_message(buffers_->pdu, buffers_->message, limits);
   }
   const wire::LdapMessage& message() const { return buffers_->message; }
-  // Its number on the connection and its bytes (also what its handler's sink says).
-  RequestOrigin origin() const override { return {number_, buffers_->pdu}; }
+  // Its number on the connection, its bytes and when they were read (also what its handler's
+  // sink says).
+  RequestOrigin origin() const override { return {number_, buffers_->pdu, received_ns_}; }
 
   // Worker (or helping listener): runs the handler with the thread's `state` and writes its
   // responses.
@@ -89,6 +91,7 @@ class Request final : public threadpool::Task, private ResponseSink {
   bool started_ = false;
   bool detached_ = false;  // The handler keeps the operation open (detach()).
   const std::uint64_t number_;
+  const std::int64_t received_ns_;
   std::unique_ptr<RequestBuffers> buffers_;
 };
 

@@ -23,6 +23,8 @@
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
 #include "tests/listener/tls_test_util.h"
+#include "tests/wait_until.h"
+#include "threadpool/thread_counters.h"
 
 namespace numadir::listener {
 namespace {
@@ -41,6 +43,8 @@ class TlsHandler : public RequestHandler {
     if (request.op != ProtocolOp::kSearchRequest) {
       return;
     }
+    last_handled_ns.store(static_cast<std::int64_t>(threadpool::steady_ns()));
+    last_received_ns.store(sink.origin().received_ns);
     const std::string_view base = request.search_request.base_object;
     if (base == "gate") {
       std::unique_lock lock(mu_);
@@ -71,6 +75,9 @@ class TlsHandler : public RequestHandler {
   }
   std::atomic<int> handshakes{0};
   std::string last_protocol;
+  // The last search's RequestOrigin::received_ns, and a clock read as handle() began.
+  std::atomic<std::int64_t> last_received_ns{-1};
+  std::atomic<std::int64_t> last_handled_ns{0};
 
  private:
   std::mutex mu_;
@@ -192,7 +199,7 @@ bool closed_by_server(int fd, int seconds) {
 }
 
 struct TlsServer {
-  explicit TlsServer(std::uint32_t handshake_timeout_s = 10) {
+  explicit TlsServer(std::uint32_t handshake_timeout_s = 10, bool stamp_requests = false) {
     TlsSettings settings = pki.settings();
     settings.handshake_timeout_s = handshake_timeout_s;
     auto context = TlsContext::create(settings);
@@ -202,6 +209,7 @@ struct TlsServer {
     options.urls = {ListenUrl{"ldap", "127.0.0.1", 0}, ListenUrl{"ldaps", "127.0.0.1", 0}};
     options.workers = 2;
     options.tls = tls.get();
+    options.stamp_requests = stamp_requests;
     auto started = Frontend::start(options, handler);
     REQUIRE_MESSAGE(started.ok(), started.status().to_string());
     frontend = std::move(*started);
@@ -301,6 +309,27 @@ TEST_CASE("Frontend TLS: plaintext on the ldaps port and a stalled handshake are
   secure.expect_search(1, "cn=secure");
   CHECK(closed_by_server(silent.fd(), 5));
   CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(900));
+  // Both closed as TLS failures, once each; the other two are open.
+  REQUIRE(numadir::testing::wait_until([&] {
+    const ListenerSnapshot listener = server.frontend->snapshot().listeners.at(0);
+    return listener.accepted == 4 && listener.connections == 2;
+  }));
+  const ListenerSnapshot listener = server.frontend->snapshot().listeners.at(0);
+  for (std::size_t r = 0; r < kCloseReasons; ++r) {
+    INFO("reason ", close_reason_name(static_cast<CloseReason>(r)));
+    CHECK(listener.closed[r] == (r == static_cast<std::size_t>(CloseReason::kTlsFailure) ? 2 : 0));
+  }
+}
+
+TEST_CASE("Frontend TLS: with stamping a request carries when its plaintext came") {
+  TlsServer server(/*handshake_timeout_s=*/10, /*stamp_requests=*/true);
+  TlsClient secure(server.pki, server.tls_port, /*tls_now=*/true);
+  const auto before = static_cast<std::int64_t>(threadpool::steady_ns());
+  secure.search(1, "cn=secure");
+  secure.flush();
+  secure.expect_search(1, "cn=secure");
+  CHECK(server.handler.last_received_ns.load() >= before);
+  CHECK(server.handler.last_received_ns.load() <= server.handler.last_handled_ns.load());
 }
 
 }  // namespace

@@ -246,6 +246,12 @@ TEST_CASE("Output bound: a client that reads nothing for the write timeout is cl
   // restarts the clock).
   CHECK(eventually([&] { return server.handler.producers_destroyed.load() == 1; }));
   CHECK(eventually([&] { return server.frontend->snapshot().listeners.at(0).connections == 0; }));
+  const ListenerSnapshot listener = server.frontend->snapshot().listeners.at(0);
+  for (std::size_t r = 0; r < kCloseReasons; ++r) {  // Counted once, as a write timeout.
+    INFO("reason ", close_reason_name(static_cast<CloseReason>(r)));
+    CHECK(listener.closed[r] ==
+          (r == static_cast<std::size_t>(CloseReason::kWriteTimeout) ? 1 : 0));
+  }
 }
 
 }  // namespace
