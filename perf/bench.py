@@ -1,21 +1,29 @@
 #!/usr/bin/python3
-"""The side-by-side benchmark: authrate against the floor server, OpenLDAP slapd, numadir
-`percpu` and numadir `single`, on the same generated users, at several connection counts, each
+"""The side-by-side benchmark: authrate against the floor server, OpenLDAP slapd, 389 Directory
+Server (when 389-ds-base is installed), numadir `percpu` and numadir `single`, on the same
+generated users, at several connection counts, each
 point repeated and interleaved, medians reported. Run by perf/bench.sh (which builds first).
 
   perf/bench.py --build-dir build/release [--users 100000] [--connections 16,64,256]
                 [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
                 [--tls | --tls-only] [--tls-connections 16] [--tls-key-type rsa]
                 [--baseline-build DIR --servers slapd,percpu,percpu-base,single,single-base]
+                [--servers floor,slapd,389ds,389ds-log,percpu,single] [--389ds-db-lib mdb]
 
 Every server runs at once, idle while another is measured (an idle server costs nothing), so
 the points of one repetition follow each other within seconds. Each server's CPU (utime +
 stime from /proc/PID/stat over the measured window) comes from authrate --server-pid as µs per
 auth. Writes the tables between the bench markers of RESULTS.md and a PNG plot (gnuplot).
 
+389-ds (servers 389ds and 389ds-log, its access log on) is a private instance made by
+perf/ds389.py: dscreate under a prefix of its own in /tmp, the same users imported with
+ldif2db, numadir's access rules as ACIs, ns-slapd in the foreground. Without 389-ds-base the
+run goes on without it and its section says so.
+
 --tls adds TLS points (--tls-only runs only those): one throwaway certificate (made with the
-openssl command) for slapd (TLSCertificateFile / TLSCertificateKeyFile, an ldaps:// URL) and
-numadir ([tls] certificate / key, an ldaps:// listen URL); authrate over ldap:// and ldaps://
+openssl command) for slapd (TLSCertificateFile / TLSCertificateKeyFile, an ldaps:// URL),
+389-ds (imported into its NSS database, nsslapd-security on) and numadir ([tls] certificate /
+key, an ldaps:// listen URL); authrate over ldap:// and ldaps://
 with persistent connections, and with a new connection per auth (--reconnect, then with
 --tls-resume) to show what a handshake costs. Written between the bench-tls markers.
 """
@@ -33,6 +41,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ds389  # noqa: E402  (perf/ds389.py: the private 389-ds instance)
 
 SUFFIX = "dc=example,dc=com"
 PEOPLE = f"ou=people,{SUFFIX}"
@@ -59,7 +70,7 @@ TLS_VARIANTS = [
 ]
 
 # numadir's default access policy (server/operations/access_control.h) in slapd's terms, so both servers
-# check the same rules on every auth.
+# check the same rules on every auth (perf/ds389.py ACIS: the same for 389-ds).
 SLAPD_ACCESS = """access to attrs=userPassword
   by self =wx
   by anonymous auth
@@ -302,6 +313,21 @@ index uid eq
     return Server(name, process, port, ldaps_port)
 
 
+def start_389ds(ldif, tls=None, name="389ds", access_log=False, db_lib="bdb"):
+    """A private 389-ds instance (perf/ds389.py) with the users of `ldif`, started; `tls`:
+    make_certificate()'s files (it also listens on ldaps://); `access_log`: its access log on
+    (buffered, as by default), as slapd-stats and percpu-log log theirs; `db_lib`: "bdb" or
+    "mdb". Duck-types Server; stop() also removes its folder. Errors: RuntimeError (389-ds
+    missing, or a step failed)."""
+    instance = ds389.Ds389Instance.create(ldif, ROOT_DN, "secret", access_log=access_log,
+                                          tls=tls, name=name, db_lib=db_lib)
+    try:
+        return instance.start()
+    except BaseException:
+        instance.stop()
+        raise
+
+
 def slapd_tls_lines(tls):
     if not tls:
         return ""
@@ -338,7 +364,15 @@ def machine():
         "cpu": model,
         "kernel": platform.release(),
         "slapd": slapd_version[0] if slapd_version else "unknown",
+        "389ds": ds389.version() if not ds389.available() else "389-ds not installed",
     }
+
+
+def ds389_label(info, args):
+    """389-ds's version and database library for a results section, or that it is missing."""
+    if ds389.available():
+        return info["389ds"]
+    return f"{info['389ds']} (db_lib {args.ds389_db_lib})"
 
 
 def table(points, servers, connections):
@@ -353,8 +387,9 @@ def table(points, servers, connections):
 
 
 def ratios(points, servers, connections):
-    pairs = [("percpu", "slapd"), ("percpu", "floor"), ("percpu", "single"),
-             ("single", "slapd"), ("percpu", "percpu-base"), ("single", "single-base"),
+    pairs = [("percpu", "slapd"), ("percpu", "389ds"), ("percpu", "floor"),
+             ("percpu", "single"), ("single", "slapd"), ("single", "389ds"), ("389ds", "slapd"),
+             ("percpu", "percpu-base"), ("single", "single-base"),
              ("percpu-2node", "percpu"), ("percpu-2node", "single")]
     pairs = [(a, b) for a, b in pairs if a in servers and b in servers]
     lines = ["| connections | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
@@ -465,8 +500,8 @@ def tls_tables(points, servers):
                     f"{delta('ldaps reconnect resume', 'ldap reconnect')} | "
                     f"{delta('ldaps reconnect tls1.2', 'ldap reconnect')} | "
                     f"{delta('ldaps reconnect resume tls1.2', 'ldap reconnect')} |")
-    pairs = [(a, b) for a, b in (("percpu", "slapd"), ("single", "slapd"), ("percpu", "single"),
-                                 ("percpu", "percpu-base"))
+    pairs = [(a, b) for a, b in (("percpu", "slapd"), ("percpu", "389ds"), ("single", "slapd"),
+                                 ("percpu", "single"), ("percpu", "percpu-base"))
              if a in servers and b in servers]
     ratio = ["| point | " + " | ".join(f"{a}/{b} auths/s | {a}/{b} CPU/auth"
                                       for a, b in pairs) + " |",
@@ -499,14 +534,20 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
-    parser.add_argument("--servers", default="floor,slapd,percpu,single",
-                        help="of floor, slapd, slapd-stats (its access log on), percpu, "
+    parser.add_argument("--servers", default="floor,slapd,389ds,percpu,single",
+                        help="of floor, slapd, slapd-stats (its access log on), 389ds (389 "
+                        "Directory Server, left out with a note when 389-ds-base is not "
+                        "installed), 389ds-log (its access log on), percpu, "
                         "percpu-log (log.level = stats), single, percpu-2node (percpu on the "
                         "emulated topology numa:2 core:1 pu:1), and with --baseline-build "
                         "percpu-base and single-base")
     parser.add_argument("--baseline-build", default="",
                         help="a build directory of another commit: its numadir serves the "
                         "percpu-base and single-base servers, for a before/after ratio")
+    parser.add_argument("--389ds-db-lib", dest="ds389_db_lib", default="bdb",
+                        choices=["bdb", "mdb"],
+                        help="389-ds's database library: Berkeley DB (2.3's default; its import "
+                        "runs at a few hundred entries/s) or LMDB (like slapd's and numadir's)")
     parser.add_argument("--slapd-extra", default="",
                         help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
     parser.add_argument("--slapd-loglevel", default="0",
@@ -514,7 +555,7 @@ def main():
                         "yet; 'stats' for slapd's default)")
     parser.add_argument("--tls", action="store_true",
                         help="also the TLS points (ldaps://, persistent and per auth, with and "
-                        "without session resumption) for slapd and numadir")
+                        "without session resumption) for slapd, 389-ds and numadir")
     parser.add_argument("--tls-only", action="store_true",
                         help="only the TLS points (the cleartext section is left as it is)")
     parser.add_argument("--tls-connections", type=int, default=16,
@@ -535,6 +576,7 @@ def main():
     servers = {}
     tls_names = []  # The servers measured over TLS, in order.
     tls_missing = {}  # Server name -> why it has no TLS points.
+    left_out = {}  # Server name -> why it was not measured at all.
     runs = {}
     tls_runs = {}
     try:
@@ -553,6 +595,28 @@ def main():
             elif name == "slapd-stats":
                 # slapd with its access log (loglevel stats) to a file, beside percpu-log.
                 servers[name] = start_slapd(work, ldif, args, name=name, loglevel="stats")
+            elif name in ("389ds", "389ds-log"):
+                why = ds389.available()
+                if why:
+                    left_out[name] = why
+                    print(f"bench: {name}: left out: {why}", flush=True)
+                    continue
+                try:
+                    servers[name] = start_389ds(ldif, tls=tls, name=name,
+                                                access_log=name == "389ds-log",
+                                                db_lib=args.ds389_db_lib)
+                except RuntimeError as error:
+                    if not tls:
+                        raise
+                    # Its TLS setup failed (NSS import, nsslapd-security): cleartext points only.
+                    tls_missing[name] = ("389-ds did not start with TLS "
+                                         f"({str(error).splitlines()[0]})")
+                    print(f"bench: {name}: {tls_missing[name]}; measuring it in the clear only",
+                          flush=True)
+                    if not args.tls_only:
+                        servers[name] = start_389ds(ldif, name=name,
+                                                    access_log=name == "389ds-log",
+                                                    db_lib=args.ds389_db_lib)
             elif name == "percpu-log":
                 # percpu with its access log on (log.level = "stats") to a file.
                 servers[name] = start_numadir(
@@ -626,15 +690,17 @@ def main():
     if connections:
         plotted = bool(args.plot) and plot(points, names, connections, os.path.abspath(args.plot))
         errors = sum(p["errors"] for p in points.values())
+        left_out_note = "".join(f"\n- {name}: not measured: {why}."
+                                for name, why in left_out.items())
         sections.append((BEGIN, END, "The side-by-side benchmark (perf/bench.sh)", f"""{BEGIN}
 ### Side by side: {now}
 
 Command: `{command}` — {args.users} users ({args.scheme} passwords), indexes objectClass eq and uid
-eq on both servers, the same access rules; authrate with {args.authrate_threads} thread(s),
+eq on every server, the same access rules; authrate with {args.authrate_threads} thread(s),
 {args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
 interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
-{info['kernel']}; {info['slapd']}. Load generator and servers share the machine's CPUs.
-Errors over all runs: {errors}.
+{info['kernel']}; {info['slapd']}; {ds389_label(info, args)}. Load
+generator and servers share the machine's CPUs. Errors over all runs: {errors}.{left_out_note}
 
 {table(points, names, connections)}
 
@@ -647,6 +713,7 @@ Ratios (medians):
         tls_points = summarize(tls_runs)
         errors = sum(p["errors"] for p in tls_points.values())
         missing = "".join(f"\n- {name}: no TLS points: {why}." for name, why in tls_missing.items())
+        missing += "".join(f"\n- {name}: not measured: {why}." for name, why in left_out.items())
         sections.append((TLS_BEGIN, TLS_END, TLS_HEADING, f"""{TLS_BEGIN}
 ### Over TLS: {now}
 
@@ -657,8 +724,9 @@ connections and {args.authrate_threads} thread(s), {args.duration:g} s measured 
 {args.warmup:g} s warm-up, {args.repeat} repetitions interleaved, medians shown. Points: `ldap`
 and `ldaps` on persistent connections; `reconnect`: a new connection (and so a TLS handshake)
 per auth; `resume`: authrate `--tls-resume`, offering the slot's previous session. Machine:
-{info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; {info['slapd']}. Load generator and
-servers share the machine's CPUs. Errors over all runs: {errors}.{missing}
+{info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; {info['slapd']};
+{ds389_label(info, args)}. Load generator and servers share the machine's
+CPUs. Errors over all runs: {errors}.{missing}
 
 {tls_tables(tls_points, tls_names) if tls_names else "No server was measured over TLS."}
 {TLS_END}"""))

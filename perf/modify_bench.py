@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""The modify benchmark: authrate --mode modify against numadir `percpu` and OpenLDAP slapd
-side by side, on the same generated users, at several connection counts, each point repeated
-and interleaved, medians reported.
+"""The modify benchmark: authrate --mode modify against numadir `percpu`, OpenLDAP slapd and
+389 Directory Server (when 389-ds-base is installed) side by side, on the same generated
+users, at several connection counts, each point repeated and interleaved, medians reported.
 
   perf/modify_bench.py --build-dir build/release [--users 10000] [--connections 1,16,64]
                        [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
+                       [--servers slapd,389ds,percpu] [--389ds-db-lib bdb|mdb]
 
 Each connection binds once as the rootdn, then replaces `description` of a random user, closed
-loop. Both servers commit every modification durably before answering: numadir with
+loop. Every server commits each modification durably before answering: numadir with
 durability = "sync" (its writer batches the commits of the modifications waiting), slapd with
-back-mdb's default (a synced commit per operation, no dbnosync). Server CPU (utime + stime
-from /proc/PID/stat over the measured window) comes from authrate --server-pid, as µs per
-modification. Writes a table between the bench-modify markers of RESULTS.md (--results '' only
-prints it). Uses perf/bench.py's server setup (same data, indexes and access rules).
+back-mdb's default (a synced commit per operation, no dbnosync), 389-ds with its default
+(nsslapd-db-durable-transaction on; perf/ds389.py's private instance, access log off).
+Server CPU (utime + stime from /proc/PID/stat over the measured window) comes from authrate
+--server-pid, as µs per modification. Writes a table between the bench-modify markers of
+RESULTS.md (--results '' only prints it). Uses perf/bench.py's server setup (same data,
+indexes and access rules).
 """
 import argparse
 import datetime
@@ -29,6 +32,9 @@ import bench  # noqa: E402  (perf/bench.py: server setup shared with the auth be
 BEGIN = "<!-- bench-modify:begin -->"
 END = "<!-- bench-modify:end -->"
 HEADING = "Modifications: numadir and slapd side by side (perf/modify_bench.py)"
+
+# The ratios of the table: numadir's to each peer's.
+PAIRS = [("percpu", "slapd"), ("percpu", "389ds"), ("single", "slapd"), ("389ds", "slapd")]
 
 
 def run_modify(build, server, connections, args):
@@ -60,14 +66,18 @@ def tables(points, names, connections):
             p = points[(name, c)]
             lines.append(f"| {c} | {name} | {p['rate']:.0f} | {p['p50']:.3f} | {p['p99']:.3f} | "
                          f"{p['cpu']:.1f} |")
-    if "percpu" in names and "slapd" in names:
-        lines += ["", "| connections | percpu/slapd modifications/s | percpu/slapd CPU/mod |",
-                  "|---:|---:|---:|"]
+    pairs = [(a, b) for a, b in PAIRS if a in names and b in names]
+    if pairs:
+        lines += ["", "| connections | " + " | ".join(
+            f"{a}/{b} modifications/s | {a}/{b} CPU/mod" for a, b in pairs) + " |",
+            "|---:|" + "---:|---:|" * len(pairs)]
         for c in connections:
-            a, b = points[("percpu", c)], points[("slapd", c)]
-            rate = f"{a['rate'] / b['rate']:.2f}" if b["rate"] > 0 else "n/a"
-            cpu = f"{a['cpu'] / b['cpu']:.2f}" if b["cpu"] > 0 else "n/a"
-            lines.append(f"| {c} | {rate} | {cpu} |")
+            cells = []
+            for a_name, b_name in pairs:
+                a, b = points[(a_name, c)], points[(b_name, c)]
+                cells.append(f"{a['rate'] / b['rate']:.2f}" if b["rate"] > 0 else "n/a")
+                cells.append(f"{a['cpu'] / b['cpu']:.2f}" if b["cpu"] > 0 else "n/a")
+            lines.append(f"| {c} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -81,7 +91,11 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
-    parser.add_argument("--servers", default="slapd,percpu")
+    parser.add_argument("--servers", default="slapd,389ds,percpu",
+                        help="of slapd, 389ds (left out with a note when 389-ds-base is not "
+                        "installed), percpu, single")
+    parser.add_argument("--389ds-db-lib", dest="ds389_db_lib", default="bdb",
+                        choices=["bdb", "mdb"], help="389-ds's database library")
     parser.add_argument("--slapd-extra", default="",
                         help="global slapd.conf lines, separated by ';' (e.g. 'threads 8')")
     parser.add_argument("--slapd-loglevel", default="0")
@@ -96,6 +110,7 @@ def main():
     work = tempfile.mkdtemp(prefix="numadir-modify-bench-")
     servers = {}
     runs = {}
+    left_out = {}  # Server name -> why it was not measured.
     try:
         ldif = bench.generate_users(work, args.users)
         print(f"modify bench: {args.users} users generated; starting {', '.join(names)}",
@@ -103,6 +118,13 @@ def main():
         for name in names:
             if name == "slapd":
                 servers[name] = bench.start_slapd(work, ldif, args)
+            elif name == "389ds":
+                why = bench.ds389.available()
+                if why:
+                    left_out[name] = why
+                    print(f"modify bench: {name}: left out: {why}", flush=True)
+                    continue
+                servers[name] = bench.start_389ds(ldif, name=name, db_lib=args.ds389_db_lib)
             elif name in ("percpu", "single"):
                 servers[name] = bench.start_numadir(build, work, name, name, ldif,
                                                     database_extra='durability = "sync"\n')
@@ -111,6 +133,8 @@ def main():
         for rep in range(args.repeat):
             for c in connections:
                 for name in names:
+                    if name not in servers:
+                        continue
                     summary = run_modify(build, servers[name], c, args)
                     runs.setdefault((name, c), []).append(summary)
                     print(f"modify bench: rep {rep + 1}/{args.repeat} {c:>4} conns {name:>7}: "
@@ -123,19 +147,22 @@ def main():
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
+    names = [name for name in names if name in servers]
     points = summarize(runs)
     info = bench.machine()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     errors = sum(p["errors"] for p in points.values())
+    left_out_note = "".join(f"\n- {name}: not measured: {why}." for name, why in left_out.items())
     section = f"""{BEGIN}
 ### Modifications side by side: {now}
 
 Command: `{command}` — {args.users} users; each connection binds once as the rootdn, then
 replaces `description` of a random user, closed loop; numadir with durability = "sync", slapd
-back-mdb with its default (synced commits); authrate with {args.authrate_threads} thread(s),
-{args.duration:g} s measured after {args.warmup:g} s warm-up, {args.repeat} repetitions
-interleaved, medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux
-{info['kernel']}; {info['slapd']}. Errors over all runs: {errors}.
+back-mdb and 389-ds with their defaults (synced commits); authrate with
+{args.authrate_threads} thread(s), {args.duration:g} s measured after {args.warmup:g} s warm-up,
+{args.repeat} repetitions interleaved, medians shown. Machine: {info['nproc']} CPUs,
+{info['cpu']}, Linux {info['kernel']}; {info['slapd']};
+{bench.ds389_label(info, args)}. Errors over all runs: {errors}.{left_out_note}
 
 {tables(points, names, connections)}
 {END}"""

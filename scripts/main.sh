@@ -2,7 +2,8 @@
 # Sets up a fresh Debian 12 machine and runs numadir's main job: generate a directory of users,
 # load it, start `numadir serve` on a free loopback port and drive it with authrate (search +
 # bind per auth), printing auths/sec, latency and the server's CPU per auth; then a short
-# side-by-side run (perf/bench.py) prints numadir's auths/s beside OpenLDAP slapd's on the same
+# side-by-side run (perf/bench.py) prints numadir's auths/s beside OpenLDAP slapd's (and 389
+# Directory Server's, when 389-ds-base is installed: scripts/setup.sh installs it) on the same
 # users.
 #
 #   scripts/main.sh [authrate options...]     e.g. scripts/main.sh -c 64 -d 30
@@ -77,7 +78,16 @@ build/release/perf/authrate -H "ldap://127.0.0.1:$port" -b "ou=people,dc=example
 
 kill -TERM "$server_pid" && wait "$server_pid" || true
 server_pid=""
-echo "== side by side with OpenLDAP slapd ($users users, 16 connections, 5 s each)"
-/usr/bin/python3 perf/bench.py --build-dir build/release --users "$users" --servers slapd,percpu \
+# 389-ds joins when its tools are there (perf/ds389.py makes a private instance under /tmp).
+servers="slapd,percpu"
+peers="OpenLDAP slapd"
+if [[ -x /usr/sbin/ns-slapd && -x /usr/sbin/dscreate ]]; then
+  servers="slapd,389ds,percpu"
+  peers="OpenLDAP slapd and 389-ds"
+else
+  echo "== 389-ds is not installed (Debian's 389-ds-base): the side by side leaves it out"
+fi
+echo "== side by side with $peers ($users users, 16 connections, 5 s each)"
+/usr/bin/python3 perf/bench.py --build-dir build/release --users "$users" --servers "$servers" \
   --connections 16 --repeat 1 --duration 5 --warmup 1 --slapd-extra "threads 4" --results "" \
   --plot "" | grep -E '^\|'

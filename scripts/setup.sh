@@ -29,6 +29,15 @@ packages=(
   nslcd libnss-ldapd libpam-ldapd sssd-ldap libnss-sss libpam-sss pamtester
   # perf/nss_pam_bench.py drives PAM logins from long-lived Python processes (libpam in-process).
   python3-pam
+  # Prometheus and promtool: tests/integration/metrics_*_test.py and perf/metrics_bench.py start
+  # a private Prometheus (its own config and data directory) that scrapes numadir's [metrics]
+  # endpoint; promtool checks scrapes and etc/prometheus/numadir-alerts.yml.
+  prometheus
+  # 389 Directory Server, the other peer a user would pick: perf/bench.py, perf/modify_bench.py
+  # and tests/integration/ds389_harness_test.py make private instances of it (perf/ds389.py:
+  # dscreate under a prefix in /tmp, ns-slapd in the foreground). The package creates no
+  # instance and starts nothing; its SNMP agent does not start at boot either (below).
+  389-ds-base
 )
 
 missing=()
@@ -65,8 +74,14 @@ nslcd nslcd/ldap-auth-type select none
 nslcd nslcd/ldap-starttls boolean false
 SELECTIONS
 nss_pam=0
+prometheus=0
+dirsrv=0
 for package in "${missing[@]}"; do
-  case "$package" in nslcd | libnss-* | libpam-* | sssd-*) nss_pam=1 ;; esac
+  case "$package" in
+    nslcd | libnss-* | libpam-* | sssd-*) nss_pam=1 ;;
+    prometheus) prometheus=1 ;;
+    389-ds-base) dirsrv=1 ;;
+  esac
 done
 # libpam-ldapd, libpam-sss and libpam-pwquality (which libpam-sss depends on) run
 # `pam-auth-update --package`, which adds to /etc/pam.d/common-* every profile it has not seen
@@ -99,10 +114,11 @@ restore() {
   if [ "$own_policy_rc" = 1 ]; then
     $sudo rm -f /usr/sbin/policy-rc.d
   fi
-  if [ "$nss_pam" = 1 ]; then
-    # Installed as test tools, never to serve the host: nslcd and sssd do not start at boot
-    # either (sysvinit links and systemd units; each command does nothing where it has no job).
-    for daemon in nslcd sssd; do
+  if [ "$nss_pam" = 1 ] || [ "$prometheus" = 1 ] || [ "$dirsrv" = 1 ]; then
+    # Installed as test tools, never to serve the host: nslcd, sssd, prometheus and 389-ds's
+    # SNMP agent do not start at boot either (sysvinit links and systemd units; each command
+    # does nothing where it has no job).
+    for daemon in nslcd sssd prometheus dirsrv-snmp; do
       $sudo update-rc.d "$daemon" disable >/dev/null 2>&1 || true
       $sudo deb-systemd-helper disable "$daemon.service" >/dev/null 2>&1 || true
     done

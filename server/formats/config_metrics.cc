@@ -66,7 +66,9 @@ Result<MetricsListen> parse_metrics_listen(std::string_view text) {
 
 Result<std::string> read_bearer_token(const std::filesystem::path& path, bool* shared) {
   const std::string name = path.string();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named by mistake (or by the config fuzzer) must not hang the parse; it
+  // is refused just below, as anything but a regular file is.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int error = errno;
     return Status(StatusCode::kIo, name + ": cannot be read (" + std::strerror(error) + ")");

@@ -18,7 +18,8 @@
 
 namespace numadir::server {
 
-// What one request's head says. Every view points into the buffer given to parse().
+// What one request's head says. Every view points into the buffer given to parse(), but the
+// target of an absolute-form request without a path ("GET http://host HTTP/1.1"): a static "/".
 struct HttpRequest {
   std::string_view method;           // "GET", "HEAD", ... (case-sensitive, as RFC 9110 says)
   std::string_view target;           // The path, without its query: "/metrics"

@@ -14,7 +14,7 @@ replication stream crosses the bridge. Checked:
 1. Each server listens on its own address (not 127.0.0.1), each replica's consumer connection
    to the provider is established over the bridge, and both replicas equal the provider (every
    entry with every stored attribute, as replication_test.py compares them).
-2. authrate, given both replicas' URLs, drives auths for 12 s while the writer adds a
+2. authrate, given both replicas' URLs, drives auths for about 12 s while the writer adds a
    `description` value (`write-N`, one per user) to users on the provider and records each
    write the provider acknowledged. During the run: replica1 is stopped (SIGTERM, exit 0): the
    connections on it fail over to replica2 and auths go on there (failovers > 0, all away from
@@ -24,8 +24,11 @@ replication stream crosses the bridge. Checked:
    one sent to the stopped provider fails with "Can't contact LDAP server" (255);
    replica1 is restarted on its kept database and config while the provider is still down and
    serves what it holds; the provider is restarted on the same address and database and writes
-   are acknowledged again. authrate exits 0, its errors are only the auths in flight on the
-   stopped replica, and its per-server counts add up.
+   are acknowledged again. Each step is taken on authrate's clock (its interval lines), once
+   the phase before it has lines showing auths on replica2, and the run is ended (SIGINT) once
+   the last phase has them too: a slow step on a loaded machine makes the run longer, never
+   a phase missing. authrate exits 0, its errors are only the auths in flight on the stopped
+   replica, and its per-server counts add up.
 3. Afterwards both replicas equal the provider again, and every acknowledged write's value is
    on the provider and on both replicas: nothing acknowledged is lost.
 4. The test stops every process it started and deletes its namespaces, also on failure or
@@ -70,7 +73,12 @@ enabled = true
 SUBNET_BITS = 24
 ADDRESSES = {"provider": "10.201.0.10", "replica1": "10.201.0.11", "replica2": "10.201.0.12",
              "client": "10.201.0.100"}
-RUN_S = 12
+RUN_S = 12  # What the steps take on authrate's clock when each is quick.
+# authrate's own bound (-d): the run is ended by SIGINT once every phase has its lines, long
+# before this unless it stalled.
+MAX_RUN_S = 600
+# A step fails when authrate printed no interval line (one every 0.5 s) for this long.
+STALL_S = 30
 CONNECTIONS = 8  # Connections 0, 2, 4, 6 start on replica1, 1, 3, 5, 7 on replica2.
 WRITE_PAUSE_S = 0.01  # Between the writer's modifies: ~80 writes/s, a few hundred in all.
 # Interval lines with several URLs end "failovers N  by server/s A B".
@@ -511,7 +519,7 @@ def check_failures_during_load(run: Run):
     run.others.append(writes)
     load = subprocess.Popen(in_ns(net.hosts["client"], authrate, "-b", PEOPLE, "--last",
                                   str(USERS - 1), "--json", "-c", str(CONNECTIONS), "-t", "1",
-                                  "-d", str(RUN_S), "-i", "0.5", "--timeout", "3",
+                                  "-d", str(MAX_RUN_S), "-i", "0.5", "--timeout", "3",
                                   "-H", replica1.url, "-H", replica2.url),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run.others.append(load)
@@ -528,12 +536,33 @@ def check_failures_during_load(run: Run):
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
 
-    def at(elapsed: float, what: str) -> float:
-        """Waits for authrate's interval line at `elapsed` s; returns the elapsed time of the
-        last line (the moment of the next step, on authrate's clock)."""
-        if not wait_for(lambda: lines and lines[-1][0] >= elapsed, timeout=elapsed + 30):
-            fail(f"authrate reached no {elapsed:.1f} s before {what}: interval lines {lines}, "
-                 f"stderr {''.join(load_stderr)[-1500:]}")
+    def reached(elapsed: float, since) -> bool:
+        return bool(lines) and lines[-1][0] >= elapsed and (
+            since is None or any(line[3] > 0 for line in lines if line[0] > since))
+
+    def at(elapsed: float, what: str, since=None) -> float:
+        """Waits for authrate's interval lines to reach `elapsed` s and, with `since`, to show
+        auths on replica2 in a line after `since` s (the phase before the step has what its
+        check needs); returns the elapsed time of the last line (the moment of the step, on
+        authrate's clock). Waits as long as authrate makes progress: fails once it ended or
+        printed no line for STALL_S."""
+        seen, last_line = len(lines), time.monotonic()
+        while not reached(elapsed, since):
+            if load.poll() is not None:
+                reader.join(timeout=10)  # The lines it printed before it ended.
+                if reached(elapsed, since):
+                    break
+                fail(f"authrate ended (exit {load.returncode}) before {what}: interval lines "
+                     f"{lines}, stderr {''.join(load_stderr)[-1500:]}")
+            if len(lines) != seen:
+                seen, last_line = len(lines), time.monotonic()
+            elif time.monotonic() - last_line > STALL_S:
+                wanted = f"{elapsed:.1f} s" + (
+                    "" if since is None else f" and auths on replica2 after {since:.1f} s")
+                fail(f"authrate printed no interval line for {STALL_S} s, waiting for {wanted} "
+                     f"before {what}: interval lines {lines}, "
+                     f"stderr {''.join(load_stderr)[-1500:]}")
+            time.sleep(0.05)
         return lines[-1][0]
 
     events = {}  # step -> (authrate elapsed s, CLOCK_MONOTONIC)
@@ -541,7 +570,7 @@ def check_failures_during_load(run: Run):
     events["replica1 stopped"] = (t, time.monotonic())
     check_equal(replica1.stop(), 0, "replica1 stopped on SIGTERM with exit status 0")
 
-    t = at(t + 2.0, "stopping the provider")
+    t = at(t + 2.0, "stopping the provider", since=t + 1.0)
     events["provider stopped"] = (t, time.monotonic())
     check_equal(provider.stop(), 0, "the provider stopped on SIGTERM with exit status 0")
     run.provider_gone = time.monotonic()  # slapd has exited.
@@ -558,7 +587,7 @@ def check_failures_during_load(run: Run):
           "a modify sent to the stopped provider fails clearly: Can't contact LDAP server "
           "(255)", f"rc {rc}: {out} {err}")
 
-    t = at(t + 2.0, "restarting replica1")
+    t = at(t + 2.0, "restarting replica1", since=t + 1.0)
     events["replica1 restarted"] = (t, time.monotonic())
     replica1.start()
     rc, out, err = ldap_tool(net, "ldapsearch", replica1.url, "-LLL", "-b", PEOPLE,
@@ -567,16 +596,20 @@ def check_failures_during_load(run: Run):
           "replica1 restarted while the provider is down serves its kept database",
           f"rc {rc}: {out} {err}")
 
-    t = at(t + 1.0, "restarting the provider")
+    t = at(t + 1.0, "restarting the provider", since=t + 1.0)
     events["provider restarted"] = (t, time.monotonic())
     provider.start()
 
+    # The rest of the run, as long as it takes: RUN_S on authrate's clock when the steps were
+    # quick, and lines after the restart with auths on replica2; then SIGINT ends it.
+    at(max(RUN_S, t + 4.5), "ending the run", since=t + 1.0)
+    load.send_signal(signal.SIGINT)
     # Not communicate(): it would read standard error too, taking interval lines from
     # read_stderr. The summary is one small JSON object, written when the run ends.
     try:
-        load.wait(timeout=RUN_S + 30)
+        load.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        fail(f"authrate did not end: {''.join(load_stderr)[-1500:]}")
+        fail(f"authrate did not end on SIGINT: {''.join(load_stderr)[-1500:]}")
     stdout = load.stdout.read()
     reader.join(timeout=10)
     time.sleep(1.0)  # A second more of acknowledged writes after the provider's restart.
@@ -618,7 +651,8 @@ def check_failures_during_load(run: Run):
     replica1_stop, provider_stop, replica1_restart, provider_restart = (
         events[step][0] for step in ("replica1 stopped", "provider stopped",
                                      "replica1 restarted", "provider restarted"))
-    check(len(lines) >= 2 * RUN_S - 2 and
+    run_s = lines[-1][0]  # The run's length on authrate's clock, to its last line.
+    check(len(lines) >= 2 * int(run_s) - 2 and
           all(a[0] <= b[0] for a, b in zip(lines, lines[1:])),
           "authrate printed its interval lines every 0.5 s", f"{[line[0] for line in lines]}")
 
@@ -630,10 +664,10 @@ def check_failures_during_load(run: Run):
     for what, start, end in (
             ("replica1 stopped, the provider up", replica1_stop + 1.0, provider_stop),
             ("the provider down too", provider_stop + 1.0, provider_restart),
-            ("everything back", provider_restart + 1.0, RUN_S + 1.0)):
+            ("everything back", provider_restart + 1.0, run_s + 1.0)):
         lines_in = phase(start, end)
         check(lines_in and sum(b for _, _, _, b in lines_in) > 0,
-              f"{what} ({start:.1f} s to {min(end, RUN_S):.1f} s): auths go on on replica2",
+              f"{what} ({start:.1f} s to {min(end, run_s):.1f} s): auths go on on replica2",
               f"{lines_in}")
     check(lines[-1][3] > 0, "auths on replica2 to the end of the run", f"{lines[-3:]}")
     down = phase(replica1_stop + 1.0, replica1_restart)

@@ -2,7 +2,8 @@
 // (included here, and only here, with the same settings in every file that reads it), the
 // collector of the problems, the typed key readers, and the sections parsed in files of
 // their own (config_security.cc: [tls] and [[access]]; config_passwords.cc: [passwords];
-// config_replication.cc: [replication]). Private to server/formats.
+// config_replication.cc: [replication]; config_metrics.cc: [metrics]). Private to
+// server/formats.
 //
 // Thread contract: used only while a config is parsed, by the thread parsing it.
 #pragma once

@@ -224,6 +224,15 @@ TEST_CASE("Config metrics: the token file must be readable and hold a token") {
           "test.toml:7: metrics.bearer_token_file: /nonexistent-dir/nope: cannot be read (No "
           "such file or directory)");
   }
+  SUBCASE("a FIFO or a directory: refused without waiting") {
+    const std::filesystem::path dir = token_dir("x", 0600);
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    Result<std::string> fifo = read_bearer_token(dir / "fifo");
+    REQUIRE_FALSE(fifo.ok());
+    CHECK(fifo.status().message() == (dir / "fifo").string() + ": not a regular file");
+    CHECK_FALSE(read_bearer_token(dir).ok());
+    std::filesystem::remove_all(dir);
+  }
   SUBCASE("empty, or only a newline") {
     const std::filesystem::path dir = token_dir("\n", 0600);
     const ConfigReport report =

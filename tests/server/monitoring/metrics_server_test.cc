@@ -16,7 +16,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -33,7 +35,7 @@ using numadir::testing::wait_until;
 struct Renderer {
   std::atomic<int> calls{0};
   std::atomic<bool> off_thread{false};  // Set when a call ran on a thread not named "metrics".
-  std::size_t padding = 0;              // Extra body bytes (for a client that does not read).
+  std::atomic<std::size_t> padding{0};  // Extra body bytes (for a client that does not read).
 
   MetricsRender callback() {
     return [this](ExpositionFormat format, std::string& out) {
@@ -45,7 +47,7 @@ struct Renderer {
       ++calls;
       out = format == ExpositionFormat::kOpenMetrics ? "openmetrics_up 1\n# EOF\n"
                                                      : "prometheus_up 1\n";
-      out.append(padding, '#');
+      out.append(padding.load(), '#');
     };
   }
 };
@@ -457,6 +459,20 @@ TEST_CASE("MetricsServer: HTTPS with the server's certificate") {
   CHECK(after_reload.get().status == 200);
 }
 
+TEST_CASE("MetricsServer: a TLS client that never finishes its handshake is closed in time") {
+  Pki pki;
+  Renderer renderer;
+  MetricsServerOptions options;
+  options.tls = pki.settings();
+  options.request_timeout_ms = 300;
+  auto server = start_server(renderer, options);
+  const int fd = connect_to(server->port());
+  send_all(fd, std::string("\x16\x03\x01\x00", 4));  // The start of a ClientHello, no more.
+  CHECK(closed_by_server(fd));
+  CHECK(server->stats().timeouts == 1);
+  ::close(fd);
+}
+
 TEST_CASE("MetricsServer: a required client certificate is verified") {
   Pki pki;
   Renderer renderer;
@@ -468,6 +484,49 @@ TEST_CASE("MetricsServer: a required client certificate is verified") {
   TlsClient with(pki, server->port(), true);
   CHECK(with.get().status == 200);
   CHECK(renderer.calls == 1);
+}
+
+// Returns: the CPU time (clock ticks, user + system) of this process's thread named `name`; -1
+//   when there is none.
+long thread_cpu_ticks(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm;
+    std::getline(std::ifstream(task.path() / "comm"), comm);
+    if (comm != name) {
+      continue;
+    }
+    std::string stat;
+    std::getline(std::ifstream(task.path() / "stat"), stat);
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0;
+    long stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {  // Fields 14 and 15: utime, stime.
+      if (i == 14) {
+        utime = std::stol(field);
+      } else if (i == 15) {
+        stime = std::stol(field);
+      }
+    }
+    return utime + stime;
+  }
+  return -1;
+}
+
+TEST_CASE("MetricsServer: idle, with connections open, its thread is parked") {
+  Renderer renderer;
+  auto server = start_server(renderer);
+  const int idle = connect_to(server->port());
+  const int halfway = connect_to(server->port());
+  send_all(halfway, "GET /metrics HTTP/1.1\r\n");
+  REQUIRE(wait_until([&] { return server->stats().connections_accepted == 2; }));
+  const long before = thread_cpu_ticks("metrics");
+  REQUIRE(before >= 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // The span measured.
+  // A busy loop would take the whole half second (50 ticks of 10 ms); parked, next to none.
+  CHECK(thread_cpu_ticks("metrics") - before <= 2);
+  ::close(idle);
+  ::close(halfway);
 }
 
 TEST_CASE("MetricsServer: stop() with clients connected closes them") {
@@ -489,6 +548,29 @@ TEST_CASE("MetricsServer: stop() with clients connected closes them") {
   ::close(idle);
   ::close(halfway);
   ::close(served);
+}
+
+TEST_CASE("MetricsServer: an IPv6 address") {
+  Renderer renderer;
+  MetricsServerOptions options;
+  options.host = "::1";
+  auto server = MetricsServer::start(options, renderer.callback());
+  if (!server.ok()) {
+    MESSAGE("no IPv6 loopback here: " << server.status().message());
+    return;
+  }
+  CHECK((*server)->url() == "http://[::1]:" + std::to_string((*server)->port()) + "/metrics");
+  const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_port = htons((*server)->port());
+  address.sin6_addr = in6addr_loopback;
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  send_all(fd, "GET /metrics HTTP/1.1\r\nHost: [::1]\r\n\r\n");
+  std::string pending;
+  CHECK(read_response(fd, pending).status == 200);
+  ::close(fd);
 }
 
 TEST_CASE("MetricsServer: an address in use is refused naming it") {
