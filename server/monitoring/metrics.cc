@@ -417,10 +417,11 @@ ProcessStats read_process_stats() {
     stats.max_fds = static_cast<std::uint64_t>(limit.rlim_cur);
   }
   if (rusage usage{}; getrusage(RUSAGE_SELF, &usage) == 0) {
-    auto seconds = [](const timeval& time) {
-      return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
+    auto micros = [](const timeval& time) {
+      return static_cast<std::int64_t>(time.tv_sec) * 1'000'000 + time.tv_usec;
     };
-    stats.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    // Summed in whole microseconds, then divided once: the shortest form stays short.
+    stats.cpu_seconds = static_cast<double>(micros(usage.ru_utime) + micros(usage.ru_stime)) / 1e6;
   }
   return stats;
 }
