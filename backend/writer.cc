@@ -1,7 +1,9 @@
 // backend/writer.cc: the writer thread, its queue, group commit and the view a check reads.
 #include "backend/writer.h"
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -117,6 +119,12 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) {
   counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
 }  // namespace
 
 std::size_t UpdateJob::approximate_bytes() const {
@@ -163,6 +171,10 @@ struct alignas(kCacheLineSize) Writer::Counters {
   std::atomic<std::uint64_t> commits{0};
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> largest_batch{0};
+  std::array<std::atomic<std::uint64_t>, kCommitBuckets> commit_buckets{};
+  std::atomic<std::uint64_t> commit_ns{0};
+  std::array<std::atomic<std::uint64_t>, kBatchSizeBuckets> batch_size_buckets{};
+  std::atomic<std::uint64_t> batched_jobs{0};
 };
 
 // The jobs of one batch and what became of them, reused from batch to batch.
@@ -241,6 +253,14 @@ WriterStats Writer::stats() const {
   stats.commits = counters_->commits.load(std::memory_order_relaxed);
   stats.batches = counters_->batches.load(std::memory_order_relaxed);
   stats.largest_batch = counters_->largest_batch.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kCommitBuckets; ++i) {
+    stats.commit_buckets[i] = counters_->commit_buckets[i].load(std::memory_order_relaxed);
+  }
+  stats.commit_ns = counters_->commit_ns.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kBatchSizeBuckets; ++i) {
+    stats.batch_size_buckets[i] = counters_->batch_size_buckets[i].load(std::memory_order_relaxed);
+  }
+  stats.batched_jobs = counters_->batched_jobs.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -323,6 +343,10 @@ void Writer::run_batch(Batch& batch) {
   if (n > counters_->largest_batch.load(std::memory_order_relaxed)) {
     counters_->largest_batch.store(n, std::memory_order_relaxed);
   }
+  if (n > 0) {
+    bump(counters_->batch_size_buckets[bucket_index(kBatchSizeBounds, n)]);
+    bump(counters_->batched_jobs, n);
+  }
   Status commit_status;
   if (n == 1 || core_.options.write_map) {
     // A transaction and a commit per job: nothing to batch, or (MDB_WRITEMAP) no nesting.
@@ -336,7 +360,7 @@ void Writer::run_batch(Batch& batch) {
           outcome = run_job(core_, *batch.jobs[i], txn->raw(), batch.changes[i]);
         }
         if (outcome.ok()) {
-          outcome = txn->commit();
+          outcome = timed_commit(*txn);
           if (outcome.ok()) {
             bump(counters_->commits);
           }
@@ -368,7 +392,7 @@ void Writer::run_batch(Batch& batch) {
         batch.outcomes[i] = std::move(outcome);
       }
       if (any) {
-        commit_status = parent->commit();
+        commit_status = timed_commit(*parent);
         if (commit_status.ok()) {
           bump(counters_->commits);
         }
@@ -378,6 +402,15 @@ void Writer::run_batch(Batch& batch) {
   for (std::size_t i = 0; i < n; ++i) {
     finish_job(batch, i, commit_status);
   }
+}
+
+Status Writer::timed_commit(Txn& txn) {
+  const std::uint64_t start = now_ns();
+  Status status = txn.commit();  // mdb_txn_commit: the pages written and, under kSync, fsynced.
+  const std::uint64_t took = now_ns() - start;
+  bump(counters_->commit_buckets[bucket_index(kCommitBoundsNs, took)]);
+  bump(counters_->commit_ns, took);
+  return status;
 }
 
 void Writer::finish_job(Batch& batch, std::size_t i, const Status& commit_status) {

@@ -27,6 +27,8 @@
 // thread may submit once the Directory's destruction has begun.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,9 +42,33 @@
 
 namespace numadir::backend {
 
+class Txn;  // backend/lmdb_env.h
+
 namespace detail {
 struct DirectoryCore;
 }  // namespace detail
+
+// Upper bounds (inclusive) of the commit-duration buckets, in nanoseconds: 10 µs ... 1 s, then
+// +Inf (the metrics endpoint's buckets for every duration).
+inline constexpr std::array<std::uint64_t, 16> kCommitBoundsNs = {
+    10'000,      25'000,      50'000,      100'000,      250'000,    500'000,
+    1'000'000,   2'500'000,   5'000'000,   10'000'000,   25'000'000, 50'000'000,
+    100'000'000, 250'000'000, 500'000'000, 1'000'000'000};
+inline constexpr std::size_t kCommitBuckets = kCommitBoundsNs.size() + 1;
+// Upper bounds (inclusive) of the batch-size buckets, in jobs: 1 2 4 ... 256, then +Inf.
+inline constexpr std::array<std::uint64_t, 9> kBatchSizeBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+inline constexpr std::size_t kBatchSizeBuckets = kBatchSizeBounds.size() + 1;
+
+// Returns: the index of the first bucket whose bound is >= `value` (bounds.size() past the last).
+template <std::size_t N>
+constexpr std::size_t bucket_index(const std::array<std::uint64_t, N>& bounds,
+                                   std::uint64_t value) {
+  std::size_t index = 0;
+  for (const std::uint64_t bound : bounds) {
+    index += value > bound ? 1 : 0;
+  }
+  return index;
+}
 
 // What the writer has done since the directory was opened (for tests and monitoring).
 struct WriterStats {
@@ -52,6 +78,13 @@ struct WriterStats {
   std::uint64_t batches = 0;        // Batches run (commits plus those whose commit failed or
                                     // that had nothing to commit).
   std::uint64_t largest_batch = 0;  // The most jobs in one batch.
+  // Each mdb_txn_commit of a write transaction (fsync included), committed or failed, by
+  // duration (kCommitBoundsNs; not cumulative), and their total in nanoseconds.
+  std::array<std::uint64_t, kCommitBuckets> commit_buckets{};
+  std::uint64_t commit_ns = 0;
+  // Each batch of at least one job by its jobs (kBatchSizeBounds; not cumulative), and the jobs.
+  std::array<std::uint64_t, kBatchSizeBuckets> batch_size_buckets{};
+  std::uint64_t batched_jobs = 0;
 };
 
 class Writer {
@@ -86,6 +119,8 @@ class Writer {
   struct Batch;
   void main();
   void run_batch(Batch& batch);
+  // Commits `txn`, counting the commit's duration. Returns: the commit's status.
+  Status timed_commit(Txn& txn);
   // Publishes job `i`'s change if it and `commit_status` are ok, then calls its completion.
   void finish_job(Batch& batch, std::size_t i, const Status& commit_status);
 

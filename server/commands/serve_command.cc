@@ -23,6 +23,8 @@
 #include "server/formats/config.h"
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/logging_handler.h"
+#include "server/monitoring/metrics.h"
+#include "server/monitoring/metrics_handler.h"
 #include "server/monitoring/metrics_server.h"
 #include "server/monitoring/monitor.h"
 #include "server/operations/operation_handler.h"
@@ -184,12 +186,44 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
       log->message(text);
     });
   }
+  // [metrics]: the per-thread latency slots outlive the handler (made before it).
+  std::unique_ptr<OperationMetrics> operation_metrics;
+  if (config.metrics.enabled()) {
+    operation_metrics = std::make_unique<OperationMetrics>();
+    monitor.set_operation_metrics(operation_metrics.get());  // cn=Monitor's latencies.
+  }
   OperationHandler operations(**directory, handler_options);
   std::unique_ptr<LoggingHandler> logging;
   listener::RequestHandler* handler = &operations;
   if (access_log != nullptr) {
     logging = std::make_unique<LoggingHandler>(operations, *access_log, config.log_level);
     handler = logging.get();
+  }
+  // The MetricsHandler wraps the outermost, around the access log's: an operation's latency is
+  // all the server did before its result was handed on, logging included, and its result is
+  // the one the client got. Off, nothing on the request path changes.
+  std::unique_ptr<MetricsHandler> metrics_handler;
+  std::unique_ptr<Metrics> metrics;
+  if (operation_metrics != nullptr) {
+    metrics_handler = std::make_unique<MetricsHandler>(*handler, *operation_metrics);
+    handler = metrics_handler.get();
+    MetricsSources sources;
+    sources.version = NUMADIR_VERSION;
+    sources.monitor = &monitor;
+    sources.operations = [&operations] { return operations.operation_totals(); };
+    sources.operation_metrics = operation_metrics.get();
+    sources.handler = metrics_handler.get();
+    sources.writer = [&dir = **directory] { return dir.writer().stats(); };
+    sources.access_log = access_log.get();
+    if (config.password_policy) {
+      sources.lockouts = [&operations] { return operations.password_lockouts(); };
+    }
+    sources.context_csn = [&dir = **directory]() -> std::string {
+      std::unique_ptr<backend::ReadTxn> txn = dir.begin_read();
+      Result<std::string> csn = dir.context_csn(*txn);
+      return csn.ok() ? *csn : std::string();
+    };
+    metrics = std::make_unique<Metrics>(std::move(sources));
   }
 
   listener::FrontendOptions frontend_options;
@@ -202,6 +236,8 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   frontend_options.limits.max_output_bytes = settings.max_output_bytes;
   frontend_options.limits.write_timeout_s = settings.write_timeout_s;
   frontend_options.tls = tls.get();
+  // Each request stamped with when its bytes were read: the metrics' latencies start there.
+  frontend_options.stamp_requests = metrics != nullptr;
   // ldapi:// socket files: made (and chown'ed) before the privilege drop below.
   frontend_options.unix_socket.mode = static_cast<mode_t>(settings.ldapi_mode);
   frontend_options.unix_socket.owner = compiled.ldapi_uid;
@@ -239,17 +275,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   // The metrics endpoint ([metrics]): on its own thread, once the listeners run (and before the
   // privilege drop, so that it may have a port below 1024 and a root-only token file).
   std::unique_ptr<MetricsServer> metrics_server;
-  if (config.metrics.enabled()) {
-    // LEAD: point this at the core's Metrics (server/monitoring/metrics.h) once it is built
-    // above: `[&metrics](ExpositionFormat f, std::string& out) { metrics.render(f, out); }`.
-    // Until then: build_info alone, so that the endpoint can be scraped and tested.
-    MetricsRender render = [](ExpositionFormat format, std::string& text) {
-      text =
-          "# HELP numadir_build_info numadir's version\n# TYPE numadir_build_info gauge\n"
-          "numadir_build_info{version=\"" NUMADIR_VERSION "\"} 1\n";
-      if (format == ExpositionFormat::kOpenMetrics) {
-        text += "# EOF\n";
-      }
+  if (metrics != nullptr) {
+    MetricsRender render = [&rendered = *metrics](ExpositionFormat format, std::string& text) {
+      rendered.render(format, text);
     };
     Result<MetricsServerOptions> metrics_options =
         metrics_server_options(config.metrics, config.tls);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "schema/ascii.h"
+#include "server/monitoring/operation_metrics.h"
 
 namespace numadir::server {
 namespace {
@@ -116,7 +117,156 @@ const StatsThread* previous_of(const std::vector<StatsThread>& previous, std::si
   return i < previous.size() && previous[i].name == current.name ? &previous[i] : nullptr;
 }
 
+// Returns: `ns` nanoseconds as "45.2us", "3.10ms" or "1.00s".
+std::string duration_text(double ns) {
+  if (ns < 1e6) {
+    return format("%.1fus", ns / 1e3);
+  }
+  if (ns < 1e9) {
+    return format("%.2fms", ns / 1e6);
+  }
+  return format("%.2fs", ns / 1e9);
+}
+
+// Returns: the unsigned decimal `text` is wholly, or nullopt.
+std::optional<std::uint64_t> decimal(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The latency section: per operation kind with operations since `previous` (or since the start
+// when `previous` has no histogram of it), its rate and percentiles.
+std::string render_latency(const StatsSample& previous, const StatsSample& current, double dt_s) {
+  if (!current.latency.has_value()) {
+    return "\nlatency percentiles: off (they are measured with [metrics] listen set in "
+           "numadir.toml)\n";
+  }
+  std::string out = "\nLATENCY     OPS/S        P50        P90        P99      P99.9\n";
+  bool any = false;
+  for (const StatsLatency& now : *current.latency) {
+    std::vector<std::uint64_t> buckets = now.buckets;
+    bool interval = false;
+    if (previous.latency.has_value()) {
+      for (const StatsLatency& before : *previous.latency) {
+        if (before.op == now.op && before.buckets.size() == buckets.size()) {
+          for (std::size_t b = 0; b < buckets.size(); ++b) {
+            buckets[b] = delta(buckets[b], before.buckets[b]);
+          }
+          interval = true;
+        }
+      }
+    }
+    std::uint64_t count = 0;
+    for (const std::uint64_t n : buckets) {
+      count += n;
+    }
+    if (count == 0) {
+      continue;
+    }
+    any = true;
+    std::string line =
+        format("%-8s %8s", now.op.c_str(),
+               interval ? format("%.1f", static_cast<double>(count) / dt_s).c_str() : "-");
+    for (const double q : {0.5, 0.9, 0.99, 0.999}) {
+      const std::optional<double> ns = latency_quantile_ns(buckets, q);
+      line += format(" %10s", ns.has_value() ? duration_text(*ns).c_str() : "-");
+    }
+    out += line + "\n";
+  }
+  if (!any) {
+    out += "(no operations)\n";
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<StatsLatency> parse_latency_value(std::string_view text) {
+  StatsLatency latency;
+  std::size_t fields = 0;
+  while (!text.empty()) {
+    const std::size_t space = text.find(' ');
+    const std::string_view field = text.substr(0, space);
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    const std::size_t equals = field.find('=');
+    if (equals == std::string_view::npos) {
+      return std::nullopt;
+    }
+    const std::string_view name = field.substr(0, equals);
+    const std::string_view value = field.substr(equals + 1);
+    if (name == "op" && fields == 0 && !value.empty()) {
+      latency.op = std::string(value);
+    } else if (name == "count" && fields == 1) {
+      const std::optional<std::uint64_t> count = decimal(value);
+      if (!count.has_value()) {
+        return std::nullopt;
+      }
+      latency.count = *count;
+    } else if (name == "sumNs" && fields == 2) {
+      const std::optional<std::uint64_t> sum = decimal(value);
+      if (!sum.has_value()) {
+        return std::nullopt;
+      }
+      latency.sum_ns = *sum;
+    } else if (name == "buckets" && fields == 3) {
+      std::string_view rest = value;
+      std::uint64_t total = 0;
+      for (;;) {
+        const std::size_t comma = rest.find(',');
+        const std::optional<std::uint64_t> n = decimal(rest.substr(0, comma));
+        if (!n.has_value() || latency.buckets.size() == kLatencyBuckets) {
+          return std::nullopt;
+        }
+        latency.buckets.push_back(*n);
+        total += *n;
+        if (comma == std::string_view::npos) {
+          break;
+        }
+        rest = rest.substr(comma + 1);
+      }
+      if (latency.buckets.size() != kLatencyBuckets || total != latency.count) {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    ++fields;
+  }
+  if (fields != 4) {
+    return std::nullopt;
+  }
+  return latency;
+}
+
+std::optional<double> latency_quantile_ns(std::span<const std::uint64_t> buckets, double q) {
+  std::uint64_t total = 0;
+  for (const std::uint64_t n : buckets) {
+    total += n;
+  }
+  if (total == 0 || buckets.size() != kLatencyBuckets) {
+    return std::nullopt;
+  }
+  const double rank = std::clamp(q, 0.0, 1.0) * static_cast<double>(total);
+  std::uint64_t below = 0;  // Observations in the buckets before b.
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::uint64_t cumulative = below + buckets[b];
+    if (static_cast<double>(cumulative) >= rank && buckets[b] > 0) {
+      if (b == kLatencyBoundsNs.size()) {  // +Inf: the highest finite bound, as Prometheus.
+        return static_cast<double>(kLatencyBoundsNs.back());
+      }
+      const double lower = b == 0 ? 0.0 : static_cast<double>(kLatencyBoundsNs[b - 1]);
+      const double upper = static_cast<double>(kLatencyBoundsNs[b]);
+      return lower + (upper - lower) * (rank - static_cast<double>(below)) /
+                         static_cast<double>(buckets[b]);
+    }
+    below = cumulative;
+  }
+  return static_cast<double>(kLatencyBoundsNs.back());
+}
 
 Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries, double at_s) {
   StatsSample sample;
@@ -139,6 +289,17 @@ Result<StatsSample> parse_stats_sample(const std::vector<schema::Entry>& entries
       sample.binds = count_of(entry, "numadirBinds");
       sample.auths = count_of(entry, "numadirAuths");
       sample.searches = count_of(entry, "numadirSearches");
+      for (const schema::EntryAttribute& attribute : entry.attributes) {
+        if (!schema::ascii_iequals(attribute.description, "numadirLatencyHistogram")) {
+          continue;
+        }
+        std::vector<StatsLatency>& latency = sample.latency.emplace();
+        for (const std::string& value : attribute.values) {
+          if (std::optional<StatsLatency> parsed = parse_latency_value(value); parsed.has_value()) {
+            latency.push_back(std::move(*parsed));
+          }  // A value it cannot read is left out (a newer server's form).
+        }
+      }
     } else if (auto i = index_in(ndn, "listener", "cn=listeners,cn=monitor"); i.has_value()) {
       at_index(sample.listeners, *i) = thread_of(entry);
     } else if (auto w = index_in(ndn, "worker", "cn=workers,cn=monitor"); w.has_value()) {
@@ -207,6 +368,8 @@ std::string render_stats(const StatsSample& previous, const StatsSample& current
   out += format("connections %llu (accepted %llu)   over the last %.2f s\n",
                 static_cast<unsigned long long>(current.connections),
                 static_cast<unsigned long long>(current.connections_total), dt_s);
+
+  out += render_latency(previous, current, dt_s);
 
   out += "\nPOOL  NAME          QUEUE       HIGH   CAPACITY  WORKERS\n";
   for (std::size_t i = 0; i < current.pools.size(); ++i) {

@@ -1,6 +1,7 @@
 // server/commands/stats_view.h: what `numadir stats` shows: one reading of cn=Monitor (StatsSample,
 // parsed from its entries) and the top-like view of two readings (rates over the time between
-// them): auths/s, operations/s, connections, each pool's queue, each listener's and worker's
+// them): auths/s, operations/s, the latency percentiles of each operation kind (with [metrics]
+// on), connections, each pool's queue, each listener's and worker's
 // requests/s and each thread's CPU%, each replication consumer's state and changes/s, and the
 // replication provider with each sync search it serves (peer, identity, mode and phase, changes
 // sent and per second, queue depth, since when, lag).
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +75,26 @@ struct StatsSyncConsumer {
   std::uint64_t lag_ms = 0;
 };
 
+// One operation kind's latency histogram (a numadirLatencyHistogram value of
+// cn=Operations,cn=Monitor, present only while [metrics] is on).
+struct StatsLatency {
+  std::string op;  // "bind", "search", ...
+  std::uint64_t count = 0;
+  std::uint64_t sum_ns = 0;
+  std::vector<std::uint64_t> buckets;  // Per bucket (not cumulative), kLatencyBoundsNs then +Inf.
+};
+
+// Returns: the histogram of a numadirLatencyHistogram value, "op=<kind> count=<n> sumNs=<ns>
+//   buckets=<b0>,...,<b16>" (17 counts that sum to n), or nullopt when it is not one.
+std::optional<StatsLatency> parse_latency_value(std::string_view text);
+
+// Returns: the `q`-quantile (0 <= q <= 1), in nanoseconds, of the observations counted in
+//   `buckets` (one count per latency bucket, not cumulative), estimated as Prometheus's
+//   histogram_quantile does: linear within the bucket the rank falls in (from 0 in the first);
+//   the highest finite bound (1 s) when it falls in +Inf. nullopt when there are none.
+// Requires: buckets.size() == kLatencyBuckets.
+std::optional<double> latency_quantile_ns(std::span<const std::uint64_t> buckets, double q);
+
 struct StatsSample {
   double at_s = 0;  // When it was read (any monotonic clock, in seconds).
   std::string version;
@@ -90,6 +112,8 @@ struct StatsSample {
   std::vector<StatsConsumer> consumers;           // In cn=Monitor's order (cn=Consumer <rid>).
   std::optional<StatsProvider> provider;          // Absent: no cn=Provider entry.
   std::vector<StatsSyncConsumer> sync_consumers;  // In cn=Monitor's order.
+  // Absent: the server does not measure latencies ([metrics] off).
+  std::optional<std::vector<StatsLatency>> latency;
 };
 
 // Returns: the sample that the entries of a subtree search of cn=Monitor describe, read at

@@ -38,6 +38,7 @@
 #include "base/status.h"
 #include "server/monitoring/log_file.h"
 #include "server/monitoring/log_records.h"
+#include "server/monitoring/operation_metrics.h"
 #include "threadpool/task.h"
 
 namespace numadir::server {
@@ -79,11 +80,14 @@ class LogWriter {
   std::atomic<bool> asleep_{true};
 };
 
-// A worker state that carries its thread's LogWriter: the server's states derive from it, and
-// LoggingHandler::make_worker_state sets the writer (nullptr while the log is off).
+// A worker state that carries what the monitoring decorators give each thread: its LogWriter
+// (LoggingHandler::make_worker_state sets it; nullptr while the log is off) and its slot of the
+// operation metrics (MetricsHandler::make_worker_state; nullptr while metrics are off). The
+// server's states derive from it.
 class LoggingWorkerState : public threadpool::WorkerState {
  public:
   LogWriter* log_writer = nullptr;
+  OperationMetrics::Slot* metrics_slot = nullptr;
 };
 
 class AccessLog {

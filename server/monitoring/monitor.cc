@@ -47,6 +47,17 @@ class EntryBuilder {
   schema::Entry entry_;
 };
 
+// numadirLatencyHistogram's value: "op=<kind> count=<n> sumNs=<ns> buckets=<b0>,...,<b16>".
+std::string format_latency_value(OperationKind kind, const OperationHistogram& histogram) {
+  std::string value = "op=" + std::string(operation_kind_name(kind)) +
+                      " count=" + std::to_string(histogram.count()) +
+                      " sumNs=" + std::to_string(histogram.sum_ns) + " buckets=";
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+    value += (b == 0 ? "" : ",") + std::to_string(histogram.buckets[b]);
+  }
+  return value;
+}
+
 std::string child_dn(std::string_view rdn, std::string_view parent) {
   return std::string(rdn) + "," + std::string(parent);
 }
@@ -97,6 +108,14 @@ void add_server_entries(const MonitorData& data, std::vector<schema::Entry>& ent
       .number("numadirDeletes", ops.of(OperationKind::kDelete))
       .number("numadirModDNs", ops.of(OperationKind::kModifyDn))
       .number("numadirExtendedOperations", ops.of(OperationKind::kExtended));
+  if (data.latency.has_value()) {
+    std::vector<std::string> values;
+    for (std::size_t k = 0; k < kOperationKinds; ++k) {
+      values.push_back(
+          format_latency_value(static_cast<OperationKind>(k), data.latency->latency[k]));
+    }
+    operations.add("numadirLatencyHistogram", std::move(values));
+  }
   entries.push_back(operations.take());
 
   if (data.writer.has_value()) {
@@ -363,6 +382,11 @@ void Monitor::detach_provider() {
   provider_ = nullptr;
 }
 
+void Monitor::set_operation_metrics(const OperationMetrics* metrics) {
+  MutexLock lock(mu_);
+  operation_metrics_ = metrics;
+}
+
 void Monitor::attach_consumers(std::function<std::vector<replication::ConsumerStatus>()> source) {
   MutexLock lock(mu_);
   consumers_ = std::move(source);
@@ -388,6 +412,9 @@ MonitorData Monitor::collect(const OperationTotals& operations) const {
     }
     if (provider_) {
       data.provider = provider_();
+    }
+    if (operation_metrics_ != nullptr) {
+      data.latency = operation_metrics_->totals();
     }
   }
   if (data.frontend.has_value()) {

@@ -3,7 +3,8 @@
 //
 //   cn=Monitor                               numadirVersion, numadirDispatcher, uptime
 //     cn=Connections,cn=Monitor              open, accepted and refused connections
-//     cn=Operations,cn=Monitor               operations by kind; auths (successful binds)
+//     cn=Operations,cn=Monitor               operations by kind; auths (successful binds); with
+//                                            [metrics] on, each kind's latency histogram
 //     cn=Writer,cn=Monitor                   the single writer: updates, commits, batches
 //     cn=Listeners,cn=Monitor
 //       cn=Listener <i>,cn=Listeners,...     per listener thread: connections, requests, CPU
@@ -42,6 +43,7 @@
 #include "listener/frontend_snapshot.h"
 #include "schema/entry.h"
 #include "server/monitoring/operation_counters.h"
+#include "server/monitoring/operation_metrics.h"
 #include "server/replication/consumer.h"
 #include "server/replication/sync_provider_status.h"
 
@@ -62,6 +64,8 @@ struct MonitorData {
   std::vector<std::optional<std::uint64_t>> listener_cpu_ms;
   std::vector<std::optional<std::uint64_t>> worker_cpu_ms;
   OperationTotals operations;
+  // The operations' results and latency histograms: only while metrics are on ([metrics]).
+  std::optional<OperationMetricsTotals> latency;
   // The directory's writer (cn=Writer is left out without it).
   std::optional<backend::WriterStats> writer;
   // The replication consumers, by rid (cn=Replication is left out without any).
@@ -105,16 +109,25 @@ class Monitor {
   // Call before the provider is destroyed.
   void detach_provider() NUMADIR_EXCLUDES(mu_);
 
+  // Main thread, before any collect(): from now on collect() also sums `metrics` (latency),
+  // which must outlive this Monitor's collect() calls; nullptr stops that.
+  void set_operation_metrics(const OperationMetrics* metrics) NUMADIR_EXCLUDES(mu_);
+
+  // Any thread. Returns: the wall-clock time the Monitor was made (the server's start).
+  std::chrono::system_clock::time_point started_at() const { return started_wall_; }
+
   // Any thread. Returns: the monitor's data now, with `operations` and each thread's CPU time.
   MonitorData collect(const OperationTotals& operations) const NUMADIR_EXCLUDES(mu_);
 
  private:
   const std::string version_;
   const std::chrono::steady_clock::time_point started_;
+  const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
   mutable Mutex mu_;
   Source source_ NUMADIR_GUARDED_BY(mu_);
   std::function<std::vector<replication::ConsumerStatus>()> consumers_ NUMADIR_GUARDED_BY(mu_);
   std::function<replication::ProviderStatus()> provider_ NUMADIR_GUARDED_BY(mu_);
+  const OperationMetrics* operation_metrics_ NUMADIR_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace numadir::server

@@ -1,6 +1,7 @@
 // server/monitoring/operation_counters.cc: see operation_counters.h.
 #include "server/monitoring/operation_counters.h"
 
+#include <array>
 #include <optional>
 
 #include "threadpool/thread_counters.h"
@@ -9,9 +10,7 @@ namespace numadir::server {
 
 using listener::wire::ProtocolOp;
 
-namespace {
-
-std::optional<OperationKind> kind_of(ProtocolOp op) {
+std::optional<OperationKind> operation_kind(ProtocolOp op) {
   switch (op) {
     case ProtocolOp::kBindRequest:
       return OperationKind::kBind;
@@ -34,7 +33,11 @@ std::optional<OperationKind> kind_of(ProtocolOp op) {
   }
 }
 
-}  // namespace
+std::string_view operation_kind_name(OperationKind kind) {
+  static constexpr std::array<std::string_view, kOperationKinds> kNames = {
+      "bind", "search", "compare", "add", "modify", "delete", "modrdn", "extended"};
+  return kNames[static_cast<std::size_t>(kind)];
+}
 
 std::uint64_t OperationTotals::total() const {
   std::uint64_t sum = 0;
@@ -55,7 +58,7 @@ OperationCounters::Slot& OperationCounters::add_slot() {
 }
 
 void OperationCounters::count(Slot& slot, ProtocolOp op) {
-  if (const std::optional<OperationKind> kind = kind_of(op); kind.has_value()) {
+  if (const std::optional<OperationKind> kind = operation_kind(op); kind.has_value()) {
     threadpool::owner_add(slot.operations[static_cast<std::size_t>(*kind)]);
   }
 }
@@ -63,7 +66,7 @@ void OperationCounters::count(Slot& slot, ProtocolOp op) {
 void OperationCounters::count_auth(Slot& slot) { threadpool::owner_add(slot.auths); }
 
 void OperationCounters::count_shared(ProtocolOp op) {
-  if (const std::optional<OperationKind> kind = kind_of(op); kind.has_value()) {
+  if (const std::optional<OperationKind> kind = operation_kind(op); kind.has_value()) {
     shared_.operations[static_cast<std::size_t>(*kind)].fetch_add(1, std::memory_order_relaxed);
   }
 }

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "base/cache_line.h"
@@ -34,6 +36,13 @@ enum class OperationKind : std::uint8_t {
   kExtended,
 };
 inline constexpr std::size_t kOperationKinds = 8;
+
+// Returns: the kind of request `op`; nullopt for what is not an operation counted (responses,
+//   unbind, abandon).
+std::optional<OperationKind> operation_kind(listener::wire::ProtocolOp op);
+// Returns: the kind's name as metrics label it: "bind", "search", "compare", "add", "modify",
+//   "delete", "modrdn", "extended".
+std::string_view operation_kind_name(OperationKind kind);
 
 struct OperationTotals {
   std::array<std::uint64_t, kOperationKinds> operations{};  // Indexed by OperationKind.

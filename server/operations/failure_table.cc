@@ -136,6 +136,7 @@ FailureTable::Failure FailureTable::record_failure(std::string_view ndn, std::st
     ++record.version;
     record.touched = std::chrono::steady_clock::now();
     if (lock_now) {
+      lockouts_.fetch_add(1, std::memory_order_relaxed);
       // Written at once: a later bind that sees the lock waits for this write.
       submit_flush(shard, std::string(ndn), record);
     }
@@ -430,7 +431,8 @@ void FailureTable::flush_now() {
 
 FailureTable::Stats FailureTable::stats() const {
   return Stats{records_.load(std::memory_order_relaxed), flushes_.load(std::memory_order_relaxed),
-               flush_failures_.load(std::memory_order_relaxed)};
+               flush_failures_.load(std::memory_order_relaxed),
+               lockouts_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace numadir::server

@@ -100,6 +100,7 @@ class FailureTable {
     std::uint64_t records = 0;
     std::uint64_t flushes = 0;         // Writes committed.
     std::uint64_t flush_failures = 0;  // Writes refused (the entry changed or went away) or failed.
+    std::uint64_t lockouts = 0;        // Accounts newly locked by failed binds.
   };
   Stats stats() const;
   // Writes every dirty record now and waits for the writes. For tests (and the destructor).
@@ -187,6 +188,7 @@ class FailureTable {
   std::atomic<bool> sleeping_idle_{false};
   std::atomic<std::uint64_t> flushes_{0};
   std::atomic<std::uint64_t> flush_failures_{0};
+  std::atomic<std::uint64_t> lockouts_{0};  // Relaxed: a count for monitoring.
   std::atomic<std::uint64_t> next_epoch_{1};
 
   std::unique_ptr<backend::ChangeSubscription> subscription_;

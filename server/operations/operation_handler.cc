@@ -244,4 +244,8 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   }
 }
 
+std::uint64_t OperationHandler::password_lockouts() const {
+  return policy_ != nullptr ? policy_->failures().stats().lockouts : 0;
+}
+
 }  // namespace numadir::server

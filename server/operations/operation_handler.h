@@ -68,6 +68,8 @@ class OperationHandler final : public listener::RequestHandler {
   // Returns: the operations handle() ran (and notice() counted) so far, by kind, and the
   //   successful binds.
   OperationTotals operation_totals() const { return counters_.totals(); }
+  // Returns: the accounts locked by failed binds so far (0 without a password policy).
+  std::uint64_t password_lockouts() const;
 
  private:
   struct Units;  // One per operation (operation_handler.cc).

@@ -109,6 +109,18 @@ std::unique_ptr<ChangeSubscription> record_changes(Directory& directory, Recorde
   });
 }
 
+TEST_CASE("WriterStats: bucket_index puts a value in the first bucket whose bound holds it") {
+  CHECK(bucket_index(kBatchSizeBounds, 1) == 0);
+  CHECK(bucket_index(kBatchSizeBounds, 2) == 1);
+  CHECK(bucket_index(kBatchSizeBounds, 3) == 2);
+  CHECK(bucket_index(kBatchSizeBounds, 256) == 8);
+  CHECK(bucket_index(kBatchSizeBounds, 257) == 9);  // +Inf
+  CHECK(bucket_index(kCommitBoundsNs, 10'000) == 0);
+  CHECK(bucket_index(kCommitBoundsNs, 10'001) == 1);
+  CHECK(bucket_index(kCommitBoundsNs, 1'000'000'000) == 15);
+  CHECK(bucket_index(kCommitBoundsNs, 1'000'000'001) == 16);
+}
+
 TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction together") {
   TempDir dir;
   auto directory = open_directory(test_options(dir.path()));
@@ -142,6 +154,16 @@ TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction 
   // The gate's job alone, then the hundred in one transaction.
   CHECK(after.commits - before.commits == 2);
   CHECK(after.largest_batch == kJobs);
+  // By size: the gate's job in le=1, the hundred in le=128; each commit timed once.
+  CHECK(after.batch_size_buckets[0] - before.batch_size_buckets[0] == 1);
+  CHECK(after.batch_size_buckets[7] - before.batch_size_buckets[7] == 1);
+  CHECK(after.batched_jobs - before.batched_jobs == kJobs + 1);
+  std::uint64_t timed = 0;
+  for (std::size_t i = 0; i < kCommitBuckets; ++i) {
+    timed += after.commit_buckets[i] - before.commit_buckets[i];
+  }
+  CHECK(timed == 2);
+  CHECK(after.commit_ns > before.commit_ns);
   CHECK(directory->entry_count().value() == 3 + kJobs);
   require_ok(directory->verify_indexes());
 }

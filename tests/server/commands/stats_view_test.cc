@@ -231,5 +231,104 @@ TEST_CASE("render_stats: counters that went down read as no activity") {
   CHECK(view.find("auths/s 0.0") != std::string::npos);
 }
 
+// cn=Monitor's entries with latency histograms: `binds_fast` binds in the first bucket (up to
+// 10 µs) and `binds_slow` in (25 ms, 50 ms].
+std::vector<schema::Entry> latency_entries(std::uint64_t binds_fast, std::uint64_t binds_slow) {
+  MonitorData data;
+  data.version = "numadir 1.2.3";
+  OperationMetricsTotals latency;
+  OperationHistogram& bind = latency.latency[static_cast<std::size_t>(OperationKind::kBind)];
+  bind.buckets[0] = binds_fast;
+  bind.buckets[11] = binds_slow;
+  bind.sum_ns = binds_fast * 8'000 + binds_slow * 30'000'000;
+  data.latency = latency;
+  return make_monitor_entries(data);
+}
+
+TEST_CASE("latency_quantile_ns: linear within the bucket as histogram_quantile") {
+  std::vector<std::uint64_t> buckets(kLatencyBuckets, 0);
+  CHECK_FALSE(latency_quantile_ns(buckets, 0.5).has_value());
+  buckets[0] = 100;  // (0, 10 µs]
+  CHECK(latency_quantile_ns(buckets, 0.5).value() == doctest::Approx(5'000));
+  CHECK(latency_quantile_ns(buckets, 0.99).value() == doctest::Approx(9'900));
+  buckets[11] = 100;  // (25 ms, 50 ms]: ranks past 100 fall here.
+  CHECK(latency_quantile_ns(buckets, 0.5).value() == doctest::Approx(10'000));
+  CHECK(latency_quantile_ns(buckets, 0.75).value() == doctest::Approx(37'500'000));
+  CHECK(latency_quantile_ns(buckets, 0.999).value() == doctest::Approx(49'950'000));
+  buckets[16] = 1000;  // +Inf: the highest finite bound.
+  CHECK(latency_quantile_ns(buckets, 0.99).value() == doctest::Approx(1e9));
+}
+
+TEST_CASE("parse_latency_value: reads make_monitor_entries' values and refuses others") {
+  std::vector<schema::Entry> entries = latency_entries(3, 1);
+  Result<StatsSample> sample = parse_stats_sample(entries, 1.0);
+  REQUIRE(sample.ok());
+  REQUIRE(sample->latency.has_value());
+  REQUIRE(sample->latency->size() == kOperationKinds);
+  const StatsLatency& bind = sample->latency->front();
+  CHECK(bind.op == "bind");
+  CHECK(bind.count == 4);
+  CHECK(bind.sum_ns == 30'024'000);
+  REQUIRE(bind.buckets.size() == kLatencyBuckets);
+  CHECK(bind.buckets[0] == 3);
+  CHECK(bind.buckets[11] == 1);
+  const std::string good = "op=bind count=1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0";
+  CHECK(parse_latency_value(good).has_value());
+  for (const std::string& bad : {
+           std::string(),
+           std::string("op=bind"),
+           std::string("op=bind count=1 sumNs=5"),
+           std::string("op= count=1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=x sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=-1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=2 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=1 sumNs=5 buckets=1,0,0"),
+           std::string("op=bind count=1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=1 sumNs=5 buckets=1,,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"),
+           std::string("count=1 op=bind sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0 x=1"),
+           std::string("op=bind  count=1 sumNs=5 buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+           std::string("op=bind count=1 sumNs=99999999999999999999999 "
+                       "buckets=1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+       }) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_latency_value(bad).has_value());
+  }
+}
+
+TEST_CASE("render_stats: latency percentiles per operation over the interval") {
+  Result<StatsSample> before = parse_stats_sample(latency_entries(100, 0), 1.0);
+  Result<StatsSample> after = parse_stats_sample(latency_entries(200, 100), 3.0);
+  REQUIRE(before.ok());
+  REQUIRE(after.ok());
+  const std::string text = render_stats(*before, *after, "ldap://x");
+  CAPTURE(text);
+  // Over the interval: 100 fast and 100 slow binds in 2 s; p50 at the top of the first bucket,
+  // p90 at 40 ms in (25 ms, 50 ms].
+  CHECK(text.find("LATENCY     OPS/S        P50        P90        P99      P99.9\n") !=
+        std::string::npos);
+  CHECK(text.find("bind        100.0     10.0us    45.00ms    49.50ms    49.95ms\n") !=
+        std::string::npos);
+  CHECK(text.find("search ") == std::string::npos);  // No searches: no line.
+  SUBCASE("since the start when the first sample had none") {
+    StatsSample first = *before;
+    first.latency.reset();
+    const std::string since = render_stats(first, *after, "ldap://x");
+    CAPTURE(since);
+    // 200 fast and 100 slow since the start: p50 at rank 150 of the 200 in (0, 10 µs].
+    CHECK(since.find("bind            -      7.5us") != std::string::npos);
+  }
+}
+
+TEST_CASE("render_stats: without metrics the latency says how to turn it on") {
+  Result<StatsSample> sample = parse_stats_sample(monitor_entries(7, 1), 1.0);
+  REQUIRE(sample.ok());
+  CHECK_FALSE(sample->latency.has_value());
+  const std::string text = render_stats(*sample, *sample, "ldap://x");
+  CHECK(text.find("latency percentiles: off (they are measured with [metrics] listen set") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace numadir::server

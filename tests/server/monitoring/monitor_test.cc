@@ -358,6 +358,52 @@ TEST_CASE("monitor.schema: the provider's entries use defined types their classe
   }
 }
 
+TEST_CASE("make_monitor_entries: cn=Operations has each kind's latency histogram with metrics on") {
+  MonitorData data;
+  const std::vector<schema::Entry> off = make_monitor_entries(data);
+  const schema::Entry* operations = find_entry(off, "cn=Operations,cn=Monitor");
+  REQUIRE(operations != nullptr);
+  CHECK(operations->find("numadirLatencyHistogram") == nullptr);
+  OperationMetricsTotals latency;
+  OperationHistogram& search = latency.latency[static_cast<std::size_t>(OperationKind::kSearch)];
+  search.buckets[2] = 4;
+  search.buckets[16] = 1;
+  search.sum_ns = 1'200'000'000;
+  data.latency = latency;
+  const std::vector<schema::Entry> on = make_monitor_entries(data);
+  operations = find_entry(on, "cn=Operations,cn=Monitor");
+  REQUIRE(operations != nullptr);
+  const schema::EntryAttribute* histograms = operations->find("numadirLatencyHistogram");
+  REQUIRE(histograms != nullptr);
+  REQUIRE(histograms->values.size() == kOperationKinds);
+  CHECK(histograms->values[0] ==
+        "op=bind count=0 sumNs=0 buckets=0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0");
+  CHECK(histograms->values[1] ==
+        "op=search count=5 sumNs=1200000000 buckets=0,0,4,0,0,0,0,0,0,0,0,0,0,0,0,0,1");
+  CHECK(histograms->values[6].starts_with("op=modrdn "));
+  // The schema defines it and cn=Operations' class allows it.
+  Result<schema::Schema> loaded = schema::Schema::load_default();
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  const schema::AttributeType* type = loaded->attribute_type("numadirLatencyHistogram");
+  REQUIRE(type != nullptr);
+  const schema::ObjectClass* object_class = loaded->object_class("numadirMonitor");
+  REQUIRE(object_class != nullptr);
+  CHECK(object_class->allows(type));
+}
+
+TEST_CASE("Monitor: collect sums the operation metrics once they are set") {
+  Monitor monitor("numadir test");
+  CHECK_FALSE(monitor.collect({}).latency.has_value());
+  OperationMetrics metrics;
+  OperationMetrics::record_owned(metrics.add_slot(), OperationKind::kBind,
+                                 listener::wire::ResultCode::kSuccess, 1'000);
+  monitor.set_operation_metrics(&metrics);
+  const MonitorData data = monitor.collect({});
+  REQUIRE(data.latency.has_value());
+  CHECK(data.latency->latency[static_cast<std::size_t>(OperationKind::kBind)].count() == 1);
+  monitor.set_operation_metrics(nullptr);
+}
+
 TEST_CASE("thread_cpu_ms: this thread's CPU time is readable and a bad tid is not") {
   CHECK(thread_cpu_ms(threadpool::os_thread_id()).has_value());
   CHECK_FALSE(thread_cpu_ms(0).has_value());

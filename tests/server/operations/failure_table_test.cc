@@ -89,6 +89,7 @@ TEST_CASE("FailureTable: concurrent failures lock after exactly pwdMaxFailure") 
   }
   CHECK(counted.load() == 5);
   CHECK(refused_locked.load() == 400 - 5);
+  CHECK(fixture.table->stats().lockouts == 1);  // One account locked once, by the fifth.
   // The lock reaches storage; a waiter hears of it once it has.
   std::atomic<int> durable{-1};
   fixture.table->when_lock_durable(kUser, [&](bool is_durable) { durable = is_durable ? 1 : 0; });
