@@ -275,10 +275,9 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
   // The metrics endpoint ([metrics]): on its own thread, once the listeners run (and before the
   // privilege drop, so that it may have a port below 1024 and a root-only token file).
   std::unique_ptr<MetricsServer> metrics_server;
-  if (config.metrics.enabled()) {
-    // Wired in the test engineer's branch to run the integration tests (see its report).
-    MetricsRender render = [&metrics = *metrics](ExpositionFormat format, std::string& text) {
-      metrics.render(format, text);
+  if (metrics != nullptr) {
+    MetricsRender render = [&rendered = *metrics](ExpositionFormat format, std::string& text) {
+      rendered.render(format, text);
     };
     Result<MetricsServerOptions> metrics_options =
         metrics_server_options(config.metrics, config.tls);

@@ -13,11 +13,7 @@ namespace {
 constexpr std::string_view kTotal = "_total";
 constexpr std::string_view kInfo = "_info";
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-void append_escaped(std::string& out, std::string_view text, bool quote) {
+void append_exposition_escaped(std::string& out, std::string_view text, bool quote) {
   for (const char c : text) {
     if (c == '\\') {
       out += "\\\\";
@@ -57,20 +53,20 @@ void ExpositionWriter::family(std::string_view name, MetricType type, std::strin
   std::string_view family_name = name;
   name_.assign(name);
   if (type == MetricType::kCounter) {
-    NUMADIR_DCHECK(ends_with(name, kTotal), "a counter's name ends in _total");
+    NUMADIR_DCHECK(name.ends_with(kTotal), "a counter's name ends in _total");
     name_.resize(name_.size() - kTotal.size());
   }
   const bool open_metrics = format_ == ExpositionFormat::kOpenMetrics;
   if (open_metrics && type == MetricType::kCounter) {
     family_name = name_;
   } else if (open_metrics && type == MetricType::kInfo) {
-    NUMADIR_DCHECK(ends_with(name, kInfo), "an info metric's name ends in _info");
+    NUMADIR_DCHECK(name.ends_with(kInfo), "an info metric's name ends in _info");
     family_name = name.substr(0, name.size() - kInfo.size());
   }
   out_ += "# HELP ";
   out_ += family_name;
   out_ += ' ';
-  append_escaped(out_, help, open_metrics);
+  append_exposition_escaped(out_, help, open_metrics);
   out_ += "\n# TYPE ";
   out_ += family_name;
   out_ += ' ';
@@ -92,7 +88,7 @@ void ExpositionWriter::name_and_labels(std::string_view suffix, std::span<const 
       first = false;
       out_ += label.name;
       out_ += "=\"";
-      append_escaped(out_, label.value, true);
+      append_exposition_escaped(out_, label.value, true);
       out_ += '"';
     };
     for (const MetricLabel& label : labels) {

@@ -14,7 +14,7 @@
 namespace numadir::server {
 namespace {
 
-void add(schema::Entry& entry, std::string description, std::vector<std::string> values) {
+void add_attribute(schema::Entry& entry, std::string description, std::vector<std::string> values) {
   entry.attributes.push_back(schema::EntryAttribute{std::move(description), std::move(values)});
 }
 
@@ -97,26 +97,26 @@ schema::Entry make_subschema_entry(const schema::Schema& schema,
                                    std::chrono::system_clock::time_point loaded_at) {
   schema::Entry entry;
   entry.dn = std::string(kSubschemaEntryDn);
-  add(entry, "objectClass", {"top", "subentry", "subschema", "extensibleObject"});
-  add(entry, "cn", {"Subschema"});
-  add(entry, "structuralObjectClass", {"subentry"});
+  add_attribute(entry, "objectClass", {"top", "subentry", "subschema", "extensibleObject"});
+  add_attribute(entry, "cn", {"Subschema"});
+  add_attribute(entry, "structuralObjectClass", {"subentry"});
   const std::string timestamp = backend::generalized_time(loaded_at);
-  add(entry, "createTimestamp", {timestamp});
-  add(entry, "modifyTimestamp", {timestamp});
-  add(entry, "subschemaSubentry", {std::string(kSubschemaEntryDn)});
-  add(entry, "ldapSyntaxes", syntax_descriptions());
-  add(entry, "matchingRules", matching_rule_descriptions());
-  add(entry, "matchingRuleUse", matching_rule_uses(schema));
+  add_attribute(entry, "createTimestamp", {timestamp});
+  add_attribute(entry, "modifyTimestamp", {timestamp});
+  add_attribute(entry, "subschemaSubentry", {std::string(kSubschemaEntryDn)});
+  add_attribute(entry, "ldapSyntaxes", syntax_descriptions());
+  add_attribute(entry, "matchingRules", matching_rule_descriptions());
+  add_attribute(entry, "matchingRuleUse", matching_rule_uses(schema));
   std::vector<std::string> attribute_types;
   for (const schema::AttributeType* type : schema.attribute_types()) {
     attribute_types.push_back(type->definition);
   }
-  add(entry, "attributeTypes", std::move(attribute_types));
+  add_attribute(entry, "attributeTypes", std::move(attribute_types));
   std::vector<std::string> object_classes;
   for (const schema::ObjectClass* object_class : schema.object_classes()) {
     object_classes.push_back(object_class->definition);
   }
-  add(entry, "objectClasses", std::move(object_classes));
+  add_attribute(entry, "objectClasses", std::move(object_classes));
   return entry;
 }
 

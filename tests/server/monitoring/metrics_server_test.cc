@@ -513,7 +513,7 @@ long thread_cpu_ticks(const std::string& name) {
   return -1;
 }
 
-TEST_CASE("MetricsServer: idle, with connections open, its thread is parked") {
+TEST_CASE("MetricsServer: idle with connections open its thread is parked") {
   Renderer renderer;
   auto server = start_server(renderer);
   const int idle = connect_to(server->port());

@@ -65,6 +65,13 @@ std::string render(const Metrics& metrics, ExpositionFormat format) {
   return out;
 }
 
+std::string read_statm() {
+  std::ifstream in("/proc/self/statm");
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
 bool has_line(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
 }
@@ -368,6 +375,21 @@ TEST_CASE("Metrics: promtool check metrics passes on a rendered sample") {
     std::string broken_output;
     CHECK(promtool_check("numadir_x{a=\"b} 1\n", broken_output) != 0);
   }
+}
+
+TEST_CASE("statm_resident_pages: the second field of /proc/self/statm and nothing else") {
+  CHECK(statm_resident_pages("5046 1234 567 12 0 890 0\n") == 1234);
+  CHECK(statm_resident_pages("5046 1234") == 1234);
+  CHECK(statm_resident_pages(read_statm()).has_value());
+  for (const std::string_view bad : {"", "5046", "5046 ", "a 1234", "5046 x", "5046 12x 3", "-1 -2",
+                                     "5046 99999999999999999999999"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(statm_resident_pages(bad).has_value());
+  }
+  const ProcessStats stats = read_process_stats();
+  CHECK(stats.resident_bytes.value_or(0) > 0);
+  CHECK(stats.open_fds.value_or(0) >= 3);  // At least the standard streams.
+  CHECK(stats.cpu_seconds.has_value());
 }
 
 }  // namespace
