@@ -7,8 +7,9 @@
     Prometheus does) ends with "# EOF", names counter families without _total, and is what
     Prometheus's scrapes parse (promtool reads the Prometheus text format only);
   - a planted slow operation: a user whose userPassword is an {ARGON2} hash of numadir's default
-    cost (m=64 MiB, t=2: within the [passwords] ceilings, tens of milliseconds to check) binds
-    BINDS times; the bind histogram's buckets grow by BINDS at and above the slowest bind's
+    cost (m=64 MiB, t=2: within the [passwords] ceilings, about 0.1 s to check) binds BINDS
+    times (the count must catch up within 5 s: an operation is counted once its result is
+    handed on, just after the client may read it); the bind histogram's buckets grow by BINDS at and above the slowest bind's
     client-side time (the server's time is inside the client's) and not at all below half the
     fastest one (the hash alone takes longer than that: a round trip on loopback is well under
     half of it), and _sum grows by between those bounds times BINDS;
