@@ -8,11 +8,12 @@
     Prometheus's scrapes parse (promtool reads the Prometheus text format only);
   - a planted slow operation: a user whose userPassword is an {ARGON2} hash of numadir's default
     cost (m=64 MiB, t=2: within the [passwords] ceilings, about 0.1 s to check) binds BINDS
-    times (the count must catch up within 5 s: an operation is counted once its result is
-    handed on, just after the client may read it); the bind histogram's buckets grow by BINDS at and above the slowest bind's
-    client-side time (the server's time is inside the client's) and not at all below half the
-    fastest one (the hash alone takes longer than that: a round trip on loopback is well under
-    half of it), and _sum grows by between those bounds times BINDS;
+    times; once the count has caught up (within 5 s: an operation is counted when its result
+    is handed on, just after the client may read it), the bind histogram's buckets have grown
+    by BINDS at and above the slowest bind's client-side time (the server's time is inside the
+    client's) and not at all below half the fastest one (the hash alone takes longer than
+    that: a round trip on loopback is well under half of it), and _sum by between those
+    bounds times BINDS;
   - prometheus (its own config and data under a temporary directory, scrape_interval 1s,
     scrape_timeout 900ms) scrapes the endpoint: up == 1;
   - authrate (16 connections, 2 s warm-up, 15 s measured) runs search+bind auths; then the
