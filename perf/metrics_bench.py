@@ -16,6 +16,8 @@ access rules) and idle while another is measured:
   (/usr/bin/prometheus, its own config and data under the work directory, scrape_interval 1s,
   scrape_timeout 900ms) scrapes it every second for the whole run, so every percpu-on point
   includes ~10 scrapes (each rendering every metric on the endpoint's thread) in its window;
+- `percpu-unscraped` (not in the default list): [metrics] on, never scraped, so that the
+  request path's share (stamps, histograms) shows apart from the scrapes;
 - `floor` (canned answers: the request path's ceiling) and `slapd` (back-mdb), for scale.
 Prometheus runs through every point, so its own CPU (scrapes, TSDB appends) weighs on percpu-off
 and percpu-on alike; the servers' CPU is utime + stime of /proc/PID/stat over the measured
@@ -187,6 +189,11 @@ def tables(points, names, loads):
             met = rate >= GOAL_RATE and cpu <= GOAL_CPU
             verdicts.append(f"- {c} connections, {t} authrate thread(s): on/off auths/s "
                             f"{rate:.3f}, CPU/auth {cpu:.3f}: goal {'met' if met else 'missed'}")
+        quiet = points.get(("percpu-unscraped", c, t))
+        if quiet is not None and off is not None:
+            verdicts.append(f"- {c} connections, {t} authrate thread(s), unscraped/off: auths/s "
+                            f"{cell(ratio(quiet, off, 'rate'))}, CPU/auth "
+                            f"{cell(ratio(quiet, off, 'cpu'))}")
     return "\n".join(lines), "\n".join(ratio_lines), "\n".join(verdicts)
 
 
@@ -213,7 +220,7 @@ def main():
     loads = [(c, t) for c in connections for t in threads]
     names = args.servers.split(",")
     for name in names:
-        if name not in ("floor", "slapd", "percpu-off", "percpu-on"):
+        if name not in ("floor", "slapd", "percpu-off", "percpu-on", "percpu-unscraped"):
             raise SystemExit(f"metrics_bench: unknown server {name!r}")
     if "percpu-on" in names and not os.path.exists(PROMETHEUS):
         raise SystemExit(f"metrics_bench: {PROMETHEUS} is missing (apt-get install prometheus)")
@@ -235,6 +242,11 @@ def main():
                 servers[name] = bench.start_slapd(work, ldif, args)
             elif name == "percpu-off":
                 servers[name] = bench.start_numadir(build, work, name, "percpu", ldif)
+            elif name == "percpu-unscraped":
+                # [metrics] on and nobody scraping: what the request path alone costs.
+                servers[name] = bench.start_numadir(
+                    build, work, name, "percpu", ldif,
+                    extra=f'\n[metrics]\nlisten = "127.0.0.1:{free_port()}"\n')
             else:
                 port = free_port()
                 servers[name] = bench.start_numadir(
