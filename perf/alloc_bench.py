@@ -17,7 +17,6 @@ import argparse
 import datetime
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 

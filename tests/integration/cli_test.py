@@ -20,14 +20,12 @@ Exits 0 on success, 1 with the first failure.
 """
 import os
 import pwd
-import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
@@ -424,15 +422,8 @@ def check_metrics_settings(numadir, root):
     process = subprocess.Popen([numadir, "serve", "-c", served_config], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
-        announced = None
-        deadline = time.monotonic() + TIMEOUT_S
-        while announced is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
-            line = process.stdout.readline() if ready else ""
-            if not line:
-                break
-            if line.startswith("numadir: metrics on "):
-                announced = line.strip()
+        announced, _ = h.read_until_line(
+            process, lambda line: line.startswith("numadir: metrics on "), TIMEOUT_S)
         url = f"http://127.0.0.1:{port}/metrics"
         h.check_equal(announced, f"numadir: metrics on {url}", "serve names the metrics URL")
         status, headers, _ = http_get(url, {})

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 
-from numadir_harness import (PEOPLE, ROOT_DN, ROOT_PW, SUFFIX, NumadirServer, check, check_equal,
+from numadir_harness import (PEOPLE, SUFFIX, NumadirServer, check, check_equal,
                              fail, parse_args, run_checks)
 
 ARGS = None

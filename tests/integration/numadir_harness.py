@@ -94,6 +94,35 @@ def wait_for(condition, timeout: float = 30, interval: float = 0.05):
         time.sleep(interval)  # The poll interval; the wait is for `condition`.
 
 
+def read_until_line(process: subprocess.Popen, wanted, timeout: float = 60):
+    """Reads `process`'s stdout until a complete line for which `wanted(line)` is true, or until
+    it closes or `timeout` seconds pass. Reads the pipe's descriptor itself: select() on a
+    buffered stream followed by readline() can leave the wanted line in Python's buffer while
+    select() waits for bytes that never come.
+    Returns: (the wanted line or None, every complete line read, as str)."""
+    fd = process.stdout.fileno()
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    lines = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None, lines
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None, lines
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        for raw in complete:
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            if wanted(line):
+                return line, lines
+
+
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--numadir", required=True, help="the numadir executable")
@@ -559,17 +588,8 @@ def serve_until_listening(numadir, config, timeout=60):
     Returns: (exit status, stderr); fails the test if it never listens."""
     process = subprocess.Popen([numadir, "serve", "-c", config], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + timeout
-    listening = False
-    while not listening and time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
-        if not ready:
-            break
-        line = process.stdout.readline()
-        if not line:
-            break  # Exited.
-        listening = "listening on" in line
-    if not listening:
+    listening, _ = read_until_line(process, lambda line: "listening on" in line, timeout)
+    if listening is None:
         process.kill()
         _, err = process.communicate(timeout=timeout)
         fail(f"serve did not listen (status {process.returncode}): {err!r}")

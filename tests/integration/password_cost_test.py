@@ -123,8 +123,8 @@ def check_writes_refused():
         conn.passwd_s(user_dn(n), None, value)
         stored = stored_passwords(user_dn(n))
         check(len(stored) == 1 and stored[0].startswith("{SSHA512}"),
-              f"Password Modify with that string as newPasswd stores it hashed with the default "
-              f"scheme", f"{stored}")
+              "Password Modify with that string as newPasswd stores it hashed with the default "
+              "scheme", f"{stored}")
         conn.unbind_s()
         connect((user_dn(n), value)).unbind_s()
         check(True, f"user{n} binds with the string itself as its password")

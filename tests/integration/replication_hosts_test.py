@@ -47,7 +47,6 @@ import glob
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -58,7 +57,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numadir_harness import (PEOPLE, ROOT_DN, ROOT_PW, SUFFIX, CheckFailed,  # noqa: E402
-                             check, check_equal, fail, parse_args, run_checks, user_dn, wait_for)
+                             check, check_equal, fail, parse_args, read_until_line, run_checks,
+                             user_dn, wait_for)
 from replication_test import PROVIDER_INDEXES, consumer_toml, parse_dump  # noqa: E402
 import slapd_harness  # noqa: E402
 
@@ -365,10 +365,10 @@ workers = 2
                                                   self.config),
                                             stdout=subprocess.PIPE, stderr=stderr,
                                             stdin=subprocess.DEVNULL)
-        ready, _, _ = select.select([self.process.stdout], [], [], 60)
-        line = self.process.stdout.readline().decode(errors="replace") if ready else ""
-        if f"listening on {self.url}" not in line:
-            fail(f"{self.name} did not listen on {self.url}: {line!r}; stderr: "
+        line, lines = read_until_line(self.process,
+                                     lambda line: f"listening on {self.url}" in line, 60)
+        if line is None:
+            fail(f"{self.name} did not listen on {self.url}: {lines!r}; stderr: "
                  f"{self.stderr_text()[-2000:]}")
         # Keep draining stdout so the server can never block on a full pipe.
         threading.Thread(target=lambda out: out.read(), args=(self.process.stdout,),

@@ -9,7 +9,6 @@ Needs Debian's slapd (slapadd, slapcat) and python3-ldap (its ldif module). Exit
 1 with a description of the first difference otherwise.
 """
 import argparse
-import base64
 import os
 import subprocess
 import sys

@@ -14,16 +14,15 @@ Exits 0 on success, 1 with the first failure.
 import hashlib
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numadir_harness import check, check_equal, fail, parse_args, run_checks  # noqa: E402
+from numadir_harness import (check, check_equal, fail, parse_args, read_until_line,  # noqa: E402
+                             run_checks)
 
 SUFFIX = "dc=example,dc=com"
 BASE = f"""[database]
@@ -174,14 +173,9 @@ def check_running_server():
     server = subprocess.Popen([ARGS.numadir, "serve", "-c", config], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        line = ""
-        while "listening on" not in line:
-            if time.monotonic() > deadline or server.poll() is not None:
-                fail(f"the live server did not start: {line!r}")
-            ready, _, _ = select.select([server.stdout], [], [], 1)
-            if ready:
-                line = server.stdout.readline()
+        line, lines = read_until_line(server, lambda line: "listening on" in line, 60)
+        if line is None:
+            fail(f"the live server did not start: {lines!r}")
         result = tune(config, *QUICK)
         expected = (f"numadir tune: database {os.path.join(WORK, 'db')} is in use by numadir "
                     f"serve (pid {server.pid})")
