@@ -23,8 +23,9 @@ refreshAndPersist, retry "1 +", bound as the provider's rootdn) and the slapd co
 
 1. Initial refresh: each round, for each provider and each consumer kind (orders reversed on
    odd rounds), a fresh consumer is started alone and timed from its process's start until it
-   serves the provider's last entry and a subtree count equals the provider's (replication_
-   bench.py's measure_refresh: a base search every 5 ms, then a count). entries/s = entries /
+   serves the LDIF's last entry and the provider's contextCSN and a subtree count equals the
+   provider's (replication_bench.py's measure_refresh: base searches every 5 ms, then a count).
+   entries/s = entries /
    that time; CPU seconds of the consumer (its whole life) and of the provider (the window).
 2. Auths/s under writes: authrate (search + bind, --connections, --threads, --server-pid the
    provider) against the provider while --mod-rate modifications/s are written to it
