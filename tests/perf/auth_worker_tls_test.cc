@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -252,6 +253,8 @@ class TestTlsServer {
       }
       timeval timeout{10, 0};  // Never hang the test on a client that went away.
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+      const int one = 1;  // Each answer leaves at once, not after the client's delayed ACK.
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       const bool stop = serve_connection(fd);
       ::close(fd);
       if (stop) {
