@@ -11,7 +11,7 @@
 #      connection_fuzz), for NUMADIR_FUZZ_SECONDS (default 3) over its committed seed corpus
 #      (each directory tests/fuzz/corpus/<name>/ names a target <name>_fuzz), one per CPU at a
 #      time.
-# The asan and tsan presets compile unity sources (CMakePresets.json), and each compiles in the
+# The presets compile unity sources (CMakePresets.json), and each sanitizer build compiles in the
 # background, at the lowest priority, while the tests of the stage before it run. At the end
 # (also after a failure) it prints how long each stage took.
 # Exits non-zero on the first failure.
