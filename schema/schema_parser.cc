@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "schema/ascii.h"
-#include "schema/detail/description_parser.h"
+#include "schema/detail/schema_parser.h"
 #include "schema/oid.h"
 #include "schema/utf8.h"
 
