@@ -19,7 +19,7 @@
 #include "listener/wire/ldap_message.h"
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
-#include "perf/detail/auth_slot.h"
+#include "perf/detail/auth_worker.h"
 
 namespace numadir::perf {
 

@@ -36,7 +36,7 @@
 //
 // auth_worker.cc holds the loop and the auth state machine, auth_worker_io.cc the sockets, reads
 // and writes, auth_worker_tls.cc StartTLS and the handshake; the per-slot state they share is in
-// perf/detail/auth_slot.h.
+// perf/detail/auth_worker.h.
 //
 // Thread contract: construct on any thread, then run() on exactly one thread, which owns every
 // member (connections, buffers, messages) until run() returns; `stats` is written only by that
@@ -179,7 +179,7 @@ class AuthWorker {
   std::uint64_t due_ = 0;         // Open loop: auths whose intended time has come.
   std::uint64_t modifies_ = 0;    // Modify mode: requests sent (each writes a new value).
   // By slot_index(): whether the slot's current auth binds with a wrong password. (Per-slot
-  // state; it could as well be a field of Slot, in perf/detail/auth_slot.h.)
+  // state; it could as well be a field of Slot, in perf/detail/auth_worker.h.)
   std::vector<std::uint8_t> wrong_password_;
   // By a connection's tag_base (slot index << 1 | place): the server it uses and its failover
   // and timeout state. (Per-connection state; it could as well be fields of Connection.)

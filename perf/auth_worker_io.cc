@@ -14,7 +14,7 @@
 #include "listener/wire/framing.h"
 #include "listener/wire/message_decoder.h"
 #include "listener/wire/message_encoder.h"
-#include "perf/detail/auth_slot.h"
+#include "perf/detail/auth_worker.h"
 
 namespace numadir::perf {
 

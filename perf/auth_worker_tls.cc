@@ -7,7 +7,7 @@
 #include "listener/wire/ldap_message.h"
 #include "listener/wire/message_encoder.h"
 #include "perf/auth_worker.h"
-#include "perf/detail/auth_slot.h"
+#include "perf/detail/auth_worker.h"
 
 namespace numadir::perf {
 

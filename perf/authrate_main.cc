@@ -221,75 +221,91 @@ AuthTotals snapshot(const std::vector<std::unique_ptr<WorkerStats>>& stats) {
   return totals;
 }
 
-int run(Options& options) {
-  // OpenSSL writes to its sockets with write(2), not send(MSG_NOSIGNAL): a server that closes
-  // first must be an error counted, not a SIGPIPE.
-  signal(SIGPIPE, SIG_IGN);
-  Result<std::vector<std::string>> url_texts =
-      split_url_list(options.urls.empty() ? std::vector<std::string>{kDefaultUrl} : options.urls);
-  if (!url_texts.ok()) {
-    return usage_error(url_texts.status().message());
-  }
+// Returns: each of `texts` parsed (split_url_list's output, in order).
+// Errors: kInvalidArgument, the message for usage_error: a URL that does not parse, or an
+//   ldaps:// one with `starttls`.
+Result<std::vector<LdapUrl>> parse_urls(const std::vector<std::string>& texts, bool starttls) {
   std::vector<LdapUrl> urls;
-  for (const std::string& text : *url_texts) {
+  for (const std::string& text : texts) {
     Result<LdapUrl> url = parse_ldap_url(text);
     if (!url.ok()) {
-      return usage_error(url.status().message());
+      return url.status();
     }
-    if (url->ldaps && options.starttls) {
-      return usage_error("--starttls is for ldap:// URLs; ldaps:// is TLS from the first byte");
+    if (url->ldaps && starttls) {
+      return invalid_argument(
+          "--starttls is for ldap:// URLs; ldaps:// is TLS from the first byte");
     }
     urls.push_back(std::move(*url));
   }
-  // TLS per URL: one client (CA, certificate, the name to verify) for each URL that uses it.
-  std::vector<std::unique_ptr<TlsClient>> tls(urls.size());
-  std::string tls_name;
+  return urls;
+}
+
+// TLS per URL: one client (CA, certificate, the name to verify) for each URL that uses it.
+struct TlsClients {
+  std::vector<std::unique_ptr<TlsClient>> by_url;  // nullptr: that URL is in the clear.
+  std::string mode_name;  // tls_mode_name() of every URL, or "mixed" when they differ.
+};
+
+// Returns: the TLS clients of `urls` (ldaps://, or every one with `starttls`), made from
+//   `options` (the --tls-* options).
+// Errors: the message for usage_error: a client that cannot be made (CA, certificate or key
+//   file), or --tls-* options with no URL that uses TLS.
+Result<TlsClients> create_tls_clients(const std::vector<LdapUrl>& urls,
+                                      const TlsClientOptions& options, bool starttls) {
+  TlsClients tls;
+  tls.by_url.resize(urls.size());
   for (std::size_t i = 0; i < urls.size(); ++i) {
-    TlsClientOptions tls_options = options.tls;
-    tls_options.mode = urls[i].ldaps      ? TlsMode::kLdaps
-                       : options.starttls ? TlsMode::kStartTls
-                                          : TlsMode::kNone;
+    TlsClientOptions tls_options = options;
+    tls_options.mode = urls[i].ldaps ? TlsMode::kLdaps
+                       : starttls    ? TlsMode::kStartTls
+                                     : TlsMode::kNone;
     const std::string_view name = tls_mode_name(tls_options.mode);
-    tls_name = i == 0 || tls_name == name ? std::string(name) : "mixed";
+    tls.mode_name = i == 0 || tls.mode_name == name ? std::string(name) : "mixed";
     if (tls_options.mode == TlsMode::kNone) {
       continue;
     }
     Result<std::unique_ptr<TlsClient>> client = TlsClient::create(tls_options, urls[i].host);
     if (!client.ok()) {
-      return usage_error(client.status().message());
+      return client.status();
     }
-    tls[i] = std::move(*client);
+    tls.by_url[i] = std::move(*client);
   }
-  if (tls_name == "none" && (!options.tls.ca_file.empty() || !options.tls.cert_file.empty() ||
-                             !options.tls.key_file.empty() || options.tls.resume)) {
-    return usage_error("--tls-* options need an ldaps:// URL or --starttls");
+  if (tls.mode_name == "none" && (!options.ca_file.empty() || !options.cert_file.empty() ||
+                                  !options.key_file.empty() || options.resume)) {
+    return invalid_argument("--tls-* options need an ldaps:// URL or --starttls");
   }
-  Result<AuthMode> mode = parse_auth_mode(options.mode);
-  if (!mode.ok()) {
-    return usage_error(mode.status().message());
-  }
+  return tls;
+}
+
+// Returns: the workload `options` describe for `mode` (--hot, the modify mode's -D / -w, the
+//   --password-file lines, --wrong-percent, the attributes: "1.1" when none are asked). Moves
+//   options.workload out.
+// Errors: the message for usage_error: an option that does not parse, does not fit `mode`
+//   or cannot be read, or a workload AuthWorkload::create refuses.
+Result<AuthWorkload> create_workload(Options& options, AuthMode mode) {
   if (!options.hot.empty()) {
     Result<HotSet> hot = parse_hot_set(options.hot);
     if (!hot.ok()) {
-      return usage_error(hot.status().message());
+      return hot.status();
     }
     options.workload.hot = *hot;
   }
-  if (*mode == AuthMode::kModify) {
+  if (mode == AuthMode::kModify) {
     if (options.workload.modify_bind_dn.empty()) {
-      return usage_error("--mode modify needs -D (the DN each connection binds as) and -w");
+      return invalid_argument("--mode modify needs -D (the DN each connection binds as) and -w");
     }
     if (!options.password_file.empty()) {
-      return usage_error("--mode modify binds as -D with -w: no --password-file");
+      return invalid_argument("--mode modify binds as -D with -w: no --password-file");
     }
     options.workload.modify_bind_password = options.workload.password_template;
   } else if (!options.workload.modify_bind_dn.empty()) {
-    return usage_error("-D is for --mode modify");
+    return invalid_argument("-D is for --mode modify");
   }
   if (!options.password_file.empty()) {
     std::ifstream in(options.password_file);
     if (!in) {
-      return usage_error("--password-file " + options.password_file + ": " + std::strerror(errno));
+      return invalid_argument("--password-file " + options.password_file + ": " +
+                              std::strerror(errno));
     }
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line.back() == '\r') {
@@ -298,40 +314,45 @@ int run(Options& options) {
       options.workload.passwords.push_back(std::move(line));
     }
   }
-  if (options.wrong_percent > 0 && (*mode == AuthMode::kSearchOnly || *mode == AuthMode::kModify)) {
-    return usage_error(
+  if (options.wrong_percent > 0 && (mode == AuthMode::kSearchOnly || mode == AuthMode::kModify)) {
+    return invalid_argument(
         "--wrong-percent is for the modes that bind as the user (same, split, "
         "bind-only), not " +
-        std::string(auth_mode_name(*mode)));
+        std::string(auth_mode_name(mode)));
   }
   options.workload.wrong_percent = options.wrong_percent;
   if (options.workload.attributes.empty()) {
     options.workload.attributes = {"1.1"};
   }
-  Result<AuthWorkload> workload = AuthWorkload::create(std::move(options.workload));
-  if (!workload.ok()) {
-    return usage_error(workload.status().message());
-  }
-  const bool split = *mode == AuthMode::kSplit;
-  if (split && options.connections < 2) {
-    return usage_error("--mode split needs --connections of at least 2 (search + bind)");
-  }
-  for (const int pid : options.server_pids) {
+  return AuthWorkload::create(std::move(options.workload));
+}
+
+// Errors: the message for usage_error when the CPU ticks of a --server-pid cannot be read.
+Status check_server_pids(const std::vector<int>& pids) {
+  for (const int pid : pids) {
     Result<ProcCpuTicks> probe = read_proc_cpu_ticks(pid);
     if (!probe.ok()) {
-      return usage_error("--server-pid " + std::to_string(pid) + ": " + probe.status().message());
+      return invalid_argument("--server-pid " + std::to_string(pid) + ": " +
+                              probe.status().message());
     }
   }
+  return Status();
+}
 
-  // The preflight: the run starts if one URL answers; the others are reported, and connections
-  // start on those that answered (they may fail over to the others later).
+// The preflight: probes every URL (resolve_and_probe) and reports on standard error those that
+// did not answer. Connections start on those that answered (they may fail over to the others
+// later).
+// Returns: the servers, in URL order; nullopt when none answered (the run must not start).
+std::optional<std::vector<ServerTarget>> preflight(const std::vector<std::string>& url_texts,
+                                                   const std::vector<LdapUrl>& urls,
+                                                   const TlsClients& tls) {
   std::vector<ServerTarget> targets(urls.size());
   std::vector<Status> probes;
   std::size_t reachable = 0;
   for (std::size_t i = 0; i < urls.size(); ++i) {
     ServerTarget& target = targets[i];
-    target.url = (*url_texts)[i];
-    target.tls = tls[i].get();
+    target.url = url_texts[i];
+    target.tls = tls.by_url[i].get();
     probes.push_back(
         resolve_and_probe(urls[i], target.url, target.tls, target.address, target.address_len));
     target.reachable_at_start = probes.back().ok();
@@ -352,72 +373,143 @@ int run(Options& options) {
     if (urls.size() > 1) {
       std::fprintf(stderr, "authrate: no server answered\n");
     }
-    return kExitFailed;
+    return std::nullopt;
   }
-  const ServerList servers(std::move(targets));
+  return targets;
+}
 
-  // Slots (auths in flight) spread as evenly as they go over the threads.
-  const int total_slots = split ? options.connections / 2 : options.connections;
-  const int threads = std::min(options.threads, total_slots);
-  const int connections = split ? 2 * total_slots : total_slots;
-  if (threads < options.threads) {
-    std::fprintf(stderr, "authrate: %d threads for %d connections\n", threads, connections);
-  }
-  if (Status limit = raise_fd_limit(connections); !limit.ok()) {
-    return usage_error(limit.message());
-  }
+// How the auths in flight spread over the threads.
+struct SlotLayout {
+  bool split = false;   // --mode split: two connections per slot.
+  int slots = 0;        // Auths in flight, in total.
+  int threads = 0;      // --threads, but no more than slots.
+  int connections = 0;  // slots, or 2 * slots in split mode.
+};
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // Inherited by the workers.
-
-  const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop_fd < 0) {
-    std::fprintf(stderr, "authrate: eventfd: %s\n", std::strerror(errno));
-    return kExitFailed;
+// Returns: the layout of --connections over --threads for `mode` (one slot per connection, or
+//   per two in split mode), with a note on standard error when there are fewer slots than
+//   threads.
+SlotLayout lay_out_slots(const Options& options, AuthMode mode) {
+  SlotLayout layout;
+  layout.split = mode == AuthMode::kSplit;
+  layout.slots = layout.split ? options.connections / 2 : options.connections;
+  layout.threads = std::min(options.threads, layout.slots);
+  layout.connections = layout.split ? 2 * layout.slots : layout.slots;
+  if (layout.threads < options.threads) {
+    std::fprintf(stderr, "authrate: %d threads for %d connections\n", layout.threads,
+                 layout.connections);
   }
-  const std::int64_t start_ns = monotonic_ns();
+  return layout;
+}
+
+// The worker threads and what they count.
+// Thread contract: made and joined by the main thread; each worker runs on its thread of
+// `running`, and the main thread (the reporting thread) reads `stats` while they run.
+struct Workers {
   std::vector<std::unique_ptr<WorkerStats>> stats;
   std::vector<std::unique_ptr<AuthWorker>> workers;
   std::vector<std::thread> running;
+};
+
+// Starts one AuthWorker thread per layout.threads, each with its share of the slots (spread
+// as evenly as they go) and of the --rate, its seed drawn from --seed, and stop_fd to end it.
+// Requires: `workload` and `servers` outlive the workers; start_ns is the run's start
+//   (monotonic_ns()).
+Workers start_workers(const Options& options, AuthMode mode, const SlotLayout& layout,
+                      const AuthWorkload& workload, const ServerList& servers, int stop_fd,
+                      std::int64_t start_ns) {
+  Workers out;
   int first_connection = 0;
-  for (int i = 0; i < threads; ++i) {
+  for (int i = 0; i < layout.threads; ++i) {
     WorkerConfig config;
-    config.workload = &*workload;
+    config.workload = &workload;
     config.servers = &servers;
     config.first_connection = first_connection;
     config.timeout_ms = options.timeout_s > 0
                             ? std::max<std::int64_t>(std::llround(options.timeout_s * 1000), 1)
                             : 0;
-    config.mode = *mode;
-    config.slots = total_slots / threads + (i < total_slots % threads ? 1 : 0);
-    first_connection += split ? 2 * config.slots : config.slots;
+    config.mode = mode;
+    config.slots = layout.slots / layout.threads + (i < layout.slots % layout.threads ? 1 : 0);
+    first_connection += layout.split ? 2 * config.slots : config.slots;
     config.reconnect = options.reconnect;
     if (options.rate > 0) {
-      config.rate_per_sec = options.rate * config.slots / total_slots;
+      config.rate_per_sec = options.rate * config.slots / layout.slots;
       // Stagger the threads' schedules so their sends interleave instead of bunching.
       config.rate_start_ns = start_ns + static_cast<std::int64_t>(i * 1e9 / options.rate);
     }
     config.seed = options.seed + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(i);
     config.stop_fd = stop_fd;
-    stats.push_back(std::make_unique<WorkerStats>());
-    workers.push_back(std::make_unique<AuthWorker>(config, *stats.back()));
+    out.stats.push_back(std::make_unique<WorkerStats>());
+    out.workers.push_back(std::make_unique<AuthWorker>(config, *out.stats.back()));
   }
-  for (auto& worker : workers) {
-    running.emplace_back([&worker] {
+  for (const std::unique_ptr<AuthWorker>& worker : out.workers) {
+    out.running.emplace_back([worker = worker.get()] {
       if (Status status = worker->run(); !status.ok()) {
         std::fprintf(stderr, "authrate: worker: %s\n", status.message().c_str());
       }
     });
   }
+  return out;
+}
 
-  const char* noun = operation_noun(auth_mode_name(*mode));
+// Makes every worker's run() return (stop_fd readable) and joins their threads.
+void stop_workers(Workers& workers, int stop_fd) {
+  const std::uint64_t one = 1;
+  NUMADIR_CHECK(::write(stop_fd, &one, sizeof one) == sizeof one, "eventfd write failed");
+  for (std::thread& thread : workers.running) {
+    thread.join();
+  }
+}
+
+// What the reporting loop measured: the span after warm-up, or the whole run when it stopped
+// during warm-up (base then zero, start_ns the run's start).
+struct MeasuredSpan {
+  bool warmed_up = false;  // The warm-up ended (or there was none).
+  AuthTotals base;         // The totals when the span began.
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::optional<ProcCpuTicks> cpu_start;  // --server-pid: the servers' CPU when it began.
+};
+
+// Returns: the line of an interval of `span_s` seconds that ends `elapsed_s` after the start,
+//   from `current` (the totals now) and `recent` (this interval's part of them).
+IntervalLine interval_line(const AuthTotals& current, const AuthTotals& recent, double span_s,
+                           double elapsed_s, const char* noun, bool wrong_passwords,
+                           std::size_t server_count) {
+  IntervalLine line;
+  line.noun = noun;
+  line.elapsed_s = elapsed_s;
+  line.auths_per_sec = static_cast<double>(recent.auths) / span_s;
+  line.overall_auths_per_sec = static_cast<double>(current.auths) / line.elapsed_s;
+  line.mean_ms = recent.latency.mean() / 1e6;
+  line.p99_ms = static_cast<double>(recent.latency.value_at_percentile(99)) / 1e6;
+  line.errors_per_sec = static_cast<double>(recent.error_total()) / span_s;
+  line.wrong_passwords = wrong_passwords;
+  line.wrong_per_sec = static_cast<double>(recent.wrong_password_binds) / span_s;
+  line.wrong_refused_per_sec = static_cast<double>(recent.wrong_password_refused) / span_s;
+  if (server_count > 1) {
+    line.failovers = recent.failovers;
+    for (std::size_t server = 0; server < server_count; ++server) {
+      line.server_auths_per_sec.push_back(static_cast<double>(recent.server_auths[server]) /
+                                          span_s);
+    }
+  }
+  return line;
+}
+
+// The reporting thread's part of the run, from start_ns (the workers already running): sleeps
+// in sigtimedwait(`signals`) until the next interval line, live line (on a terminal) or end of
+// warm-up, prints it, and returns at the end of the run (--warmup + --duration) or on SIGINT /
+// SIGTERM. Interval lines go to standard output (standard error with --json), the live line to
+// standard error.
+// Returns: the span it measured.
+MeasuredSpan report_intervals(const Options& options, const sigset_t& signals,
+                              const std::vector<std::unique_ptr<WorkerStats>>& stats,
+                              const char* noun, std::size_t server_count, std::int64_t start_ns) {
   std::FILE* interval_out = options.json ? stderr : stdout;
   const bool wrong_passwords = options.wrong_percent > 0;
   if (options.csv) {
-    std::fputs(interval_csv_header(wrong_passwords, servers.size()).c_str(), interval_out);
+    std::fputs(interval_csv_header(wrong_passwords, server_count).c_str(), interval_out);
   }
   const auto seconds_ns = [](double s) { return static_cast<std::int64_t>(s * 1e9); };
   const std::int64_t interval_ns = std::max<std::int64_t>(seconds_ns(options.interval_s), 1000);
@@ -426,13 +518,12 @@ int run(Options& options) {
       options.duration_s > 0 ? warmup_end_ns + seconds_ns(options.duration_s) : INT64_MAX;
   std::int64_t next_tick_ns = start_ns + interval_ns;
   std::int64_t previous_tick_ns = start_ns;
-  bool measuring = options.warmup_s <= 0;
-  std::int64_t measure_start_ns = start_ns;
-  AuthTotals base;
+  MeasuredSpan span;
+  span.warmed_up = options.warmup_s <= 0;
+  span.start_ns = start_ns;
   AuthTotals previous;
-  std::optional<ProcCpuTicks> cpu_start;
-  if (measuring && !options.server_pids.empty()) {
-    cpu_start = read_cpu_ticks_sum(options.server_pids);
+  if (span.warmed_up && !options.server_pids.empty()) {
+    span.cpu_start = read_cpu_ticks_sum(options.server_pids);
   }
   // On a terminal, a live line on standard error between the interval lines.
   const bool live = isatty(STDERR_FILENO) == 1;
@@ -444,7 +535,7 @@ int run(Options& options) {
     if (live) {
       wake_ns = std::min(wake_ns, next_live_ns);
     }
-    if (!measuring) {
+    if (!span.warmed_up) {
       wake_ns = std::min(wake_ns, warmup_end_ns);
     }
     const std::int64_t wait_ns = std::max<std::int64_t>(wake_ns - monotonic_ns(), 0);
@@ -461,7 +552,7 @@ int run(Options& options) {
                    static_cast<double>(now_ns - start_ns) / 1e9,
                    static_cast<unsigned long long>(current.auths), noun,
                    static_cast<unsigned long long>(current.error_total()),
-                   measuring ? "" : "(warm-up)");
+                   span.warmed_up ? "" : "(warm-up)");
       std::fflush(stderr);
       next_live_ns = now_ns + kLiveNs;
     }
@@ -474,36 +565,21 @@ int run(Options& options) {
       recent.subtract(previous);
       const double span_s = static_cast<double>(now_ns - previous_tick_ns) / 1e9;
       previous_tick_ns = now_ns;
-      IntervalLine line;
-      line.noun = noun;
-      line.elapsed_s = static_cast<double>(now_ns - start_ns) / 1e9;
-      line.auths_per_sec = static_cast<double>(recent.auths) / span_s;
-      line.overall_auths_per_sec = static_cast<double>(current.auths) / line.elapsed_s;
-      line.mean_ms = recent.latency.mean() / 1e6;
-      line.p99_ms = static_cast<double>(recent.latency.value_at_percentile(99)) / 1e6;
-      line.errors_per_sec = static_cast<double>(recent.error_total()) / span_s;
-      line.wrong_passwords = wrong_passwords;
-      line.wrong_per_sec = static_cast<double>(recent.wrong_password_binds) / span_s;
-      line.wrong_refused_per_sec = static_cast<double>(recent.wrong_password_refused) / span_s;
-      if (servers.size() > 1) {
-        line.failovers = recent.failovers;
-        for (std::size_t server = 0; server < servers.size(); ++server) {
-          line.server_auths_per_sec.push_back(static_cast<double>(recent.server_auths[server]) /
-                                              span_s);
-        }
-      }
+      const IntervalLine line =
+          interval_line(current, recent, span_s, static_cast<double>(now_ns - start_ns) / 1e9, noun,
+                        wrong_passwords, server_count);
       const std::string text = options.csv ? format_interval_csv(line) : format_interval_text(line);
       std::fputs(text.c_str(), interval_out);
       std::fflush(interval_out);
       previous = std::move(current);
       next_tick_ns += interval_ns;
     }
-    if (!measuring && now_ns >= warmup_end_ns) {
-      base = snapshot(stats);
-      measure_start_ns = now_ns;
-      measuring = true;
+    if (!span.warmed_up && now_ns >= warmup_end_ns) {
+      span.base = snapshot(stats);
+      span.start_ns = now_ns;
+      span.warmed_up = true;
       if (!options.server_pids.empty()) {
-        cpu_start = read_cpu_ticks_sum(options.server_pids);
+        span.cpu_start = read_cpu_ticks_sum(options.server_pids);
       }
     }
     if (now_ns >= end_ns) {
@@ -513,54 +589,135 @@ int run(Options& options) {
   if (live) {
     std::fputs("\r\033[K", stderr);
   }
-  const std::int64_t measure_end_ns = now_ns;
-  std::optional<ProcCpuTicks> cpu_end;
-  AuthrateReport report;
-  if (!options.server_pids.empty()) {
-    cpu_end = read_cpu_ticks_sum(options.server_pids);
-    for (const int pid : options.server_pids) {
-      Result<std::uint64_t> rss = read_peak_rss_kib(pid);
-      if (rss.ok()) {
-        report.server_peak_rss_kib = report.server_peak_rss_kib.value_or(0) + *rss;
-      } else if (options.server_pids.size() == 1) {
-        std::fprintf(stderr, "authrate: server peak RSS: %s\n", rss.status().message().c_str());
-      } else {
-        std::fprintf(stderr, "authrate: server %d peak RSS: %s\n", pid,
-                     rss.status().message().c_str());
-      }
+  span.end_ns = now_ns;
+  return span;
+}
+
+// --server-pid at the end of the measured span, before the workers stop: sums the servers'
+// peak RSS into report.server_peak_rss_kib (one that cannot be read is reported on standard
+// error and left out).
+// Returns: the servers' CPU ticks summed; nullopt with no --server-pid or when one cannot be
+//   read.
+std::optional<ProcCpuTicks> read_servers_at_end(const std::vector<int>& pids,
+                                                AuthrateReport& report) {
+  if (pids.empty()) {
+    return std::nullopt;
+  }
+  std::optional<ProcCpuTicks> cpu_end = read_cpu_ticks_sum(pids);
+  for (const int pid : pids) {
+    Result<std::uint64_t> rss = read_peak_rss_kib(pid);
+    if (rss.ok()) {
+      report.server_peak_rss_kib = report.server_peak_rss_kib.value_or(0) + *rss;
+    } else if (pids.size() == 1) {
+      std::fprintf(stderr, "authrate: server peak RSS: %s\n", rss.status().message().c_str());
+    } else {
+      std::fprintf(stderr, "authrate: server %d peak RSS: %s\n", pid,
+                   rss.status().message().c_str());
     }
   }
-  const std::uint64_t one = 1;
-  NUMADIR_CHECK(::write(stop_fd, &one, sizeof one) == sizeof one, "eventfd write failed");
-  for (std::thread& thread : running) {
-    thread.join();
+  return cpu_end;
+}
+
+// Sets report.server_cpu_us_per_auth from the servers' CPU over the span, when both ends were
+// read and there were auths; otherwise says on standard error why there is no figure (only
+// when --server-pid was given).
+void set_server_cpu(AuthrateReport& report, const std::optional<ProcCpuTicks>& cpu_start,
+                    const std::optional<ProcCpuTicks>& cpu_end, bool server_pids) {
+  if (cpu_start && cpu_end && report.totals.auths > 0) {
+    const double cpu_us = static_cast<double>(cpu_end->total() - cpu_start->total()) * 1e6 /
+                          static_cast<double>(clock_ticks_per_second());
+    report.server_cpu_us_per_auth = cpu_us / static_cast<double>(report.totals.auths);
+  } else if (server_pids) {
+    std::fprintf(stderr, "authrate: no server CPU figure (process gone, or no auths)\n");
   }
+}
+
+// Blocks SIGINT and SIGTERM in the calling thread, and so in the threads it starts after.
+// Returns: the set, for sigtimedwait.
+sigset_t block_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// The whole run, in its steps: the options checked (a usage error before anything starts), the
+// preflight, the workers started, the intervals reported, the workers stopped, the summary.
+// Returns: the exit code (kExitOk, kExitFailed, kExitUsage; see the file comment).
+int run(Options& options) {
+  // OpenSSL writes to its sockets with write(2), not send(MSG_NOSIGNAL): a server that closes
+  // first must be an error counted, not a SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  Result<std::vector<std::string>> url_texts =
+      split_url_list(options.urls.empty() ? std::vector<std::string>{kDefaultUrl} : options.urls);
+  if (!url_texts.ok()) {
+    return usage_error(url_texts.status().message());
+  }
+  Result<std::vector<LdapUrl>> urls = parse_urls(*url_texts, options.starttls);
+  if (!urls.ok()) {
+    return usage_error(urls.status().message());
+  }
+  Result<TlsClients> tls = create_tls_clients(*urls, options.tls, options.starttls);
+  if (!tls.ok()) {
+    return usage_error(tls.status().message());
+  }
+  Result<AuthMode> mode = parse_auth_mode(options.mode);
+  if (!mode.ok()) {
+    return usage_error(mode.status().message());
+  }
+  Result<AuthWorkload> workload = create_workload(options, *mode);
+  if (!workload.ok()) {
+    return usage_error(workload.status().message());
+  }
+  if (*mode == AuthMode::kSplit && options.connections < 2) {
+    return usage_error("--mode split needs --connections of at least 2 (search + bind)");
+  }
+  if (Status pids = check_server_pids(options.server_pids); !pids.ok()) {
+    return usage_error(pids.message());
+  }
+
+  std::optional<std::vector<ServerTarget>> targets = preflight(*url_texts, *urls, *tls);
+  if (!targets) {
+    return kExitFailed;
+  }
+  const ServerList servers(std::move(*targets));
+  const SlotLayout layout = lay_out_slots(options, *mode);
+  if (Status limit = raise_fd_limit(layout.connections); !limit.ok()) {
+    return usage_error(limit.message());
+  }
+
+  const sigset_t signals = block_stop_signals();  // Inherited by the workers.
+  const int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd < 0) {
+    std::fprintf(stderr, "authrate: eventfd: %s\n", std::strerror(errno));
+    return kExitFailed;
+  }
+  const std::int64_t start_ns = monotonic_ns();
+  Workers workers = start_workers(options, *mode, layout, *workload, servers, stop_fd, start_ns);
+  const MeasuredSpan span =
+      report_intervals(options, signals, workers.stats, operation_noun(auth_mode_name(*mode)),
+                       servers.size(), start_ns);
+  AuthrateReport report;
+  const std::optional<ProcCpuTicks> cpu_end = read_servers_at_end(options.server_pids, report);
+  stop_workers(workers, stop_fd);
   ::close(stop_fd);
 
-  if (!measuring) {
-    base = AuthTotals();  // Stopped during warm-up: report the whole run.
-    measure_start_ns = start_ns;
-  }
-  report.totals = snapshot(stats);
-  report.totals.subtract(base);
-  report.duration_s = static_cast<double>(measure_end_ns - measure_start_ns) / 1e9;
-  report.connections = connections;
-  report.threads = threads;
+  report.totals = snapshot(workers.stats);
+  report.totals.subtract(span.base);
+  report.duration_s = static_cast<double>(span.end_ns - span.start_ns) / 1e9;
+  report.connections = layout.connections;
+  report.threads = layout.threads;
   report.mode = std::string(auth_mode_name(*mode));
   report.wrong_percent = options.wrong_percent;
-  report.tls = tls_name;
+  report.tls = tls->mode_name;
   report.tls_resume = options.tls.resume;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     report.urls.push_back(servers[i].url);
     report.reachable_at_start.push_back(servers[i].reachable_at_start);
   }
-  if (cpu_start && cpu_end && report.totals.auths > 0) {
-    const double cpu_us = static_cast<double>(cpu_end->total() - cpu_start->total()) * 1e6 /
-                          static_cast<double>(clock_ticks_per_second());
-    report.server_cpu_us_per_auth = cpu_us / static_cast<double>(report.totals.auths);
-  } else if (!options.server_pids.empty()) {
-    std::fprintf(stderr, "authrate: no server CPU figure (process gone, or no auths)\n");
-  }
+  set_server_cpu(report, span.cpu_start, cpu_end, !options.server_pids.empty());
   const std::string summary =
       options.json ? format_summary_json(report) : format_summary_text(report);
   std::fputs(summary.c_str(), stdout);

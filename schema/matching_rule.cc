@@ -35,8 +35,8 @@
 
 #include "schema/ascii.h"
 #include "schema/dn.h"
+#include "schema/oid.h"
 #include "schema/string_prep.h"
-#include "schema/syntax.h"
 
 namespace numadir::schema {
 namespace {

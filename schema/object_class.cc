@@ -3,14 +3,12 @@
 
 #include <algorithm>
 
-#include "schema/detail/schema_data.h"
-
 namespace numadir::schema {
 
 bool ObjectClass::is_subclass_of(const ObjectClass& other) const {
   // RFC 4512 §2.4.1: every entry belongs to 'top', and slapd treats every class as a subclass of
   // it even where the definition names no superior (e.g. 'subschema').
-  if (other.oid == detail::kTopOid) {
+  if (other.oid == kTopOid) {
     return true;
   }
   // The common case, a single chain of superiors, needs no memory.

@@ -17,6 +17,9 @@ namespace numadir::schema {
 
 enum class ObjectClassKind : std::uint8_t { kAbstract, kStructural, kAuxiliary };
 
+// 'top' (RFC 4512 §2.4.1), the class every class is a subclass of.
+inline constexpr std::string_view kTopOid = "2.5.6.0";
+
 struct ObjectClass {
   std::string oid;
   std::vector<std::string> names;

@@ -29,7 +29,6 @@ namespace {
 
 using detail::kExtensibleObjectOid;
 using detail::kObjectClassOid;
-using detail::kTopOid;
 using detail::NameIndex;
 using detail::SchemaData;
 
@@ -42,7 +41,7 @@ void append_unique(std::vector<T>& out, T item) {
   }
 }
 
-// Collects the definitions of every file, then resolves them into a Schema::Impl.
+// Collects the definitions of every file, then resolves them into a Schema's SchemaData.
 class SchemaBuilder {
  public:
   Status add_text(std::string_view text, std::string_view origin) {
@@ -509,7 +508,7 @@ std::vector<std::filesystem::path> shipped_schema_files() {
   };
 }
 
-Schema::Schema(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Schema::Schema(std::unique_ptr<detail::SchemaData> impl) : impl_(std::move(impl)) {}
 Schema::Schema(Schema&&) noexcept = default;
 Schema& Schema::operator=(Schema&&) noexcept = default;
 Schema::~Schema() = default;
@@ -519,7 +518,7 @@ Result<Schema> Schema::load(std::span<const std::filesystem::path> files) {
   for (const std::filesystem::path& file : files) {
     NUMADIR_RETURN_IF_ERROR(builder.add_file(file));
   }
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<detail::SchemaData>();
   NUMADIR_RETURN_IF_ERROR(builder.build(*impl));
   return Schema(std::move(impl));
 }
@@ -533,7 +532,7 @@ Result<Schema> Schema::load_default(std::span<const std::filesystem::path> extra
 Result<Schema> Schema::load_text(std::string_view text, std::string_view origin) {
   SchemaBuilder builder;
   NUMADIR_RETURN_IF_ERROR(builder.add_text(text, origin));
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<detail::SchemaData>();
   NUMADIR_RETURN_IF_ERROR(builder.build(*impl));
   return Schema(std::move(impl));
 }

@@ -20,6 +20,10 @@
 
 namespace numadir::schema {
 
+namespace detail {
+struct SchemaData;  // What a Schema holds: schema/detail/schema_data.h.
+}  // namespace detail
+
 // The schema files shipped in schema/files/, in load order (core first).
 std::vector<std::filesystem::path> shipped_schema_files();
 
@@ -93,9 +97,8 @@ class Schema {
   const ObjectClass* structural_class(const Entry& entry) const;
 
  private:
-  struct Impl;
-  explicit Schema(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Schema(std::unique_ptr<detail::SchemaData> impl);
+  std::unique_ptr<detail::SchemaData> impl_;
 };
 
 }  // namespace numadir::schema

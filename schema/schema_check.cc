@@ -433,8 +433,7 @@ class EntryChecker {
   Status check_abstract_classes() {
     for (std::size_t i = 0; i < classes_.size(); ++i) {
       const ObjectClass* object_class = classes_[i];
-      if (object_class->kind != ObjectClassKind::kAbstract ||
-          object_class->oid == detail::kTopOid) {
+      if (object_class->kind != ObjectClassKind::kAbstract || object_class->oid == kTopOid) {
         continue;
       }
       const bool derived = std::any_of(classes_.begin(), classes_.end(), [&](const ObjectClass* c) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "schema/ascii.h"
-#include "schema/detail/description_parser.h"
 #include "schema/detail/quoted.h"
+#include "schema/detail/schema_parser.h"
 #include "schema/schema_parser.h"
 
 namespace numadir::schema {

@@ -1,14 +1,14 @@
 // schema/schema_parser.cc: RFC 4512 §4.1 descriptions, their printed form and OID macros. The
 // file forms are in schema/schema_file_parser.cc.
 #include "schema/schema_parser.h"
-#include "schema/syntax.h"
 
 #include <algorithm>
 #include <limits>
 #include <utility>
 
 #include "schema/ascii.h"
-#include "schema/detail/description_parser.h"
+#include "schema/detail/schema_parser.h"
+#include "schema/oid.h"
 #include "schema/utf8.h"
 
 namespace numadir::schema {

@@ -32,9 +32,4 @@ struct MatchingRule;
 // validate call.
 bool normalize_validates(const Syntax& syntax, const MatchingRule& rule);
 
-// RFC 4512 §1.4: numericoid = number 1*( DOT number ), no leading zeros in a number.
-bool is_numericoid(std::string_view value);
-// RFC 4512 §1.4: descr = ALPHA *( ALPHA / DIGIT / HYPHEN ).
-bool is_descr(std::string_view value);
-
 }  // namespace numadir::schema

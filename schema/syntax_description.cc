@@ -14,7 +14,6 @@
 
 #include "schema/ascii.h"
 #include "schema/detail/syntax_validators.h"
-#include "schema/syntax.h"
 #include "schema/utf8.h"
 
 namespace numadir::schema::detail {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -370,23 +371,12 @@ int unknown_command(std::string_view name, const std::vector<std::string>& names
   return kUsageExit;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"numadir: an LDAPv3 directory server built for authentication load", "numadir"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", version_text());
-  app.footer("Run 'numadir help COMMAND' (or 'numadir COMMAND --help') for a command's options.");
-  const std::vector<Command> commands = {add_serve(app), add_import(app),   add_export(app),
-                                         add_index(app), add_passwd(app),   add_stats(app),
-                                         add_tune(app),  add_topology(app), add_check_config(app)};
-  std::vector<std::string> names;
-  for (const Command& command : commands) {
-    names.push_back(command.app->get_name());
-  }
-  names.push_back("help");
-
-  std::vector<std::string> args(argv + 1, argv + argc);
+// What comes before CLI11 parses, said better than CLI11 would: no command, `help [COMMAND]`,
+// an option before the command, an unknown command. `help COMMAND` becomes `COMMAND --help` in
+// `args`, exactly what that prints.
+// Returns: the exit status when that settles the run; nullopt to go on and parse `args`.
+std::optional<int> screen_arguments(std::vector<std::string>& args, const CLI::App& app,
+                                    const std::vector<std::string>& names) {
   if (args.empty()) {
     std::cerr << app.help() << "numadir: a command is required\n";
     return kUsageExit;
@@ -418,6 +408,29 @@ int main(int argc, char** argv) {
     }
   } else if (std::find(names.begin(), names.end(), args[0]) == names.end()) {
     return unknown_command(args[0], names);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"numadir: an LDAPv3 directory server built for authentication load", "numadir"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", version_text());
+  app.footer("Run 'numadir help COMMAND' (or 'numadir COMMAND --help') for a command's options.");
+  const std::vector<Command> commands = {add_serve(app), add_import(app),   add_export(app),
+                                         add_index(app), add_passwd(app),   add_stats(app),
+                                         add_tune(app),  add_topology(app), add_check_config(app)};
+  std::vector<std::string> names;
+  for (const Command& command : commands) {
+    names.push_back(command.app->get_name());
+  }
+  names.push_back("help");
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (const std::optional<int> status = screen_arguments(args, app, names)) {
+    return *status;
   }
 
   std::vector<const char*> parse_argv = {argv[0]};

@@ -1,4 +1,4 @@
-// schema/detail/schema_data.h: what a Schema holds (Schema::Impl), shared by the loader
+// schema/detail/schema_data.h: what a Schema holds (its impl_), shared by the loader
 // (schema/schema.cc) and the entry checks (schema/schema_check.cc).
 //
 // Thread contract: filled once while Schema::load runs; immutable afterwards, so any thread
@@ -15,12 +15,10 @@
 #include "schema/ascii.h"
 #include "schema/attribute_type.h"
 #include "schema/object_class.h"
-#include "schema/schema.h"
 #include "schema/syntax.h"
 
 namespace numadir::schema::detail {
 
-inline constexpr std::string_view kTopOid = "2.5.6.0";
 inline constexpr std::string_view kExtensibleObjectOid = "1.3.6.1.4.1.1466.101.120.111";
 inline constexpr std::string_view kObjectClassOid = "2.5.4.0";
 
@@ -46,8 +44,7 @@ struct CaseInsensitiveEqual {
 template <typename T>
 using NameIndex = std::unordered_map<std::string, T, CaseInsensitiveHash, CaseInsensitiveEqual>;
 
-// Everything a Schema holds. Schema::Impl (private to Schema) is this; the loader and the entry
-// checks work on it by this name.
+// Everything a Schema holds, behind its impl_ (schema/schema.h declares the type only).
 struct SchemaData {
   std::vector<std::unique_ptr<AttributeType>> attribute_type_storage;
   std::vector<const AttributeType*> attribute_types;
@@ -81,9 +78,3 @@ struct SchemaData {
 };
 
 }  // namespace numadir::schema::detail
-
-namespace numadir::schema {
-
-struct Schema::Impl : detail::SchemaData {};
-
-}  // namespace numadir::schema

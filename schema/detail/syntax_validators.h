@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "schema/ascii.h"
-#include "schema/syntax.h"
+#include "schema/oid.h"
 
 namespace numadir::schema::detail {
 

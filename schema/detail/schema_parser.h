@@ -1,4 +1,4 @@
-// schema/detail/description_parser.h: the description parsers of schema/schema_parser.cc with
+// schema/detail/schema_parser.h: the description parsers of schema/schema_parser.cc with
 // the error kept as an offset and a problem, for the file parser (schema/schema_file_parser.cc)
 // to turn the offset into a file line.
 //

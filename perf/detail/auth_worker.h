@@ -1,4 +1,4 @@
-// perf/detail/auth_slot.h: the state AuthWorker keeps per slot and per connection, shared by
+// perf/detail/auth_worker.h: the state AuthWorker keeps per slot and per connection, shared by
 // its source files (auth_worker.cc: the loop and the auth state machine; auth_worker_io.cc:
 // sockets, reads and writes; auth_worker_tls.cc: StartTLS and the TLS handshake). Private to
 // perf/.
