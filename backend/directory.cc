@@ -9,7 +9,7 @@
 
 #include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "base/check.h"
 

@@ -1,5 +1,5 @@
-// backend/replica.cc: a replication consumer's changes (ReplicaChange, update_job.h) applied in
-// the writer's transaction: entries found by their entryUUID through its eq index, stored as the
+// backend/replica.cc: a replication consumer's changes (ReplicaChange, directory_update.h) applied
+// in the writer's transaction: entries found by their entryUUID through its eq index, stored as the
 // provider sent them, moved with their subtree when their DN changed, removed, the entries a
 // present phase did not name pruned, and the consumer's cookie stored beside them. New entries
 // are stored as an import stores them (detail/import_stages.h); every upsert's entry is prepared

@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "backend/change_feed.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "base/status.h"
 
 namespace numadir::backend {

@@ -21,14 +21,18 @@
 #include "backend/attribute_catalog.h"
 #include "backend/attribute_index.h"
 #include "backend/candidates.h"
-#include "backend/directory.h"
+#include "backend/change_feed.h"
+#include "backend/directory_import.h"
+#include "backend/directory_options.h"
+#include "backend/directory_read.h"
+#include "backend/directory_update.h"
 #include "backend/dn_hints.h"
 #include "backend/dn_index.h"
+#include "backend/dn_normalizer.h"
 #include "backend/entry_codec.h"
 #include "backend/filter_eval.h"
 #include "backend/lmdb_env.h"
 #include "backend/operational.h"
-#include "backend/update_job.h"
 #include "base/thread_annotations.h"
 
 namespace numadir::backend::detail {
@@ -248,10 +252,11 @@ Result<std::optional<std::string>> run_replica_cookie(const DirectoryCore& core,
 // The meta key a consumer's cookie is stored under.
 std::string replica_cookie_key(std::uint32_t rid);
 
-Result<std::unique_ptr<Directory::Importer>> run_begin_import(DirectoryCore& core,
-                                                              const UpdateContext& context);
-Result<std::unique_ptr<Directory::BulkImporter>> run_begin_bulk_import(
-    DirectoryCore& core, const UpdateContext& context, const Directory::BulkImportOptions& options);
+Result<std::unique_ptr<Importer>> run_begin_import(DirectoryCore& core,
+                                                   const UpdateContext& context);
+Result<std::unique_ptr<BulkImporter>> run_begin_bulk_import(DirectoryCore& core,
+                                                            const UpdateContext& context,
+                                                            const BulkImportOptions& options);
 Status run_export(const DirectoryCore& core,
                   const std::function<bool(const schema::Entry&)>& on_entry);
 Status run_rebuild_indexes(DirectoryCore& core);

@@ -1,5 +1,5 @@
 // backend/detail/import_stages.h: the two stages of an import, shared by Directory::Importer
-// (both on one thread) and Directory::BulkImporter (prepare on worker threads, store on the
+// (both on one thread) and BulkImporter (prepare on worker threads, store on the
 // writer thread):
 //   prepare: parse and key the DN, canonicalize the attribute descriptions, check the schema,
 //            add the operational attributes, encode the entry and compute its index keys. It
@@ -82,7 +82,7 @@ class ImportWriter {
   //   DN is already stored", adding its spelling when it differs); kNoSuchObject (message:
   //   "parent entry P is missing") when the parent is missing; kUnwillingToPerform for a dn key
   //   over LMDB's key size; kStorage; kInternal. After an error the transaction must be aborted.
-  Status store(const ImportItem& item, Directory::ImportFailure& failure);
+  Status store(const ImportItem& item, ImportFailure& failure);
   // Stores an entry prepared as prepare_import_item does: its dn key, its encoding (parent id 0)
   // and its index keys. Keeps no tag.
   // Errors: as above, but kEntryAlreadyExists says only "entry already exists" and
@@ -122,7 +122,7 @@ class ImportWriter {
   //   store(item) in this import).
   std::optional<std::uint64_t> tag_of(EntryId id) const;
   // Fills failure's details for `status`, store(item)'s error, and rewrites its message.
-  void describe_failure(const ImportItem& item, Status status, Directory::ImportFailure& failure);
+  void describe_failure(const ImportItem& item, Status status, ImportFailure& failure);
 };
 
 }  // namespace numadir::backend::detail

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "backend/password_scheme.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "server/monitoring/access_log.h"
 #include "server/operations/external_map.h"

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "backend/change_feed.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "base/cache_line.h"
 

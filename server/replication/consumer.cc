@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "server/operations/search_operation.h"
 #include "server/replication/provider_connection.h"

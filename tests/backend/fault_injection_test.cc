@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backend/directory.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "tests/backend/backend_test_util.h"
 

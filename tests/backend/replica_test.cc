@@ -10,7 +10,7 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "tests/backend/backend_test_util.h"
 #include "tests/backend/directory_test_util.h"

@@ -17,7 +17,7 @@
 #include "backend/change_feed.h"
 #include "backend/directory.h"
 #include "backend/operational.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::backend {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "backend/writer.h"
 #include "tests/backend/backend_test_util.h"
 #include "tests/wait_until.h"

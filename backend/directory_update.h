@@ -1,6 +1,9 @@
-// backend/update_job.h: UpdateJob, one update queued to the directory's Writer (an add, remove,
-// modify or rename with its UpdateContext, an optional check and a completion), and WriteView,
-// the read-only view of the write transaction that a check is given.
+// backend/directory_update.h: the updates of a directory: who makes one (UpdateContext), the
+// modifications of a modify, and UpdateJob, one update queued to the directory's Writer (an add,
+// remove, modify, rename or replicated batch with its UpdateContext, an optional check and a
+// completion), with WriteView, the read-only view of the write transaction that a check is
+// given. Part of directory.h's face, apart so that the writer and the files behind a Directory
+// take them without the Directory class.
 //
 // Thread contract: a job is built by the submitting thread and handed over whole (Writer takes
 // the unique_ptr); from then on only the writer thread touches it. Its check and its completion
@@ -8,6 +11,7 @@
 // during the check it is passed to.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,11 +23,31 @@
 #include <vector>
 
 #include "backend/attribute_index.h"
-#include "backend/directory.h"
+#include "backend/directory_read.h"
 #include "base/status.h"
 #include "schema/entry.h"
 
 namespace numadir::backend {
+
+// Who does an update and when: fills creatorsName / modifiersName and the timestamps.
+struct UpdateContext {
+  std::string actor_dn;  // The bound DN; empty for anonymous / internal.
+  std::optional<std::chrono::system_clock::time_point> now;  // Defaults to the clock.
+  // The server's own bookkeeping (the password policy's failure state), not a client's update:
+  // its ChangeRecord says so (ChangeRecord::internal), for subscribers that skip their own writes.
+  bool internal = false;
+};
+
+enum class ModificationKind : std::uint8_t { kAdd, kDelete, kReplace, kIncrement };
+
+struct Modification {
+  ModificationKind kind = ModificationKind::kReplace;
+  std::string description;          // Attribute description (type and options).
+  std::vector<std::string> values;  // Empty: delete all / replace with none.
+  // Made by the server itself (the password policy's pwdChangedTime, pwdHistory, ...): a
+  // NO-USER-MODIFICATION type may be written. Never set from a client's request.
+  bool internal = false;
+};
 
 // Reads in the write transaction, as it stands before the checked job's change (so it sees
 // every earlier job of the same batch): the reads access control and existence checks need
