@@ -4,12 +4,12 @@
 // Thread contract: a Directory is opened once at startup and shared. Reads: any number of
 // threads, each with its own ReadTxn (one read transaction per operation, reused across
 // operations with reset/renew; LMDB is opened MDB_NOTLS). Updates (add / remove / modify /
-// rename) are jobs of the directory's Writer (writer.h), one thread that owns the write
-// transaction and commits batches of them; any thread but the writer's may call the
-// synchronous methods here, which queue a job and wait for it. Imports and rebuild_indexes
-// hold the writer mutex for their whole run instead (the Writer waits meanwhile). Every
-// committed change is published on the change feed (change_feed.h). Destroy the Directory only
-// after every ReadTxn, Importer and ChangeSubscription is gone and no thread submits updates.
+// rename) are jobs (directory_update.h) of the directory's single writer (detail/writer.h), one
+// thread that owns the write transaction and commits batches of them; any thread but the
+// writer's may call the synchronous methods here, which queue a job and wait for it. Imports and
+// rebuild_indexes hold the writer mutex for their whole run instead (the Writer waits meanwhile).
+// Every committed change is published on the change feed (change_feed.h). Destroy the Directory
+// only after every ReadTxn, Importer and ChangeSubscription is gone and no thread submits updates.
 #pragma once
 
 #include <chrono>
@@ -38,7 +38,6 @@
 namespace numadir::backend {
 
 class Directory;
-class Writer;
 
 // Copies the LMDB environment of a directory (its database.path) into `destination`, an
 // existing directory without a data file, compacted, as one consistent snapshot: a copy to
@@ -148,9 +147,26 @@ class Directory {
   Status rename(std::string_view dn, std::string_view new_rdn, bool delete_old_rdn,
                 std::optional<std::string_view> new_superior, const UpdateContext& context);
 
-  // The single writer: submit UpdateJobs to it for updates that must not hold the calling
-  // thread (and for checks inside the write transaction).
-  Writer& writer();
+  // The single writer's queue: an update that must not hold the calling thread (or that checks
+  // something inside the write transaction) is an UpdateJob queued here (directory_update.h says
+  // what its check and completion may do on the writer thread).
+  // Queues `job` without waiting. Returns: true, having taken it (`job` is left empty); false
+  // when options().writer_queue_jobs jobs are already waiting (`job` stays with the caller:
+  // backpressure, try again once a completion has run). Requires: `job` is non-null.
+  [[nodiscard]] bool try_submit_update(std::unique_ptr<UpdateJob>& job);
+  // Queues `job`, waiting while the queue is full. Requires: not on the writer thread.
+  void submit_update(std::unique_ptr<UpdateJob> job);
+  // Queues `job` (which must have no completion), waits for its outcome and returns it.
+  // Requires: not on the writer thread (aborts with a message there).
+  Status run_update(std::unique_ptr<UpdateJob> job);
+  // Returns: a snapshot of the writer's counters (each read relaxed: they may be mid-batch).
+  WriterStats writer_stats() const;
+  // Returns: whether the calling thread is the writer thread (where checks, completions and
+  //   change callbacks run).
+  bool on_writer_thread() const;
+  // Returns: the feed every committed change is published on (valid for the directory's life;
+  //   subscribe_changes subscribes to it).
+  ChangeFeed& change_feed();
   // Prepares every upsert of `change` (a replication consumer's batch, directory_update.h) for the
   // writer: canonicalizes and checks its entry against the schema, encodes it and computes its
   // index keys (ReplicaItem::prepared), on the calling thread; `change` is then queued as an

@@ -62,7 +62,8 @@ struct DirectoryOptions {
   // The server id written into every CSN (entryCSN, change records), 0..4095 (kMaxServerId),
   // as OpenLDAP's serverID: replicas of one directory need distinct ids.
   std::uint32_t server_id = 0;
-  // The writer's bounds: jobs waiting (Writer::try_submit refuses and submit waits past it),
+  // The writer's bounds: jobs waiting (Directory::try_submit_update refuses and
+  // submit_update waits past it),
   // and the jobs and approximate bytes of one batch (one commit).
   std::size_t writer_queue_jobs = 4096;
   std::size_t writer_batch_jobs = 256;

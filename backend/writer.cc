@@ -1,5 +1,5 @@
 // backend/writer.cc: the writer thread, its queue, group commit and the view a check reads.
-#include "backend/writer.h"
+#include "backend/detail/writer.h"
 
 #include <array>
 #include <atomic>

@@ -10,9 +10,8 @@
 #include <string>
 #include <utility>
 
-#include "backend/password_scheme.h"
 #include "backend/directory_update.h"
-#include "backend/writer.h"
+#include "backend/password_scheme.h"
 #include "server/monitoring/access_log.h"
 #include "server/operations/external_map.h"
 #include "server/operations/operation_access.h"
@@ -437,8 +436,7 @@ void BindOperation::grace_login(const LdapMessage& request, ServerSession& sessi
     grace.grace_authns_remaining = *remaining;
     reply->send(ResultCode::kSuccess, grace);
   };
-  backend::Writer& writer = context_.directory().writer();
-  if (!writer.try_submit(job)) {
+  if (!context_.directory().try_submit_update(job)) {
     reply->send(ResultCode::kBusy, PolicyResponse{});  // `job`, destroyed, releases the reply.
   }
 }
