@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/detail/password_detail.h"
+#include "backend/detail/password_scheme.h"
 
 namespace numadir::backend {
 namespace {

@@ -1,4 +1,4 @@
-// backend/detail/password_detail.h: the pieces behind backend/password_scheme.h, private to
+// backend/detail/password_scheme.h: the pieces behind backend/password_scheme.h, private to
 // backend/: base64 codecs, random bytes, constant-time comparison and one hash/verify pair per
 // scheme family (password_digest.cc, password_argon2.cc, password_crypt.cc).
 //
