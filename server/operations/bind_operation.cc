@@ -131,7 +131,7 @@ void BindOperation::run(const LdapMessage& request, ServerSession& session,
 }
 
 BindOperation::Check BindOperation::check_value(std::string_view password, std::string_view stored,
-                                                bool cheap_only,
+                                                bool cheap_only, backend::PasswordScratch& scratch,
                                                 std::optional<backend::CostExcess>& refused) const {
   // The salted SHA family costs one digest: it goes straight to verify_password, as always.
   if (const Result<backend::PasswordScheme> scheme = backend::stored_password_scheme(stored);
@@ -149,7 +149,7 @@ BindOperation::Check BindOperation::check_value(std::string_view password, std::
   }
   // Values we cannot read (unknown scheme, malformed, cleartext while refused) never match.
   const Result<bool> verified =
-      backend::verify_password(password, stored, context_.verify_policy());
+      backend::verify_password(password, stored, context_.verify_policy(), scratch);
   return verified.ok() && *verified ? Check::kMatch : Check::kNoMatch;
 }
 
@@ -170,7 +170,8 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
   std::optional<backend::CostExcess> refused;
   const HandlerOptions& options = context_.options();
   if (context_.is_root_ndn(ndn) && !options.root_password.empty()) {
-    switch (check_value(bind.simple_password, options.root_password, cheap_only, refused)) {
+    switch (check_value(bind.simple_password, options.root_password, cheap_only, state.password,
+                        refused)) {
       case Check::kMatch:
         session.set_identity(bind.name, ndn, /*root=*/true);
         OperationCounters::count_auth(state.counters());
@@ -234,7 +235,8 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
       }
     }
     for (const std::string_view value : *passwords) {
-      const Check check = check_value(bind.simple_password, value, cheap_only, refused);
+      const Check check =
+          check_value(bind.simple_password, value, cheap_only, state.password, refused);
       if (check == Check::kMatch) {
         matched = true;
         return;
