@@ -77,7 +77,7 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
   }
   scratch.stamp.csn.assign(item.csn);
   NUMADIR_RETURN_IF_ERROR(check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded,
-                                           item.keys, scratch.check));
+                                           item.keys, scratch.check, scratch.uuids));
   item.csn.assign(entry_csn_of(core, item.entry.attributes));  // The LDIF's, where it had one.
   return Status();
 }
@@ -86,12 +86,12 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
 
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
                         std::string_view key, std::string& encoded, IndexKeys& keys,
-                        schema::EntryCheckScratch& check) {
+                        schema::EntryCheckScratch& check, UuidGenerator& uuids) {
   const schema::ObjectClass* structural = nullptr;
   NUMADIR_RETURN_IF_ERROR(core.schema.check_entry(entry, &structural, check));
   stamp_new_entry(core.op_types, stamp,
                   structural != nullptr ? structural->primary_name() : std::string_view(),
-                  /*keep_existing=*/true, entry.attributes);
+                  /*keep_existing=*/true, uuids, entry.attributes);
   encode_entry(EntryHeader{0, entry.dn, key}, entry.attributes, encoded);
   keys.clear();
   core.indexes.entry_keys(core.catalog, entry.attributes, &keys);
@@ -508,7 +508,7 @@ class BulkImporterImpl : public BulkImporter {
   }
 
   void worker_main() {
-    PrepareScratch scratch{stamp_, {}, {}};
+    PrepareScratch scratch{stamp_, {}, {}, {}};
     while (true) {
       Batch* batch = nullptr;
       {

@@ -228,9 +228,10 @@ void deliver_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
 // success `change` has everything of the change record but its sequence number.
 // Errors: as Directory::add / remove / modify / rename; after an error the transaction holds
 // partial writes and must be aborted.
+// apply_add draws the entry's entryUUID from `uuids` (the writer's).
 Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
                  std::span<const std::string> internal_attributes, const Stamp& stamp,
-                 ChangeRecord* change);
+                 UuidGenerator& uuids, ChangeRecord* change);
 Status apply_remove(DirectoryCore& core, MDB_txn* txn, std::string_view dn, const Stamp& stamp,
                     ChangeRecord* change);
 Status apply_modify(DirectoryCore& core, MDB_txn* txn, std::string_view dn,
@@ -280,7 +281,8 @@ struct AddScratch {
   std::string entry_uuid;  // Out: the entryUUID the entry was stored with ("" if none).
 };
 Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
-                  const AddOptions& options, AddScratch& scratch, EntryId* next_id);
+                  const AddOptions& options, AddScratch& scratch, UuidGenerator& uuids,
+                  EntryId* next_id);
 Result<EntryId> load_next_id(const DirectoryCore& core, MDB_txn* txn);
 Status store_next_id(const DirectoryCore& core, MDB_txn* txn, EntryId next_id);
 // The stamp of one update: its actor, its time (context.now or the clock) and the next CSN,

@@ -46,16 +46,18 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
 // attributes are canonical, under dn key `key`: the schema check, the operational attributes
 // stamped where the entry lacks them, the encoding (parent id 0) into `encoded` and the index
 // keys into `keys`. Errors: the schema's check_entry codes.
-// `check`: the schema check's storage, reused from the entries this thread checked before.
+// `check`: the schema check's storage, reused from the entries this thread checked before;
+// `uuids`: this thread's, for an entry without an entryUUID.
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
                         std::string_view key, std::string& encoded, IndexKeys& keys,
-                        schema::EntryCheckScratch& check);
+                        schema::EntryCheckScratch& check, UuidGenerator& uuids);
 
 // Per-thread state of prepare_import_item (and of a replica batch's preparation).
 struct PrepareScratch {
   Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
   DnKeyScratch dn;
   schema::EntryCheckScratch check;
+  UuidGenerator uuids;  // This thread's entryUUIDs.
 };
 
 // Prepares `item` (see the file comment), setting item.status: kInvalidDnSyntax,

@@ -36,6 +36,7 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory_update.h"
+#include "backend/operational.h"
 #include "base/status.h"
 
 namespace numadir::backend {
@@ -96,6 +97,7 @@ class Writer {
   bool stopping_ = false;                         // Guarded by mu_.
 
   std::unique_ptr<Counters> counters_;  // Written by the writer thread only.
+  UuidGenerator uuids_;                 // Owner: the writer thread (the entries it adds).
   std::thread thread_;
   std::thread::id thread_id_;  // Set by the constructor, before any job can be queued.
 };
