@@ -5,7 +5,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "backend/directory.h"
+#include "backend/directory_options.h"
 #include "schema/ascii.h"
 
 namespace numadir::backend {

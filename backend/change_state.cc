@@ -342,9 +342,9 @@ Status reset_change_state(const DirectoryCore& core, MDB_txn* txn, std::string_v
   return db_put(txn, core.meta, kMetaSessionLogCoveredFrom, context_csn, 0).status();
 }
 
-Result<Directory::SessionLogChanges> read_session_log(const DirectoryCore& core, MDB_txn* txn,
-                                                      std::string_view csn) {
-  Directory::SessionLogChanges changes;
+Result<SessionLogChanges> read_session_log(const DirectoryCore& core, MDB_txn* txn,
+                                           std::string_view csn) {
+  SessionLogChanges changes;
   if (core.session_log_entries == 0) {
     return changes;
   }

@@ -9,8 +9,7 @@
 
 #include "backend/detail/change_state.h"
 #include "backend/detail/directory_core.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/detail/writer.h"
 #include "base/check.h"
 
 namespace numadir::backend {
@@ -285,7 +284,21 @@ Status Directory::rename(std::string_view dn, std::string_view new_rdn, bool del
   return impl_->writer->run(std::move(job));
 }
 
-Writer& Directory::writer() { return *impl_->writer; }
+bool Directory::try_submit_update(std::unique_ptr<UpdateJob>& job) {
+  return impl_->writer->try_submit(job);
+}
+
+void Directory::submit_update(std::unique_ptr<UpdateJob> job) {
+  impl_->writer->submit(std::move(job));
+}
+
+Status Directory::run_update(std::unique_ptr<UpdateJob> job) {
+  return impl_->writer->run(std::move(job));
+}
+
+WriterStats Directory::writer_stats() const { return impl_->writer->stats(); }
+bool Directory::on_writer_thread() const { return impl_->writer->on_writer_thread(); }
+ChangeFeed& Directory::change_feed() { return impl_->writer->feed(); }
 
 std::unique_ptr<ChangeSubscription> Directory::subscribe_changes(ChangeCallback callback) {
   return impl_->writer->feed().subscribe(std::move(callback));

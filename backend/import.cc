@@ -1,5 +1,5 @@
-// backend/import.cc: the import stages (detail/import_stages.h), Directory::Importer (both stages
-// on the caller's thread) and Directory::BulkImporter (a pipeline of worker threads and one
+// backend/import.cc: the import stages (detail/import_stages.h), Importer (both stages
+// on the caller's thread) and BulkImporter (a pipeline of worker threads and one
 // writer thread).
 #include <algorithm>
 #include <chrono>
@@ -77,7 +77,7 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
   }
   scratch.stamp.csn.assign(item.csn);
   NUMADIR_RETURN_IF_ERROR(check_and_encode(core, scratch.stamp, item.entry, item.key, item.encoded,
-                                           item.keys, scratch.check));
+                                           item.keys, scratch.check, scratch.uuids));
   item.csn.assign(entry_csn_of(core, item.entry.attributes));  // The LDIF's, where it had one.
   return Status();
 }
@@ -86,12 +86,12 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
 
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
                         std::string_view key, std::string& encoded, IndexKeys& keys,
-                        schema::EntryCheckScratch& check) {
+                        schema::EntryCheckScratch& check, UuidGenerator& uuids) {
   const schema::ObjectClass* structural = nullptr;
   NUMADIR_RETURN_IF_ERROR(core.schema.check_entry(entry, &structural, check));
   stamp_new_entry(core.op_types, stamp,
                   structural != nullptr ? structural->primary_name() : std::string_view(),
-                  /*keep_existing=*/true, entry.attributes);
+                  /*keep_existing=*/true, uuids, entry.attributes);
   encode_entry(EntryHeader{0, entry.dn, key}, entry.attributes, encoded);
   keys.clear();
   core.indexes.entry_keys(core.catalog, entry.attributes, &keys);
@@ -122,7 +122,7 @@ Status ImportWriter::open() {
   return Status();
 }
 
-Status ImportWriter::store(const ImportItem& item, Directory::ImportFailure& failure) {
+Status ImportWriter::store(const ImportItem& item, ImportFailure& failure) {
   Status status = item.status;
   if (status.ok()) {
     status = store(item.key, item.encoded, item.keys);
@@ -172,9 +172,8 @@ std::optional<std::uint64_t> ImportWriter::tag_of(EntryId id) const {
   return tag;
 }
 
-void ImportWriter::describe_failure(const ImportItem& item, Status status,
-                                    Directory::ImportFailure& failure) {
-  failure = Directory::ImportFailure{item.tag, item.entry.dn, Status(), std::nullopt, {}, {}};
+void ImportWriter::describe_failure(const ImportItem& item, Status status, ImportFailure& failure) {
+  failure = ImportFailure{item.tag, item.entry.dn, Status(), std::nullopt, {}, {}};
   // Only the writer's own findings need more words: prepare's verdicts say what they mean.
   if (!item.status.ok()) {
     failure.status = std::move(status);
@@ -318,7 +317,7 @@ Status commit_import(const DirectoryCore& core, Txn& txn, std::unique_ptr<Import
 
 // Holds the writer mutex and one write transaction from begin to destruction; both stages run
 // on the caller's thread.
-class ImporterImpl : public Directory::Importer {
+class ImporterImpl : public Importer {
  public:
   ImporterImpl(DirectoryCore& core, Txn txn, EntryId next_id, const UpdateContext& context)
       : core_(core), txn_(std::move(txn)), now_(context.now.value_or(Clock::now())) {
@@ -343,7 +342,7 @@ class ImporterImpl : public Directory::Importer {
     item_.entry = entry;
     item_.csn = next_csn(now_, core_.options.server_id);
     prepare_import_item(core_, item_, scratch_);
-    Directory::ImportFailure failure;
+    ImportFailure failure;
     Status status = writer_->store(item_, failure);
     if (!status.ok()) {
       done_ = true;
@@ -377,10 +376,10 @@ class ImporterImpl : public Directory::Importer {
 // threads prepare whole batches, in any order; the writer thread stores the batches in input
 // order and hands them back for reuse. A bounded set of batches circulates, so memory stays
 // bounded and a full pipeline makes add() wait.
-class BulkImporterImpl : public Directory::BulkImporter {
+class BulkImporterImpl : public BulkImporter {
  public:
   BulkImporterImpl(DirectoryCore& core, const UpdateContext& context,
-                   const Directory::BulkImportOptions& options)
+                   const BulkImportOptions& options)
       : core_(core),
         now_(context.now.value_or(Clock::now())),
         stamp_(import_stamp(context, now_)),
@@ -452,12 +451,12 @@ class BulkImporterImpl : public Directory::BulkImporter {
 
   Status finish() override { return drain(true); }
 
-  const Directory::ImportFailure* abort() override {
+  const ImportFailure* abort() override {
     (void)drain(false);
     return failure();
   }
 
-  const Directory::ImportFailure* failure() const override {
+  const ImportFailure* failure() const override {
     return failed_.load(std::memory_order_acquire) ? &failure_ : nullptr;
   }
 
@@ -509,7 +508,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
   }
 
   void worker_main() {
-    PrepareScratch scratch{stamp_, {}, {}};
+    PrepareScratch scratch{stamp_, {}, {}, {}};
     while (true) {
       Batch* batch = nullptr;
       {
@@ -634,7 +633,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
 
   // Set (release) by the writer after it wrote failure_, which nobody writes after.
   std::atomic<bool> failed_{false};
-  Directory::ImportFailure failure_;
+  ImportFailure failure_;
 
   Batch* filling_ = nullptr;  // Owner: the caller's thread.
   std::vector<std::thread> workers_;
@@ -643,7 +642,7 @@ class BulkImporterImpl : public Directory::BulkImporter {
 
 }  // namespace
 
-Result<std::unique_ptr<Directory::Importer>> run_begin_import(
+Result<std::unique_ptr<Importer>> run_begin_import(
     DirectoryCore& core, const UpdateContext& context) NUMADIR_NO_THREAD_SAFETY_ANALYSIS {
   core.write_mu.lock();  // Released by the importer's destructor.
   Result<ImportTxn> txn = begin_import_txn(core);
@@ -653,15 +652,15 @@ Result<std::unique_ptr<Directory::Importer>> run_begin_import(
   }
   auto importer = std::make_unique<ImporterImpl>(core, std::move(txn->txn), txn->next_id, context);
   NUMADIR_RETURN_IF_ERROR(importer->open());
-  return std::unique_ptr<Directory::Importer>(std::move(importer));
+  return std::unique_ptr<Importer>(std::move(importer));
 }
 
-Result<std::unique_ptr<Directory::BulkImporter>> run_begin_bulk_import(
-    DirectoryCore& core, const UpdateContext& context,
-    const Directory::BulkImportOptions& options) {
+Result<std::unique_ptr<BulkImporter>> run_begin_bulk_import(DirectoryCore& core,
+                                                            const UpdateContext& context,
+                                                            const BulkImportOptions& options) {
   auto importer = std::make_unique<BulkImporterImpl>(core, context, options);
   NUMADIR_RETURN_IF_ERROR(importer->start());
-  return std::unique_ptr<Directory::BulkImporter>(std::move(importer));
+  return std::unique_ptr<BulkImporter>(std::move(importer));
 }
 
 }  // namespace numadir::backend::detail

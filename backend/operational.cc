@@ -76,23 +76,29 @@ ComputedAttribute OperationalTypes::computed(const AttributeInfo* info) const {
   return ComputedAttribute::kNone;
 }
 
-std::string make_uuid_v4() {
-  // UUIDs need uniqueness, not secrecy: a per-thread 64-bit generator seeded with 256 kernel
-  // random bits. (OpenSSL's RAND_bytes per entry was 5% of an import.) Only writers (adds,
-  // imports) draw from it, never a read; and no result depends on which thread's generator
-  // made a UUID, so it is not worker state.
-  thread_local std::mt19937_64 engine = [] {
-    std::uint32_t seed[8];
-    std::size_t got = 0;
-    auto* bytes = reinterpret_cast<unsigned char*>(seed);
-    while (got < sizeof seed) {
-      const ssize_t n = getrandom(bytes + got, sizeof seed - got, 0);
-      NUMADIR_CHECK(n > 0 || errno == EINTR, "getrandom failed: no randomness for entryUUID");
-      got += n > 0 ? static_cast<std::size_t>(n) : 0;
-    }
-    std::seed_seq sequence(std::begin(seed), std::end(seed));
-    return std::mt19937_64(sequence);
-  }();
+namespace {
+
+// Returns: a generator seeded with 256 kernel random bits.
+std::mt19937_64 seeded_engine() {
+  std::uint32_t seed[8];
+  std::size_t got = 0;
+  auto* bytes = reinterpret_cast<unsigned char*>(seed);
+  while (got < sizeof seed) {
+    const ssize_t n = getrandom(bytes + got, sizeof seed - got, 0);
+    NUMADIR_CHECK(n > 0 || errno == EINTR, "getrandom failed: no randomness for entryUUID");
+    got += n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  std::seed_seq sequence(std::begin(seed), std::end(seed));
+  return std::mt19937_64(sequence);
+}
+
+}  // namespace
+
+std::string UuidGenerator::make_uuid_v4() {
+  if (!engine_.has_value()) {
+    engine_.emplace(seeded_engine());  // On first use: a thread that adds nothing pays nothing.
+  }
+  std::mt19937_64& engine = *engine_;
   unsigned char bytes[16];
   const std::uint64_t high = engine();
   const std::uint64_t low = engine();
@@ -253,7 +259,8 @@ void add_if_missing(std::vector<schema::EntryAttribute>& attributes, const Attri
 }
 
 void stamp_new_entry(const OperationalTypes& types, const Stamp& stamp, std::string_view structural,
-                     bool keep_existing, std::vector<schema::EntryAttribute>& attributes) {
+                     bool keep_existing, UuidGenerator& uuids,
+                     std::vector<schema::EntryAttribute>& attributes) {
   auto put = keep_existing ? add_if_missing : set_single;
   if (types.entry_uuid != nullptr) {
     const bool has_uuid =
@@ -261,7 +268,7 @@ void stamp_new_entry(const OperationalTypes& types, const Stamp& stamp, std::str
           return a.description == types.entry_uuid->name && !a.values.empty();
         });
     if (!has_uuid) {
-      set_single(attributes, types.entry_uuid, make_uuid_v4());
+      set_single(attributes, types.entry_uuid, uuids.make_uuid_v4());
     }
   }
   put(attributes, types.creators_name, stamp.actor_dn);

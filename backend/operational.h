@@ -7,13 +7,16 @@
 // Only the attributes the loaded schema defines are written or computed; the canonical names
 // come from the schema (OperationalTypes resolves them once at open).
 //
-// Thread contract: OperationalTypes is immutable after open. make_uuid_v4 and next_csn may be
-// called from any thread (next_csn serializes on a process-wide mutex so that CSNs are strictly
-// increasing across every Directory of the process).
+// Thread contract: OperationalTypes is immutable after open. A UuidGenerator belongs to the one
+// thread that stamps new entries with it. next_csn may be called from any thread (it serializes
+// on a process-wide mutex so that CSNs are strictly increasing across every Directory of the
+// process).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +61,23 @@ struct OperationalTypes {
   ComputedAttribute computed(const AttributeInfo* info) const;
 };
 
-// Returns: a random (version 4) UUID in RFC 4122 / RFC 4530 string form, lower-case hex,
-// e.g. "3f2504e0-4f89-41d3-9a0c-0305e82c3301".
-std::string make_uuid_v4();
+// Makes the entryUUIDs of new entries. UUIDs need uniqueness, not secrecy: a 64-bit generator
+// seeded with 256 kernel random bits on its first UUID (OpenSSL's RAND_bytes per entry was 5% of
+// an import). One per thread that adds entries: the writer's, an importer's, each bulk import
+// worker's (Owner: that thread). Only adds and imports draw from it, never a read.
+class UuidGenerator {
+ public:
+  UuidGenerator() = default;
+  UuidGenerator(const UuidGenerator&) = delete;
+  UuidGenerator& operator=(const UuidGenerator&) = delete;
+
+  // Returns: a random (version 4) UUID in RFC 4122 / RFC 4530 string form, lower-case hex,
+  // e.g. "3f2504e0-4f89-41d3-9a0c-0305e82c3301".
+  std::string make_uuid_v4();
+
+ private:
+  std::optional<std::mt19937_64> engine_;  // Seeded by the first make_uuid_v4().
+};
 
 // The largest server id a CSN can carry (three hex digits, as OpenLDAP writes them).
 inline constexpr std::uint32_t kMaxServerId = 0xfff;
@@ -98,9 +115,10 @@ void add_if_missing(std::vector<schema::EntryAttribute>& attributes, const Attri
 
 // Stamps a new entry: entryUUID, creatorsName, createTimestamp, modifiersName,
 // modifyTimestamp, entryCSN and structuralObjectClass (`structural`, the class's name). With
-// `keep_existing` (import), values already present are kept.
+// `keep_existing` (import), values already present are kept. A new entryUUID comes from `uuids`.
 void stamp_new_entry(const OperationalTypes& types, const Stamp& stamp, std::string_view structural,
-                     bool keep_existing, std::vector<schema::EntryAttribute>& attributes);
+                     bool keep_existing, UuidGenerator& uuids,
+                     std::vector<schema::EntryAttribute>& attributes);
 // Stamps a modified or renamed entry: modifiersName, modifyTimestamp, entryCSN.
 void stamp_modified_entry(const OperationalTypes& types, const Stamp& stamp,
                           std::vector<schema::EntryAttribute>& attributes);

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/detail/password_detail.h"
+#include "backend/detail/password_scheme.h"
 #include "backend/password_scheme.h"
 #include "base/status.h"
 

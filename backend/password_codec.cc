@@ -1,5 +1,5 @@
 // backend/password_codec.cc: the byte-level helpers of the password schemes (declared in
-// backend/detail/password_detail.h): base64 in its standard and adapted alphabets, random
+// backend/detail/password_scheme.h): base64 in its standard and adapted alphabets, random
 // salt, constant-time comparison, wiping secrets.
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/detail/password_detail.h"
+#include "backend/detail/password_scheme.h"
 #include "base/status.h"
 
 namespace numadir::backend::detail {

@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/detail/password_detail.h"
+#include "backend/detail/password_scheme.h"
 #include "backend/password_scheme.h"
 #include "base/status.h"
 
@@ -300,7 +300,8 @@ Result<std::string> hash_digest(std::string_view password, PasswordScheme scheme
 }
 
 Result<bool> verify_digest(std::string_view password, PasswordScheme scheme,
-                           std::string_view payload, const VerifyPolicy& policy) {
+                           std::string_view payload, const VerifyPolicy& policy,
+                           PasswordScratch& scratch) {
   if (scheme == PasswordScheme::kCleartext) {
     // Compare digests rather than the strings: constant time over content and length alike.
     std::string stored_digest;
@@ -320,16 +321,17 @@ Result<bool> verify_digest(std::string_view password, PasswordScheme scheme,
     return verify_pbkdf2(password, scheme, md, payload, policy);
   }
   const std::string name(password_scheme_name(scheme));
-  // The decoded value and the digest of the password, in buffers this thread keeps (a bind
+  // The decoded value and the digest of the password, in the caller's buffers (a bind
   // allocates nothing here); wiped, capacity kept, before the result is returned.
-  thread_local std::string decoded;
-  thread_local std::string actual;
+  std::string& decoded = scratch.decoded;
+  std::string& actual = scratch.digest;
   struct Wipe {
+    PasswordScratch& scratch;
     ~Wipe() {
-      wipe(&decoded);
-      wipe(&actual);
+      wipe(&scratch.decoded);
+      wipe(&scratch.digest);
     }
-  } wiped;
+  } wiped{scratch};
   if (!base64_decode(payload, Base64Alphabet::kStandard, &decoded)) {
     return malformed("password: " + name + ": the value is not base64");
   }

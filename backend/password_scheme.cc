@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/detail/password_detail.h"
+#include "backend/detail/password_scheme.h"
 #include "base/status.h"
 
 namespace numadir::backend {
@@ -258,7 +258,7 @@ Result<std::string> hash_password(std::string_view password, PasswordScheme sche
 }
 
 Result<bool> verify_password(std::string_view password, std::string_view stored,
-                             const VerifyPolicy& policy) {
+                             const VerifyPolicy& policy, PasswordScratch& scratch) {
   const SplitValue split = split_stored(stored);
   PasswordScheme scheme = PasswordScheme::kCleartext;
   if (split.scheme_name) {
@@ -281,7 +281,13 @@ Result<bool> verify_password(std::string_view password, std::string_view stored,
   }
   NUMADIR_DCHECK(is_digest_family(scheme) || scheme == PasswordScheme::kCleartext,
                  "every other scheme is a digest");
-  return detail::verify_digest(password, scheme, split.payload, policy);
+  return detail::verify_digest(password, scheme, split.payload, policy, scratch);
+}
+
+Result<bool> verify_password(std::string_view password, std::string_view stored,
+                             const VerifyPolicy& policy) {
+  PasswordScratch scratch;
+  return verify_password(password, stored, policy, scratch);
 }
 
 }  // namespace numadir::backend

@@ -123,6 +123,19 @@ struct PasswordCostLimits {
   std::uint32_t max_bcrypt_cost = 6;
 };
 
+// Buffers a password check reuses from one check to the next (the stored value decoded and the
+// digest of the given password, for the salted and plain digests), so that a bind allocates
+// nothing for its check once warm. Each check wipes them before it returns; they keep their
+// capacity. Owned by the one thread that checks with it (a ServerWorkerState holds one).
+struct PasswordScratch {
+  PasswordScratch() = default;
+  PasswordScratch(const PasswordScratch&) = delete;
+  PasswordScratch& operator=(const PasswordScratch&) = delete;
+
+  std::string decoded;
+  std::string digest;
+};
+
 // What verify_password() accepts from a stored value.
 struct VerifyPolicy {
   bool allow_cleartext = false;  // Stored values without a scheme, or {CLEARTEXT}.
@@ -186,6 +199,11 @@ Result<std::string> hash_password(std::string_view password, PasswordScheme sche
 // kLimitExceeded, before any hashing, when the value asks for more work than `policy.limits`
 // allow (password_cost_excess() tells which parameter). kInternal as for
 // hash_password(). Messages name the scheme and never contain the password.
+// `scratch`: the calling thread's buffers, reused (see PasswordScratch).
+Result<bool> verify_password(std::string_view password, std::string_view stored,
+                             const VerifyPolicy& policy, PasswordScratch& scratch);
+// As above, with buffers of its own for this one check (so it may allocate): for the checks off
+// the bind path (a password change, a command).
 Result<bool> verify_password(std::string_view password, std::string_view stored,
                              const VerifyPolicy& policy = {});
 

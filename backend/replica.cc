@@ -1,5 +1,5 @@
-// backend/replica.cc: a replication consumer's changes (ReplicaChange, update_job.h) applied in
-// the writer's transaction: entries found by their entryUUID through its eq index, stored as the
+// backend/replica.cc: a replication consumer's changes (ReplicaChange, directory_update.h) applied
+// in the writer's transaction: entries found by their entryUUID through its eq index, stored as the
 // provider sent them, moved with their subtree when their DN changed, removed, the entries a
 // present phase did not name pruned, and the consumer's cookie stored beside them. New entries
 // are stored as an import stores them (detail/import_stages.h); every upsert's entry is prepared
@@ -196,8 +196,8 @@ Status prepare_upsert(const DirectoryCore& core, PrepareScratch& scratch, std::s
   // The Sync State control's UUID is the entry's identity, whatever the attributes say.
   set_single(attributes, core.op_types.entry_uuid, uuid);
   // Operational values are kept as the provider sent them; those it did not send are stamped.
-  NUMADIR_RETURN_IF_ERROR(
-      check_and_encode(core, scratch.stamp, entry, out.key, out.encoded, out.keys, scratch.check));
+  NUMADIR_RETURN_IF_ERROR(check_and_encode(core, scratch.stamp, entry, out.key, out.encoded,
+                                           out.keys, scratch.check, scratch.uuids));
   out.csn.assign(entry_csn_of(core, attributes));
   return Status();
 }
@@ -431,7 +431,7 @@ std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const St
   // Packed items are unpacked here, into strings this thread reuses from one item to the next,
   // as the schema check reuses its storage.
   schema::Entry unpacked;
-  PrepareScratch scratch{stamp, {}, {}};
+  PrepareScratch scratch{stamp, {}, {}, {}};
   for (std::size_t i = begin; i < end; ++i) {
     ReplicaItem& item = items[i];
     if (item.kind != ReplicaItem::Kind::kUpsert) {

@@ -82,7 +82,8 @@ Status put_entry(const DirectoryCore& core, MDB_txn* txn, EntryId id, const Entr
 }
 
 Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
-                  const AddOptions& options, AddScratch& scratch, EntryId* next_id) {
+                  const AddOptions& options, AddScratch& scratch, UuidGenerator& uuids,
+                  EntryId* next_id) {
   Result<schema::Dn> dn = schema::Dn::parse(entry.dn);
   if (!dn.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, dn.status().message());
@@ -135,7 +136,7 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
   }
   stamp_new_entry(core.op_types, stamp,
                   structural != nullptr ? structural->primary_name() : std::string_view(),
-                  options.import, canonical.attributes);
+                  options.import, uuids, canonical.attributes);
 
   scratch.entry_uuid.assign(entry_uuid_of(core, canonical.attributes));
   const EntryId id = (*next_id)++;
@@ -151,7 +152,7 @@ Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
 
 Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
                  std::span<const std::string> internal_attributes, const Stamp& stamp,
-                 ChangeRecord* change) {
+                 UuidGenerator& uuids, ChangeRecord* change) {
   Result<EntryId> next_id = load_next_id(core, txn);
   if (!next_id.ok()) {
     return next_id.status();
@@ -160,7 +161,7 @@ Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
   AddScratch scratch;
   AddOptions options;
   options.internal_attributes = internal_attributes;
-  NUMADIR_RETURN_IF_ERROR(add_in_txn(core, txn, entry, stamp, options, scratch, &next));
+  NUMADIR_RETURN_IF_ERROR(add_in_txn(core, txn, entry, stamp, options, scratch, uuids, &next));
   NUMADIR_RETURN_IF_ERROR(store_next_id(core, txn, next));
   change->kind = ChangeKind::kAdd;
   change->entry_id = next - 1;  // add_in_txn took the id it was given and moved past it.

@@ -1,5 +1,5 @@
 // backend/writer.cc: the writer thread, its queue, group commit and the view a check reads.
-#include "backend/writer.h"
+#include "backend/detail/writer.h"
 
 #include <array>
 #include <atomic>
@@ -293,8 +293,9 @@ void Writer::main() {
 
 namespace {
 
-// Runs one job's check and change in `txn`; fills `changes` (cleared first) on success.
-Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn,
+// Runs one job's check and change in `txn`; fills `changes` (cleared first) on success. An added
+// entry's entryUUID comes from `uuids`.
+Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn, UuidGenerator& uuids,
                std::vector<ChangeRecord>& changes) {
   changes.clear();
   if (job.check) {
@@ -315,7 +316,8 @@ Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn,
         if constexpr (std::is_same_v<T, ReplicaChange>) {
           return internal_error("replica change outside apply_replica");
         } else if constexpr (std::is_same_v<T, AddChange>) {
-          return detail::apply_add(core, txn, op.entry, op.internal_attributes, stamp, change);
+          return detail::apply_add(core, txn, op.entry, op.internal_attributes, stamp, uuids,
+                                   change);
         } else if constexpr (std::is_same_v<T, RemoveChange>) {
           return detail::apply_remove(core, txn, op.dn, stamp, change);
         } else if constexpr (std::is_same_v<T, ModifyChange>) {
@@ -357,7 +359,7 @@ void Writer::run_batch(Batch& batch) {
         Result<Txn> txn = Txn::begin(*core_.env, false);
         outcome = txn.status();
         if (outcome.ok()) {
-          outcome = run_job(core_, *batch.jobs[i], txn->raw(), batch.changes[i]);
+          outcome = run_job(core_, *batch.jobs[i], txn->raw(), uuids_, batch.changes[i]);
         }
         if (outcome.ok()) {
           outcome = timed_commit(*txn);
@@ -382,7 +384,7 @@ void Writer::run_batch(Batch& batch) {
         Result<Txn> child = Txn::begin_nested(*core_.env, *parent);
         Status outcome = child.status();
         if (outcome.ok()) {
-          outcome = run_job(core_, *batch.jobs[i], child->raw(), batch.changes[i]);
+          outcome = run_job(core_, *batch.jobs[i], child->raw(), uuids_, batch.changes[i]);
         }
         if (outcome.ok()) {
           outcome = child->commit();  // Into the parent; LMDB aborts the child if it fails.

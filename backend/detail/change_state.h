@@ -69,8 +69,8 @@ Status record_changes(DirectoryCore& core, MDB_txn* txn, std::span<ChangeRecord>
 Status reset_change_state(const DirectoryCore& core, MDB_txn* txn, std::string_view context_csn);
 
 // Directory::session_log_since, in `txn`. Errors: kStorage.
-Result<Directory::SessionLogChanges> read_session_log(const DirectoryCore& core, MDB_txn* txn,
-                                                      std::string_view csn);
+Result<SessionLogChanges> read_session_log(const DirectoryCore& core, MDB_txn* txn,
+                                           std::string_view csn);
 
 // Returns: the entryCSN / the entryUUID of `attributes` (canonical descriptions), "" when it
 // has none. Views into `attributes`.

@@ -21,14 +21,18 @@
 #include "backend/attribute_catalog.h"
 #include "backend/attribute_index.h"
 #include "backend/candidates.h"
-#include "backend/directory.h"
+#include "backend/change_feed.h"
+#include "backend/directory_import.h"
+#include "backend/directory_options.h"
+#include "backend/directory_read.h"
+#include "backend/directory_update.h"
 #include "backend/dn_hints.h"
 #include "backend/dn_index.h"
+#include "backend/dn_normalizer.h"
 #include "backend/entry_codec.h"
 #include "backend/filter_eval.h"
 #include "backend/lmdb_env.h"
 #include "backend/operational.h"
-#include "backend/update_job.h"
 #include "base/thread_annotations.h"
 
 namespace numadir::backend::detail {
@@ -224,9 +228,10 @@ void deliver_entry(const DirectoryCore& core, CursorCache& cursors, EntryId id,
 // success `change` has everything of the change record but its sequence number.
 // Errors: as Directory::add / remove / modify / rename; after an error the transaction holds
 // partial writes and must be aborted.
+// apply_add draws the entry's entryUUID from `uuids` (the writer's).
 Status apply_add(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry,
                  std::span<const std::string> internal_attributes, const Stamp& stamp,
-                 ChangeRecord* change);
+                 UuidGenerator& uuids, ChangeRecord* change);
 Status apply_remove(DirectoryCore& core, MDB_txn* txn, std::string_view dn, const Stamp& stamp,
                     ChangeRecord* change);
 Status apply_modify(DirectoryCore& core, MDB_txn* txn, std::string_view dn,
@@ -248,10 +253,11 @@ Result<std::optional<std::string>> run_replica_cookie(const DirectoryCore& core,
 // The meta key a consumer's cookie is stored under.
 std::string replica_cookie_key(std::uint32_t rid);
 
-Result<std::unique_ptr<Directory::Importer>> run_begin_import(DirectoryCore& core,
-                                                              const UpdateContext& context);
-Result<std::unique_ptr<Directory::BulkImporter>> run_begin_bulk_import(
-    DirectoryCore& core, const UpdateContext& context, const Directory::BulkImportOptions& options);
+Result<std::unique_ptr<Importer>> run_begin_import(DirectoryCore& core,
+                                                   const UpdateContext& context);
+Result<std::unique_ptr<BulkImporter>> run_begin_bulk_import(DirectoryCore& core,
+                                                            const UpdateContext& context,
+                                                            const BulkImportOptions& options);
 Status run_export(const DirectoryCore& core,
                   const std::function<bool(const schema::Entry&)>& on_entry);
 Status run_rebuild_indexes(DirectoryCore& core);
@@ -275,7 +281,8 @@ struct AddScratch {
   std::string entry_uuid;  // Out: the entryUUID the entry was stored with ("" if none).
 };
 Status add_in_txn(DirectoryCore& core, MDB_txn* txn, const schema::Entry& entry, const Stamp& stamp,
-                  const AddOptions& options, AddScratch& scratch, EntryId* next_id);
+                  const AddOptions& options, AddScratch& scratch, UuidGenerator& uuids,
+                  EntryId* next_id);
 Result<EntryId> load_next_id(const DirectoryCore& core, MDB_txn* txn);
 Status store_next_id(const DirectoryCore& core, MDB_txn* txn, EntryId next_id);
 // The stamp of one update: its actor, its time (context.now or the clock) and the next CSN,

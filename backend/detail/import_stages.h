@@ -1,5 +1,5 @@
 // backend/detail/import_stages.h: the two stages of an import, shared by Directory::Importer
-// (both on one thread) and Directory::BulkImporter (prepare on worker threads, store on the
+// (both on one thread) and BulkImporter (prepare on worker threads, store on the
 // writer thread):
 //   prepare: parse and key the DN, canonicalize the attribute descriptions, check the schema,
 //            add the operational attributes, encode the entry and compute its index keys. It
@@ -46,16 +46,18 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
 // attributes are canonical, under dn key `key`: the schema check, the operational attributes
 // stamped where the entry lacks them, the encoding (parent id 0) into `encoded` and the index
 // keys into `keys`. Errors: the schema's check_entry codes.
-// `check`: the schema check's storage, reused from the entries this thread checked before.
+// `check`: the schema check's storage, reused from the entries this thread checked before;
+// `uuids`: this thread's, for an entry without an entryUUID.
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
                         std::string_view key, std::string& encoded, IndexKeys& keys,
-                        schema::EntryCheckScratch& check);
+                        schema::EntryCheckScratch& check, UuidGenerator& uuids);
 
 // Per-thread state of prepare_import_item (and of a replica batch's preparation).
 struct PrepareScratch {
   Stamp stamp;  // actor_dn and timestamp of the import; csn set per item.
   DnKeyScratch dn;
   schema::EntryCheckScratch check;
+  UuidGenerator uuids;  // This thread's entryUUIDs.
 };
 
 // Prepares `item` (see the file comment), setting item.status: kInvalidDnSyntax,
@@ -82,7 +84,7 @@ class ImportWriter {
   //   DN is already stored", adding its spelling when it differs); kNoSuchObject (message:
   //   "parent entry P is missing") when the parent is missing; kUnwillingToPerform for a dn key
   //   over LMDB's key size; kStorage; kInternal. After an error the transaction must be aborted.
-  Status store(const ImportItem& item, Directory::ImportFailure& failure);
+  Status store(const ImportItem& item, ImportFailure& failure);
   // Stores an entry prepared as prepare_import_item does: its dn key, its encoding (parent id 0)
   // and its index keys. Keeps no tag.
   // Errors: as above, but kEntryAlreadyExists says only "entry already exists" and
@@ -122,7 +124,7 @@ class ImportWriter {
   //   store(item) in this import).
   std::optional<std::uint64_t> tag_of(EntryId id) const;
   // Fills failure's details for `status`, store(item)'s error, and rewrites its message.
-  void describe_failure(const ImportItem& item, Status status, Directory::ImportFailure& failure);
+  void describe_failure(const ImportItem& item, Status status, ImportFailure& failure);
 };
 
 }  // namespace numadir::backend::detail

@@ -213,7 +213,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     sources.operations = [&operations] { return operations.operation_totals(); };
     sources.operation_metrics = operation_metrics.get();
     sources.handler = metrics_handler.get();
-    sources.writer = [&dir = **directory] { return dir.writer().stats(); };
+    sources.writer = [&dir = **directory] { return dir.writer_stats(); };
     sources.access_log = access_log.get();
     if (config.password_policy) {
       sources.lockouts = [&operations] { return operations.password_lockouts(); };

@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/exposition_format.h"
 #include "server/monitoring/metrics_handler.h"

@@ -38,7 +38,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "base/thread_annotations.h"
 #include "listener/frontend_snapshot.h"
 #include "schema/entry.h"

@@ -102,7 +102,7 @@ bool MonitorSearch::run(const LdapMessage& request, const Identity& who, std::st
   }
   const SearchRequest& search = request.search_request;
   MonitorData data = monitor->collect(counters_.totals());
-  data.writer = context_.directory().writer().stats();
+  data.writer = context_.directory().writer_stats();
   const std::vector<schema::Entry> entries = make_monitor_entries(data);
   const std::vector<ScopedEntry> scoped = scoped_entries(entries, context_);
   if (std::none_of(scoped.begin(), scoped.end(),

@@ -10,9 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "backend/directory_update.h"
 #include "backend/password_scheme.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
 #include "server/monitoring/access_log.h"
 #include "server/operations/external_map.h"
 #include "server/operations/operation_access.h"
@@ -132,7 +131,7 @@ void BindOperation::run(const LdapMessage& request, ServerSession& session,
 }
 
 BindOperation::Check BindOperation::check_value(std::string_view password, std::string_view stored,
-                                                bool cheap_only,
+                                                bool cheap_only, backend::PasswordScratch& scratch,
                                                 std::optional<backend::CostExcess>& refused) const {
   // The salted SHA family costs one digest: it goes straight to verify_password, as always.
   if (const Result<backend::PasswordScheme> scheme = backend::stored_password_scheme(stored);
@@ -150,7 +149,7 @@ BindOperation::Check BindOperation::check_value(std::string_view password, std::
   }
   // Values we cannot read (unknown scheme, malformed, cleartext while refused) never match.
   const Result<bool> verified =
-      backend::verify_password(password, stored, context_.verify_policy());
+      backend::verify_password(password, stored, context_.verify_policy(), scratch);
   return verified.ok() && *verified ? Check::kMatch : Check::kNoMatch;
 }
 
@@ -171,7 +170,8 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
   std::optional<backend::CostExcess> refused;
   const HandlerOptions& options = context_.options();
   if (context_.is_root_ndn(ndn) && !options.root_password.empty()) {
-    switch (check_value(bind.simple_password, options.root_password, cheap_only, refused)) {
+    switch (check_value(bind.simple_password, options.root_password, cheap_only, state.password,
+                        refused)) {
       case Check::kMatch:
         session.set_identity(bind.name, ndn, /*root=*/true);
         OperationCounters::count_auth(state.counters());
@@ -235,7 +235,8 @@ void BindOperation::simple(const LdapMessage& request, ServerSession& session,
       }
     }
     for (const std::string_view value : *passwords) {
-      const Check check = check_value(bind.simple_password, value, cheap_only, refused);
+      const Check check =
+          check_value(bind.simple_password, value, cheap_only, state.password, refused);
       if (check == Check::kMatch) {
         matched = true;
         return;
@@ -437,8 +438,7 @@ void BindOperation::grace_login(const LdapMessage& request, ServerSession& sessi
     grace.grace_authns_remaining = *remaining;
     reply->send(ResultCode::kSuccess, grace);
   };
-  backend::Writer& writer = context_.directory().writer();
-  if (!writer.try_submit(job)) {
+  if (!context_.directory().try_submit_update(job)) {
     reply->send(ResultCode::kBusy, PolicyResponse{});  // `job`, destroyed, releases the reply.
   }
 }

@@ -71,9 +71,11 @@ class BindOperation {
   // where a costly stored value hands the bind to `state.helping()`.
   void simple(const listener::wire::LdapMessage& request, ServerSession& session,
               ServerWorkerState& state, ResultSender& sender, bool cheap_only) const;
-  // Checks `password` against `stored` unless that is costly and `cheap_only`. Notes the first
-  // value refused over a ceiling in `refused`.
+  // Checks `password` against `stored` unless that is costly and `cheap_only`, with the buffers
+  // of `scratch` (the calling thread's). Notes the first value refused over a ceiling in
+  // `refused`.
   Check check_value(std::string_view password, std::string_view stored, bool cheap_only,
+                    backend::PasswordScratch& scratch,
                     std::optional<backend::CostExcess>& refused) const;
   // Detaches the bind and submits it to `state.helping()` to run on a worker. A sink that cannot
   // keep operations open (none on the listener's path) has the bind checked here after all.

@@ -6,8 +6,7 @@
 #include <utility>
 
 #include "backend/change_feed.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "base/cache_line.h"
 
 namespace numadir::server {
@@ -257,7 +256,7 @@ void FailureTable::submit_flush(Shard& shard, const std::string& ndn, Record& re
     std::lock_guard lock(flusher_mu_);
     ++in_flight_;
   }
-  if (!directory_.writer().try_submit(job)) {
+  if (!directory_.try_submit_update(job)) {
     // The writer's queue is full: the flusher tries again at its next round.
     std::lock_guard lock(flusher_mu_);
     --in_flight_;

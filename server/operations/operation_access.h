@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "schema/entry.h"
 #include "server/operations/access_control.h"
 #include "server/operations/operation_context.h"

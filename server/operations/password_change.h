@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "backend/directory.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "server/operations/operation_context.h"
 #include "server/operations/policy_engine.h"
 #include "server/operations/result_codes.h"

@@ -245,7 +245,7 @@ std::optional<std::string> PasswordModifyOperation::matching_password(
       context_.directory().lookup(state.txn(), dn, [&](const backend::EntryRef& entry) {
         for (std::string_view stored : entry.values("userPassword")) {
           Result<bool> verified =
-              backend::verify_password(password, stored, context_.verify_policy());
+              backend::verify_password(password, stored, context_.verify_policy(), state.password);
           if (verified.ok() && *verified) {
             matched = std::string(stored);
             return;

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 
 namespace numadir::server {
 

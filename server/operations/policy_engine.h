@@ -19,7 +19,7 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "listener/wire/ldap_message.h"
 #include "server/operations/failure_table.h"
 #include "server/operations/operation_context.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-#include "backend/writer.h"
+#include "backend/directory.h"
 
 namespace numadir::server {
 
@@ -188,10 +188,10 @@ class OpenReply {
 void run_update(const OperationContext& context, std::unique_ptr<backend::UpdateJob> job,
                 ResultSender& sender, std::optional<std::string> response_value,
                 std::function<void()> on_success) {
-  backend::Writer& writer = context.directory().writer();
+  backend::Directory& directory = context.directory();
   std::unique_ptr<listener::OpenOperation> open = sender.detach();
   if (open == nullptr) {
-    const Status status = writer.run(std::move(job));
+    const Status status = directory.run_update(std::move(job));
     if (status.ok() && on_success) {
       on_success();
     }
@@ -201,12 +201,12 @@ void run_update(const OperationContext& context, std::unique_ptr<backend::Update
   auto reply = std::make_shared<OpenReply>(std::move(open), sender.request(),
                                            std::move(response_value), std::move(on_success));
   job->done = [reply](Status status) { reply->finish(status); };
-  if (writer.try_submit(job)) {
+  if (directory.try_submit_update(job)) {
     return;
   }
   // The writer's queue is full: wait for this one here (backpressure on the worker).
   job->done = nullptr;
-  reply->finish(writer.run(std::move(job)));
+  reply->finish(directory.run_update(std::move(job)));
 }
 
 }  // namespace numadir::server

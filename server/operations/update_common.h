@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "backend/password_scheme.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "schema/dn.h"
 #include "server/operations/operation_access.h"
 #include "server/operations/operation_context.h"

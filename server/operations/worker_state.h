@@ -15,6 +15,7 @@
 
 #include "backend/directory.h"
 #include "backend/entry_filter.h"
+#include "backend/password_scheme.h"
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/operation_counters.h"
 #include "server/operations/operation_context.h"
@@ -60,6 +61,7 @@ class ServerWorkerState final : public LoggingWorkerState {
   PasswordState::Values bind_state_values;    // and the values read (views).
   std::string bind_subentry;                  // Its entry's pwdPolicySubentry.
   std::string bind_entry_dn;                  // Its entry's DN as stored.
+  backend::PasswordScratch password;          // Its password checks' buffers.
   PolicyMemo policy_memo;                     // The last password policy read.
   std::string search_base;                    // A search's backend::SearchSpec::base.
   std::string entry_ndn;                      // Each search result's normalized DN.

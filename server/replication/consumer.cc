@@ -11,8 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "server/operations/search_operation.h"
 #include "server/replication/provider_connection.h"
 #include "server/replication/sync_protocol.h"
@@ -99,7 +98,7 @@ constexpr std::size_t kBatchesInFlight = 3;
 // ended and the consumer reads its stored cookie again.
 class WriterPipe {
  public:
-  explicit WriterPipe(backend::Writer& writer) : writer_(writer) {}
+  explicit WriterPipe(backend::Directory& directory) : directory_(directory) {}
   WriterPipe(const WriterPipe&) = delete;
   WriterPipe& operator=(const WriterPipe&) = delete;
   ~WriterPipe() {
@@ -141,7 +140,7 @@ class WriterPipe {
       flight->done_cv.notify_all();
     };
     flights_.emplace_back(std::move(flight), std::move(note));
-    writer_.submit(std::move(job));
+    directory_.submit_update(std::move(job));
   }
 
  private:
@@ -153,7 +152,7 @@ class WriterPipe {
     Status status;      // Guarded by mu.
   };
 
-  backend::Writer& writer_;
+  backend::Directory& directory_;
   std::deque<std::pair<std::shared_ptr<Flight>, BatchNote>> flights_;
 };
 
@@ -326,7 +325,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
   }
   set_state(ConsumerState::kRefreshing);
 
-  WriterPipe pipe(directory_.writer());
+  WriterPipe pipe(directory_);
   // Waits for the oldest batch in flight and counts it once committed.
   const auto settle = [&]() -> Status {
     Result<std::optional<BatchNote>> applied = pipe.settle();

@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
 #include "base/status.h"
 #include "listener/wire/ldap_message.h"
 #include "server/replication/sync_protocol.h"

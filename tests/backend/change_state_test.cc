@@ -18,9 +18,8 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory.h"
+#include "backend/directory_update.h"
 #include "backend/operational.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
 #include "tests/backend/backend_test_util.h"
 #include "tests/backend/directory_test_util.h"
 
@@ -112,7 +111,7 @@ struct Harness {
     change.cookie = std::move(cookie);
     change.cookie_csn = std::move(cookie_csn);
     job->change = std::move(change);
-    return directory->writer().run(std::move(job));
+    return directory->run_update(std::move(job));
   }
 
   TempDir dir;
@@ -316,7 +315,7 @@ class WriterGate {
       return Status();
     };
     job->done = [this](Status) { done_.count_down(); };
-    directory.writer().submit(std::move(job));
+    directory.submit_update(std::move(job));
     entered_.wait();
   }
   void release() {
@@ -345,7 +344,7 @@ TEST_CASE("ContextCsn: in a batch whose last job fails it is the last committed 
         outcomes[i] = std::move(status);
         done.count_down();
       };
-      REQUIRE(h.directory->writer().try_submit(job));
+      REQUIRE(h.directory->try_submit_update(job));
     }
     gate.release();
   }

@@ -13,8 +13,7 @@
 #include <vector>
 
 #include "backend/directory.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::backend {
@@ -68,7 +67,7 @@ using namespace testing;
             _exit(4);
           }
         };
-        (*directory)->writer().submit(std::move(job));
+        (*directory)->submit_update(std::move(job));
       }
     });
   }

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <string>
@@ -235,12 +236,25 @@ TEST_CASE("LmdbEnv: absent keys are ordinary results and errors carry LMDB's tex
   CHECK(Env::open(options).status().code() == StatusCode::kStorage);
 }
 
+TEST_CASE("Operational: separate UuidGenerators make distinct UUIDs") {
+  UuidGenerator first;
+  UuidGenerator second;
+  std::vector<std::string> made;
+  for (int i = 0; i < 64; ++i) {
+    made.push_back(first.make_uuid_v4());
+    made.push_back(second.make_uuid_v4());
+  }
+  std::sort(made.begin(), made.end());
+  CHECK(std::adjacent_find(made.begin(), made.end()) == made.end());
+}
+
 TEST_CASE("Operational: UUIDs CSNs and timestamps have their standard forms") {
-  const std::string uuid = make_uuid_v4();
+  UuidGenerator uuids;
+  const std::string uuid = uuids.make_uuid_v4();
   REQUIRE(uuid.size() == 36);
   CHECK(uuid[14] == '4');
   CHECK(std::string_view("89ab").find(uuid[19]) != std::string_view::npos);
-  CHECK(make_uuid_v4() != uuid);
+  CHECK(uuids.make_uuid_v4() != uuid);
   // 2200-01-01: later than any time another test uses (the CSN clock is process-wide).
   const auto t = std::chrono::system_clock::time_point(std::chrono::seconds(7258118400) +
                                                        std::chrono::microseconds(123456));

@@ -9,8 +9,7 @@
 #include <string>
 
 #include "backend/directory.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::backend {
@@ -51,7 +50,7 @@ TEST_CASE("FaultInjection: reads of a named entry fail with kStorage and others 
       CHECK(view.exists(kGroups).ok());
       return view.lookup(kPeople, [](const EntryRef&) {});
     };
-    CHECK(is_injected(directory->writer().run(std::move(job))));
+    CHECK(is_injected(directory->run_update(std::move(job))));
     CHECK(is_injected(exists_status));
     CHECK(is_injected(get_status));
     Result<schema::Entry> groups = directory->get(*txn, kGroups);

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/detail/password_detail.h"
+#include "backend/detail/password_scheme.h"
 
 namespace numadir::backend {
 namespace {
@@ -147,6 +147,30 @@ TEST_CASE("PasswordScheme: every writable scheme hashes and then verifies") {
     // A fresh salt every time.
     CHECK(hash_ok("s3cret pässword", scheme) != hash_ok("s3cret pässword", scheme));
   }
+}
+
+TEST_CASE("PasswordScheme: a reused scratch gives every check its answer and is left wiped") {
+  PasswordScratch scratch;
+  for (PasswordScheme scheme : kAllSchemes) {
+    if (!password_scheme_writable(scheme)) {
+      continue;
+    }
+    INFO("scheme: ", password_scheme_name(scheme));
+    const std::string stored = hash_ok("s3cret", scheme, cheap_options());
+    const VerifyPolicy policy;
+    const Result<bool> match = verify_password("s3cret", stored, policy, scratch);
+    REQUIRE(match.ok());
+    CHECK(*match);
+    CHECK(scratch.decoded.empty());
+    CHECK(scratch.digest.empty());
+    const Result<bool> other = verify_password("s3cre", stored, policy, scratch);
+    REQUIRE(other.ok());
+    CHECK_FALSE(*other);
+  }
+  // A refused value leaves it wiped too.
+  CHECK(verify_password("secret", "{SSHA}!!!!", VerifyPolicy{}, scratch).status().code() ==
+        StatusCode::kMalformed);
+  CHECK(scratch.decoded.empty());
 }
 
 TEST_CASE("PasswordScheme: an empty password and a long one hash and verify") {

@@ -10,8 +10,7 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory.h"
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "tests/backend/backend_test_util.h"
 #include "tests/backend/directory_test_util.h"
 
@@ -91,7 +90,7 @@ struct ReplicaFixture {
       NUMADIR_RETURN_IF_ERROR(directory->prepare_replica(change));
     }
     job->change = std::move(change);
-    return directory->writer().run(std::move(job));
+    return directory->run_update(std::move(job));
   }
   // The base tree and two people, as a refresh brings them: uuids 1 to 5.
   void refresh() {
@@ -228,7 +227,7 @@ TEST_CASE("Replica: a refresh's batch may delete what is gone already") {
   change.skip_missing_deletes = true;
   change.cookie = "rid=007,csn=5";
   job->change = std::move(change);
-  require_ok(f.directory->writer().run(std::move(job)));
+  require_ok(f.directory->run_update(std::move(job)));
   CHECK_FALSE(f.exists(user_dn(1)));
   CHECK(f.cookie() == "rid=007,csn=5");
 }
@@ -406,7 +405,7 @@ TEST_CASE("Replica: without an eq index on entryUUID a batch is refused") {
   change.rid = 1;
   change.items.push_back(upsert(domain_entry(std::string(kSuffix), "example"), 1));
   job->change = std::move(change);
-  const Status status = directory->writer().run(std::move(job));
+  const Status status = directory->run_update(std::move(job));
   CHECK(status.code() == StatusCode::kUnsupported);
   CHECK(status.message().find("entryUUID") != std::string::npos);
 }

@@ -1,7 +1,6 @@
-// Tests for backend/writer.h and backend/change_feed.h: group commit, checks inside the write
-// transaction, failing jobs in a batch, the change feed's order and exactly-once delivery under
-// many submitting threads, server ids in CSNs, and imports excluding the writer.
-#include "backend/writer.h"
+// Tests for backend/detail/writer.h and backend/change_feed.h: group commit, checks inside the
+// write transaction, failing jobs in a batch, the change feed's order and exactly-once delivery
+// under many submitting threads, server ids in CSNs, and imports excluding the writer.
 
 #include <doctest/doctest.h>
 
@@ -16,8 +15,8 @@
 
 #include "backend/change_feed.h"
 #include "backend/directory.h"
+#include "backend/directory_update.h"
 #include "backend/operational.h"
-#include "backend/update_job.h"
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::backend {
@@ -58,7 +57,7 @@ class WriterGate {
       status_ = std::move(status);
       done_.count_down();
     };
-    directory.writer().submit(std::move(job));
+    directory.submit_update(std::move(job));
     entered_.wait();
   }
   // Lets the writer go on, and waits until the gate's own job is complete.
@@ -104,7 +103,7 @@ struct Recorder {
 
 std::unique_ptr<ChangeSubscription> record_changes(Directory& directory, Recorder& recorder) {
   return directory.subscribe_changes([&directory, &recorder](const ChangeRecord& record) {
-    recorder.all_on_writer = recorder.all_on_writer && directory.writer().on_writer_thread();
+    recorder.all_on_writer = recorder.all_on_writer && directory.on_writer_thread();
     recorder.records.push_back(record);
   });
 }
@@ -125,7 +124,7 @@ TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction 
   TempDir dir;
   auto directory = open_directory(test_options(dir.path()));
   add_base_tree(*directory);
-  const WriterStats before = directory->writer().stats();
+  const WriterStats before = directory->writer_stats();
   constexpr std::size_t kJobs = 100;
   Outcomes outcomes(kJobs);
   // Used by the completions only (on the writer thread): each sees its add committed.
@@ -139,7 +138,7 @@ TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction 
         visible[i] = directory->get(*reader, user_dn("batch" + std::to_string(i))).ok();
         done(std::move(status));
       };
-      REQUIRE(directory->writer().try_submit(job));
+      REQUIRE(directory->try_submit_update(job));
       CHECK(job == nullptr);
     }
     gate.release();
@@ -148,7 +147,7 @@ TEST_CASE("Writer: group commit commits the jobs waiting behind one transaction 
     CHECK_MESSAGE(status.ok(), status.to_string());
   }
   CHECK(static_cast<std::size_t>(std::count(visible.begin(), visible.end(), true)) == kJobs);
-  const WriterStats after = directory->writer().stats();
+  const WriterStats after = directory->writer_stats();
   CHECK(after.jobs - before.jobs == kJobs + 1);
   CHECK(after.failed == before.failed);
   // The gate's job alone, then the hundred in one transaction.
@@ -195,8 +194,8 @@ TEST_CASE("Writer: a check sees what an earlier job of the same batch wrote") {
       return Status();
     };
     second->done = outcomes.done(1);
-    REQUIRE(directory->writer().try_submit(first));
-    REQUIRE(directory->writer().try_submit(second));
+    REQUIRE(directory->try_submit_update(first));
+    REQUIRE(directory->try_submit_update(second));
     gate.release();
   }
   for (const Status& status : outcomes.wait()) {
@@ -223,7 +222,7 @@ TEST_CASE("Writer: a failing job of a batch leaves nothing and undoes no other j
   add_base_tree(*directory);
   Recorder recorder;
   auto subscription = record_changes(*directory, recorder);
-  const WriterStats before = directory->writer().stats();
+  const WriterStats before = directory->writer_stats();
   std::vector<std::unique_ptr<UpdateJob>> jobs;
   jobs.push_back(add_job(user("kept1")));
   jobs.push_back(add_job(user("kept1")));  // Duplicate.
@@ -240,7 +239,7 @@ TEST_CASE("Writer: a failing job of a batch leaves nothing and undoes no other j
     WriterGate gate(*directory);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       jobs[i]->done = outcomes.done(i);
-      REQUIRE(directory->writer().try_submit(jobs[i]));
+      REQUIRE(directory->try_submit_update(jobs[i]));
     }
     gate.release();
   }
@@ -253,7 +252,7 @@ TEST_CASE("Writer: a failing job of a batch leaves nothing and undoes no other j
   CHECK(statuses[4].ok());
   CHECK(statuses[5].ok());
 
-  const WriterStats after = directory->writer().stats();
+  const WriterStats after = directory->writer_stats();
   CHECK(after.failed - before.failed == 3);
   CHECK(after.commits - before.commits == (options.write_map ? 1 + 3 : 1 + 1));
   auto txn = directory->begin_read();
@@ -375,13 +374,13 @@ TEST_CASE("ChangeFeed: many submitting threads see each committed change once in
             break;
         }
         job->done = [&, number, done = outcomes.done(number)](Status status) {
-          all_on_writer = all_on_writer && directory->writer().on_writer_thread();
+          all_on_writer = all_on_writer && directory->on_writer_thread();
           if (status.ok()) {
             committed_order.push_back(number);
           }
           done(std::move(status));
         };
-        directory->writer().submit(std::move(job));
+        directory->submit_update(std::move(job));
       }
     });
   }
@@ -415,7 +414,7 @@ TEST_CASE("ChangeFeed: many submitting threads see each committed change once in
     CHECK(committed_order[i] + 1 > last_of_thread[thread]);
     last_of_thread[thread] = committed_order[i] + 1;
   }
-  const WriterStats stats = directory->writer().stats();
+  const WriterStats stats = directory->writer_stats();
   MESSAGE(stats.jobs, " jobs in ", stats.batches, " batches, ", stats.commits,
           " commits, largest batch ", stats.largest_batch);
   require_ok(directory->verify_indexes());
@@ -447,7 +446,7 @@ TEST_CASE("ChangeFeed: a subscription sees nothing once destroyed even from its 
   CHECK(self == nullptr);
   REQUIRE(late != nullptr);
   CHECK(late_calls == 1);
-  CHECK(late->start_sequence() + 1 == directory->writer().feed().last_sequence());
+  CHECK(late->start_sequence() + 1 == directory->change_feed().last_sequence());
 }
 
 TEST_CASE("Directory: CSNs carry the configured server id") {
@@ -488,7 +487,7 @@ TEST_CASE("Writer: an update queued during an import runs after it and sees its 
   Outcomes outcomes(1);
   std::unique_ptr<UpdateJob> job = add_job(user("after"));
   job->done = outcomes.done(0);
-  REQUIRE(directory->writer().try_submit(job));
+  REQUIRE(directory->try_submit_update(job));
   require_ok((*importer)->finish());
   importer->reset();  // Releases the writer mutex: the job runs now.
   require_ok(outcomes.wait()[0]);
@@ -508,16 +507,16 @@ TEST_CASE("Writer: try_submit refuses past the queue bound and the caller keeps 
     for (std::size_t i = 0; i < 2; ++i) {
       std::unique_ptr<UpdateJob> job = add_job(user("q" + std::to_string(i)));
       job->done = outcomes.done(i);
-      REQUIRE(directory->writer().try_submit(job));
+      REQUIRE(directory->try_submit_update(job));
     }
-    CHECK_FALSE(directory->writer().try_submit(refused));
+    CHECK_FALSE(directory->try_submit_update(refused));
     CHECK(refused != nullptr);
     gate.release();
   }
   for (const Status& status : outcomes.wait()) {
     CHECK(status.ok());
   }
-  CHECK(directory->writer().try_submit(refused));
+  CHECK(directory->try_submit_update(refused));
 }
 
 }  // namespace

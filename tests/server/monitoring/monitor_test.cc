@@ -599,7 +599,7 @@ TEST_CASE("Monitor search: binds and operations are counted") {
 
 TEST_CASE("Monitor search: cn=Writer counts the writer's updates and commits") {
   MonitorFixture fixture;
-  const backend::WriterStats before = fixture.handler().directory().writer().stats();
+  const backend::WriterStats before = fixture.handler().directory().writer_stats();
   CHECK(code_of(*fixture.handler().run_one(delete_request(30, user_dn(5)), fixture.root())) ==
         ResultCode::kSuccess);
   CHECK(code_of(*fixture.handler().run_one(delete_request(31, user_dn(5)), fixture.root())) ==

@@ -12,8 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/update_job.h"
-#include "backend/writer.h"
+#include "backend/directory_update.h"
 #include "tests/backend/backend_test_util.h"
 #include "tests/wait_until.h"
 
@@ -118,7 +117,7 @@ TEST_CASE("FailureTable: a lock is reported only once the writer has committed i
     cv.wait(lock, [&] { return release; });
     return Status();
   };
-  REQUIRE(fixture.directory->writer().try_submit(stall));
+  REQUIRE(fixture.directory->try_submit_update(stall));
   {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return stalled; });

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/writer.h"
 #include "server/operations/root_dse.h"
 #include "tests/server/operations/operation_handler_test_util.h"
 
@@ -34,7 +33,7 @@ class WriterGate {
       return Status();
     };
     std::future<void> entered = opened_->get_future();
-    directory.writer().submit(std::move(job));
+    directory.submit_update(std::move(job));
     entered.wait();
   }
   void release() { released_.set_value(); }
@@ -116,7 +115,7 @@ TEST_CASE("UpdateJob wiring: access revoked before the commit refuses the update
   std::promise<Status> left;
   std::future<Status> leave_outcome = left.get_future();
   leave->done = [&left](Status status) { left.set_value(std::move(status)); };
-  REQUIRE(directory.writer().try_submit(leave));
+  REQUIRE(directory.try_submit_update(leave));
   // Then user1's modify, decided when the read snapshot still lists user1 as an editor.
   DetachingSink sink;
   editors.fixture.handler().handle(modify_description(2, user_dn(2), "too late"), *editors.session,
@@ -169,7 +168,7 @@ TEST_CASE(
   auto reset = std::make_unique<backend::UpdateJob>();
   reset->change = backend::ModifyChange{
       user_dn(1), {{backend::ModificationKind::kReplace, "userPassword", {"{CLEARTEXT}reset"}}}};
-  REQUIRE(directory.writer().try_submit(reset));
+  REQUIRE(directory.try_submit_update(reset));
   // Then user1's change, whose old password the worker verified against the snapshot.
   DetachingSink sink;
   const std::string value = passwd_value(std::nullopt, user_password(1), "mine");
@@ -192,7 +191,7 @@ TEST_CASE("UpdateJob wiring: access revoked before the commit refuses the passwo
   auto leave = std::make_unique<backend::UpdateJob>();
   leave->change = backend::ModifyChange{
       kEditors, {{backend::ModificationKind::kDelete, "member", {user_dn(1)}}}};
-  REQUIRE(directory.writer().try_submit(leave));
+  REQUIRE(directory.try_submit_update(leave));
   // user1, an editor in the snapshot, sets user2's password.
   DetachingSink sink;
   const std::string value = passwd_value(user_dn(2), std::nullopt, "by an editor");
@@ -224,7 +223,7 @@ TEST_CASE("UpdateJob wiring: an abandoned update still commits without a respons
 TEST_CASE("UpdateJob wiring: one worker queues updates without waiting for their commits") {
   EditorsFixture editors;
   backend::Directory& directory = editors.fixture.directory();
-  const std::uint64_t before = directory.writer().stats().largest_batch;
+  const std::uint64_t before = directory.writer_stats().largest_batch;
   WriterGate gate(directory);
   constexpr int kUpdates = 8;
   std::vector<DetachingSink> sinks(kUpdates);
@@ -241,7 +240,7 @@ TEST_CASE("UpdateJob wiring: one worker queues updates without waiting for their
     REQUIRE(sink.record->responses.responses.size() == 1);
     CHECK(code_of(*sink.record->responses.responses[0]) == ResultCode::kSuccess);
   }
-  CHECK(directory.writer().stats().largest_batch >= std::max<std::uint64_t>(before, kUpdates));
+  CHECK(directory.writer_stats().largest_batch >= std::max<std::uint64_t>(before, kUpdates));
   CHECK(descriptions(editors.fixture, user_dn(2)) == std::vector<std::string>{"v7"});
 }
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "backend/directory.h"
-#include "backend/writer.h"
 #include "tests/backend/backend_test_util.h"
 
 namespace numadir::server::replication {
@@ -321,7 +320,7 @@ TEST_CASE("Sync session: its batches applied to a directory") {
   const auto apply = [&](backend::ReplicaChange change) {
     auto job = std::make_unique<backend::UpdateJob>();
     job->change = std::move(change);
-    return directory->writer().run(std::move(job));
+    return directory->run_update(std::move(job));
   };
   AttributeList domain;
   domain.add("objectClass");

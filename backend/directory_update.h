@@ -1,13 +1,23 @@
-// backend/update_job.h: UpdateJob, one update queued to the directory's Writer (an add, remove,
-// modify or rename with its UpdateContext, an optional check and a completion), and WriteView,
-// the read-only view of the write transaction that a check is given.
+// backend/directory_update.h: the updates of a directory: who makes one (UpdateContext), the
+// modifications of a modify, and UpdateJob, one update queued to the directory's single writer
+// (an add, remove, modify, rename or replicated batch with its UpdateContext, an optional check
+// and a completion), with WriteView, the read-only view of the write transaction that a check is
+// given, and WriterStats, what the writer has done. Part of directory.h's face (Directory's
+// try_submit_update, submit_update and run_update queue the jobs), apart so that the writer and
+// the files behind a Directory take them without the Directory class.
 //
-// Thread contract: a job is built by the submitting thread and handed over whole (Writer takes
-// the unique_ptr); from then on only the writer thread touches it. Its check and its completion
-// run on the writer thread (see writer.h for what they may do). A WriteView is valid only
-// during the check it is passed to.
+// Thread contract: a job is built by the submitting thread and handed over whole (the writer
+// takes the unique_ptr); from then on only the writer thread touches it. Its check and its
+// completion run on the writer thread, as change subscribers do (change_feed.h): each must be
+// cheap, must not block, and must not call Directory::submit_update, run_update or the
+// Directory's synchronous updates (they would wait for the thread they run on, and abort with a
+// message instead; try_submit_update, which never waits, is allowed). A completion may send a
+// response: the design is for a server worker to hand the writer a job whose completion answers
+// the client, and return at once. A WriteView is valid only during the check it is passed to.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,11 +29,31 @@
 #include <vector>
 
 #include "backend/attribute_index.h"
-#include "backend/directory.h"
+#include "backend/directory_read.h"
 #include "base/status.h"
 #include "schema/entry.h"
 
 namespace numadir::backend {
+
+// Who does an update and when: fills creatorsName / modifiersName and the timestamps.
+struct UpdateContext {
+  std::string actor_dn;  // The bound DN; empty for anonymous / internal.
+  std::optional<std::chrono::system_clock::time_point> now;  // Defaults to the clock.
+  // The server's own bookkeeping (the password policy's failure state), not a client's update:
+  // its ChangeRecord says so (ChangeRecord::internal), for subscribers that skip their own writes.
+  bool internal = false;
+};
+
+enum class ModificationKind : std::uint8_t { kAdd, kDelete, kReplace, kIncrement };
+
+struct Modification {
+  ModificationKind kind = ModificationKind::kReplace;
+  std::string description;          // Attribute description (type and options).
+  std::vector<std::string> values;  // Empty: delete all / replace with none.
+  // Made by the server itself (the password policy's pwdChangedTime, pwdHistory, ...): a
+  // NO-USER-MODIFICATION type may be written. Never set from a client's request.
+  bool internal = false;
+};
 
 // Reads in the write transaction, as it stands before the checked job's change (so it sees
 // every earlier job of the same batch): the reads access control and existence checks need
@@ -149,6 +179,45 @@ struct UpdateJob {
 
   // Returns: roughly the bytes the change writes (DNs and values), for the batch bound.
   std::size_t approximate_bytes() const;
+};
+
+// Upper bounds (inclusive) of the commit-duration buckets, in nanoseconds: 10 µs ... 1 s, then
+// +Inf (the metrics endpoint's buckets for every duration).
+inline constexpr std::array<std::uint64_t, 16> kCommitBoundsNs = {
+    10'000,      25'000,      50'000,      100'000,      250'000,    500'000,
+    1'000'000,   2'500'000,   5'000'000,   10'000'000,   25'000'000, 50'000'000,
+    100'000'000, 250'000'000, 500'000'000, 1'000'000'000};
+inline constexpr std::size_t kCommitBuckets = kCommitBoundsNs.size() + 1;
+// Upper bounds (inclusive) of the batch-size buckets, in jobs: 1 2 4 ... 256, then +Inf.
+inline constexpr std::array<std::uint64_t, 9> kBatchSizeBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+inline constexpr std::size_t kBatchSizeBuckets = kBatchSizeBounds.size() + 1;
+
+// Returns: the index of the first bucket whose bound is >= `value` (bounds.size() past the last).
+template <std::size_t N>
+constexpr std::size_t bucket_index(const std::array<std::uint64_t, N>& bounds,
+                                   std::uint64_t value) {
+  std::size_t index = 0;
+  for (const std::uint64_t bound : bounds) {
+    index += value > bound ? 1 : 0;
+  }
+  return index;
+}
+
+// What the writer has done since the directory was opened (for tests and monitoring).
+struct WriterStats {
+  std::uint64_t jobs = 0;           // Jobs completed, committed or failed.
+  std::uint64_t failed = 0;         // Of those, the jobs whose completion got an error.
+  std::uint64_t commits = 0;        // Write transactions committed (one fsync each under kSync).
+  std::uint64_t batches = 0;        // Batches run (commits plus those whose commit failed or
+                                    // that had nothing to commit).
+  std::uint64_t largest_batch = 0;  // The most jobs in one batch.
+  // Each mdb_txn_commit of a write transaction (fsync included), committed or failed, by
+  // duration (kCommitBoundsNs; not cumulative), and their total in nanoseconds.
+  std::array<std::uint64_t, kCommitBuckets> commit_buckets{};
+  std::uint64_t commit_ns = 0;
+  // Each batch of at least one job by its jobs (kBatchSizeBounds; not cumulative), and the jobs.
+  std::array<std::uint64_t, kBatchSizeBuckets> batch_size_buckets{};
+  std::uint64_t batched_jobs = 0;
 };
 
 }  // namespace numadir::backend

@@ -1,6 +1,8 @@
-// backend/writer.h: Writer, the directory's single writer: one thread that owns the write
-// transaction of every update (add, remove, modify, rename), runs the queued UpdateJobs in
-// batches (group commit) and publishes each committed change on the change feed.
+// backend/detail/writer.h: Writer, the directory's single writer: one thread that owns the write
+// transaction of every update (add, remove, modify, rename, replicated batch), runs the queued
+// UpdateJobs in batches (group commit) and publishes each committed change on the change feed.
+// Private to backend/: others reach it through Directory (try_submit_update, submit_update,
+// run_update, writer_stats, change_feed, on_writer_thread).
 //
 // A batch: the writer takes every job waiting (at most DirectoryOptions::writer_batch_jobs and
 // about writer_batch_bytes), begins one write transaction and runs each job in a transaction
@@ -18,16 +20,12 @@
 //
 // Thread contract: any thread may call try_submit, submit, run and stats; the Directory's
 // synchronous updates call run. Checks, completions and change subscribers run on the writer
-// thread: each must be cheap, must not block, and must not call submit(), run() or the
-// Directory's synchronous updates (they would wait for the thread they run on, and abort with
-// a message instead; try_submit, which never waits, is allowed). A completion may send a
-// response: the design is for a server worker to hand the writer a job whose completion
-// answers the client, and return at once. The Writer is created and destroyed by its Directory; its
-// destructor runs every job still queued (so every completion is called) and joins the thread. No
-// thread may submit once the Directory's destruction has begun.
+// thread, under the rules of directory_update.h (try_submit is the only submission allowed
+// there; submit and run abort with a message). The Writer is created and destroyed by its
+// Directory; its destructor runs every job still queued (so every completion is called) and
+// joins the thread. No thread may submit once the Directory's destruction has begun.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -37,7 +35,8 @@
 #include <thread>
 
 #include "backend/change_feed.h"
-#include "backend/update_job.h"
+#include "backend/directory_update.h"
+#include "backend/operational.h"
 #include "base/status.h"
 
 namespace numadir::backend {
@@ -47,45 +46,6 @@ class Txn;  // backend/lmdb_env.h
 namespace detail {
 struct DirectoryCore;
 }  // namespace detail
-
-// Upper bounds (inclusive) of the commit-duration buckets, in nanoseconds: 10 µs ... 1 s, then
-// +Inf (the metrics endpoint's buckets for every duration).
-inline constexpr std::array<std::uint64_t, 16> kCommitBoundsNs = {
-    10'000,      25'000,      50'000,      100'000,      250'000,    500'000,
-    1'000'000,   2'500'000,   5'000'000,   10'000'000,   25'000'000, 50'000'000,
-    100'000'000, 250'000'000, 500'000'000, 1'000'000'000};
-inline constexpr std::size_t kCommitBuckets = kCommitBoundsNs.size() + 1;
-// Upper bounds (inclusive) of the batch-size buckets, in jobs: 1 2 4 ... 256, then +Inf.
-inline constexpr std::array<std::uint64_t, 9> kBatchSizeBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-inline constexpr std::size_t kBatchSizeBuckets = kBatchSizeBounds.size() + 1;
-
-// Returns: the index of the first bucket whose bound is >= `value` (bounds.size() past the last).
-template <std::size_t N>
-constexpr std::size_t bucket_index(const std::array<std::uint64_t, N>& bounds,
-                                   std::uint64_t value) {
-  std::size_t index = 0;
-  for (const std::uint64_t bound : bounds) {
-    index += value > bound ? 1 : 0;
-  }
-  return index;
-}
-
-// What the writer has done since the directory was opened (for tests and monitoring).
-struct WriterStats {
-  std::uint64_t jobs = 0;           // Jobs completed, committed or failed.
-  std::uint64_t failed = 0;         // Of those, the jobs whose completion got an error.
-  std::uint64_t commits = 0;        // Write transactions committed (one fsync each under kSync).
-  std::uint64_t batches = 0;        // Batches run (commits plus those whose commit failed or
-                                    // that had nothing to commit).
-  std::uint64_t largest_batch = 0;  // The most jobs in one batch.
-  // Each mdb_txn_commit of a write transaction (fsync included), committed or failed, by
-  // duration (kCommitBoundsNs; not cumulative), and their total in nanoseconds.
-  std::array<std::uint64_t, kCommitBuckets> commit_buckets{};
-  std::uint64_t commit_ns = 0;
-  // Each batch of at least one job by its jobs (kBatchSizeBounds; not cumulative), and the jobs.
-  std::array<std::uint64_t, kBatchSizeBuckets> batch_size_buckets{};
-  std::uint64_t batched_jobs = 0;
-};
 
 class Writer {
  public:
@@ -137,6 +97,7 @@ class Writer {
   bool stopping_ = false;                         // Guarded by mu_.
 
   std::unique_ptr<Counters> counters_;  // Written by the writer thread only.
+  UuidGenerator uuids_;                 // Owner: the writer thread (the entries it adds).
   std::thread thread_;
   std::thread::id thread_id_;  // Set by the constructor, before any job can be queued.
 };

@@ -1,4 +1,4 @@
-// backend/detail/password_detail.h: the pieces behind backend/password_scheme.h, private to
+// backend/detail/password_scheme.h: the pieces behind backend/password_scheme.h, private to
 // backend/: base64 codecs, random bytes, constant-time comparison and one hash/verify pair per
 // scheme family (password_digest.cc, password_argon2.cc, password_crypt.cc).
 //
@@ -59,8 +59,10 @@ std::optional<CostExcess> crypt_cost_excess(std::string_view payload,
 // {SSHA*}, {SMD5}, {SHA*}, {MD5} and {PBKDF2-*} (OpenSSL). `payload` follows the "{...}".
 Result<std::string> hash_digest(std::string_view password, PasswordScheme scheme,
                                 const HashOptions& options);
+// `scratch` holds the decoded value and the digest, wiped before it returns.
 Result<bool> verify_digest(std::string_view password, PasswordScheme scheme,
-                           std::string_view payload, const VerifyPolicy& policy);
+                           std::string_view payload, const VerifyPolicy& policy,
+                           PasswordScratch& scratch);
 
 // {ARGON2} (libargon2).
 Result<std::string> hash_argon2(std::string_view password, const HashOptions& options);
