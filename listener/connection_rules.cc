@@ -12,25 +12,6 @@
 #include "listener/wire/message_encoder.h"
 
 namespace numadir::listener {
-namespace {
-
-bool is_request(wire::ProtocolOp op) {
-  switch (op) {
-    case wire::ProtocolOp::kBindRequest:
-    case wire::ProtocolOp::kSearchRequest:
-    case wire::ProtocolOp::kModifyRequest:
-    case wire::ProtocolOp::kAddRequest:
-    case wire::ProtocolOp::kDelRequest:
-    case wire::ProtocolOp::kModifyDnRequest:
-    case wire::ProtocolOp::kCompareRequest:
-    case wire::ProtocolOp::kExtendedRequest:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 std::int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -164,7 +145,7 @@ bool ConnectionRules::route_input(Connection& connection) {
       }
       continue;
     }
-    if (!is_request(message.op)) {
+    if (wire::protocol_op_info(message.op).kind != wire::OpKind::kRequest) {
       protocol_error(connection,
                      "a client sent " + std::string(wire::protocol_op_name(message.op)));
       open = false;
