@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "listener/request.h"
-
 namespace numadir::listener {
 namespace {
 
@@ -24,8 +22,7 @@ Connection::Connection(int fd, ConnectionInfo info, ConnectionNotifier& owner)
 }
 
 Connection::~Connection() {
-  held_.clear();  // Their references go before the socket does.
-  session_.reset();
+  session_.reset();  // Before the socket goes (the held requests went before, in OwnedConnection).
   {
     MutexLock lock(mu_);
     NUMADIR_DCHECK(open_.empty(), "a connection destroyed with open operations");
@@ -507,14 +504,14 @@ void Connection::start_tls(std::unique_ptr<TlsChannel> channel) {
   tls_started_ = true;
 }
 
-TlsChannel::InputResult Connection::tls_input(std::string_view cipher) {
+TlsChannel::InputResult Connection::tls_input(std::string_view cipher, std::string& plain) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   bool write_now = false;
   TlsChannel::InputResult result;
   {
     MutexLock lock(mu_);
     const std::size_t before = out_.size();
-    result = tls_->input(cipher, input_, out_);
+    result = tls_->input(cipher, plain, out_);
     queued_bytes_.fetch_add(out_.size() - before, std::memory_order_relaxed);
     if (!out_.empty() && !writing_ && !output_failed_.load(std::memory_order_relaxed)) {
       writing_ = true;

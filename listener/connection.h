@@ -1,6 +1,8 @@
-// listener/connection.h: one client connection: its socket, input buffer, the requests waiting
-// for their turn, the operations it has open (OpenOperation), and the output shared with the
-// workers that answer it.
+// listener/connection.h: one client connection as its listener and the workers answering it
+// share it: its socket, its Session, the operations it has open (OpenOperation), the abandon
+// marks and the output. What only its listener thread touches (the input, the requests held
+// back, the rules' and timers' state) is in OwnedConnection (listener/owned_connection.h),
+// which holds the Connection.
 //
 // Thread contract: a Connection is created, read, closed and destroyed by the listener thread
 // that accepted it (its "owner"; debug builds check the owner-only methods). Workers answering
@@ -23,14 +25,11 @@
 
 #include "base/thread_annotations.h"
 #include "listener/frontend_snapshot.h"
-#include "listener/input_stamps.h"
 #include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
 
 namespace numadir::listener {
-
-class Request;
 
 // What another thread tells the connection's owner: the one call a worker, a helper or the
 // holder of an open operation needs. Implemented by the Listener.
@@ -203,48 +202,27 @@ class Connection {
   // tls_input(). Bytes queued before (a StartTLS response) go out in plaintext, in order.
   void start_tls(std::unique_ptr<TlsChannel> channel);
   bool tls_started() const { return tls_started_; }
-  // Feeds ciphertext read from the socket: appends the plaintext to input_ and sends what TLS
-  // has to send (handshake messages, alerts).
-  TlsChannel::InputResult tls_input(std::string_view cipher);
+  // Feeds ciphertext read from the socket: appends the plaintext to `plain` (the owner's input
+  // buffer, OwnedConnection::input) and sends what TLS has to send (handshake messages, alerts).
+  TlsChannel::InputResult tls_input(std::string_view cipher, std::string& plain);
   // Returns: whether the handshake has finished; its peer (Requires: it has) and the failure.
   bool tls_handshake_done() const;
   TlsPeer tls_peer() const;
   std::string tls_error() const;
 
-  // --- Owner thread only (listener/connection_rules.h and listener/listener.h use them). ---
-  std::string input_;  // Owner: listener. Bytes read, not yet framed.
-  // Owner: listener. With FrontendOptions::stamp_requests: when the whole PDUs in input_ were read.
-  InputStamps input_stamps_;
-  // Owner: listener. Waiting for their turn, oldest first (at most max_outstanding_per_connection:
-  // a vector, which unlike a deque allocates nothing until a request waits).
-  std::vector<std::unique_ptr<Request>> held_;
-  std::uint64_t requests_read_ = 0;   // Owner: listener. RequestOrigin::number's next.
-  std::unique_ptr<Session> session_;  // Owner: listener (workers borrow it).
-  bool bind_running_ = false;         // Owner: listener.
-  std::int32_t bind_message_id_ = 0;  // Owner: listener. The last bind started.
-  bool closing_ = false;              // Owner: listener.
-  // Owner: listener. Why it closes, decided once (decide_close): by the rules when they ask for
-  // the close (Unbind, a protocol error, TLS), else by the listener as it begins the close.
-  // Counted (ListenerSnapshot::closed) when the connection is destroyed.
-  std::optional<CloseReason> close_reason_;
-  void decide_close(CloseReason reason) {
-    if (!close_reason_.has_value()) {
-      close_reason_ = reason;
-    }
+  // --- Owner thread only. ---
+
+  // Owner, before any request of the connection starts: the server's state of it, which the
+  // workers running its requests borrow (session()). Destroyed with the connection.
+  void set_session(std::unique_ptr<Session> session) {
+    NUMADIR_DCHECK_OWNER(owner_thread_);
+    session_ = std::move(session);
   }
-  bool want_output_ = false;  // Owner: listener. EPOLLOUT registered.
-  // Owner: listener. Backpressure: requests are held.
-  bool reading_paused_ = false;
-  // Owner: listener. Output backpressure: past the output bound, the connection is not read and
-  // no request of it starts, until drained().
-  bool output_paused_ = false;
-  // Owner: listener. Steady clock: since when the output has waited for the socket without
-  // progress (want_output_), and the bytes_written() seen then.
-  std::int64_t output_stalled_since_ms_ = 0;
-  std::uint64_t written_seen_ = 0;
-  std::int64_t last_read_ms_ = 0;  // Owner: listener. Steady clock, for idle_timeout.
-  // Owner: listener. Steady clock: the TLS handshake must be done by then (0: none pending).
-  std::int64_t handshake_deadline_ms_ = 0;
+  // Any thread holding a reference, once set_session() was called.
+  Session& session() const { return *session_; }
+  // Owner: whether pause_output() marked the output paused (and unpause_output() did not clear
+  // it since): nothing of the connection is read or started meanwhile.
+  bool output_paused() const { return output_paused_; }
 
  private:
   static constexpr std::uint64_t kWatchBit = 1;
@@ -332,6 +310,8 @@ class Connection {
   bool output_paused_mark_ NUMADIR_GUARDED_BY(mu_) = false;   // output_paused_, for writers.
   std::unique_ptr<TlsChannel> tls_ NUMADIR_GUARDED_BY(mu_);   // Set once by the owner.
   bool tls_started_ = false;  // Owner: listener. Whether tls_ is set (read without the lock).
+  std::unique_ptr<Session> session_;  // Set once by the owner (set_session); workers borrow it.
+  bool output_paused_ = false;        // Owner: listener. output_paused_mark_, read unlocked.
 };
 
 }  // namespace numadir::listener

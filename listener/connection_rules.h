@@ -15,8 +15,8 @@
 #include <optional>
 #include <string_view>
 
-#include "listener/connection.h"
 #include "listener/frontend_snapshot.h"
+#include "listener/owned_connection.h"
 #include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
 #include "threadpool/worker_pool.h"
@@ -26,7 +26,7 @@ namespace numadir::listener {
 struct ListenerCounters;
 struct ListenerShared;
 
-// Returns: the steady clock in milliseconds: what Connection::last_read_ms_ and the handshake
+// Returns: the steady clock in milliseconds: what OwnedConnection::last_read_ms and the handshake
 //   deadlines hold.
 std::int64_t steady_ms();
 
@@ -48,60 +48,61 @@ class ConnectionRules {
   ConnectionRules& operator=(const ConnectionRules&) = delete;
 
   // Starts what `connection` has held and read as far as its rules allow, holds the rest, and
-  // pauses reading it (connection.reading_paused_) while requests are held: the caller updates
+  // pauses reading it (connection.reading_paused) while requests are held: the caller updates
   // its epoll interest when that changed.
-  PumpResult pump(Connection& connection);
+  PumpResult pump(OwnedConnection& connection);
 
   // Starts TLS on `connection` (ldaps://, or StartTLS): its handshake must be done by `now_ms`
   // + handshake_timeout_s.
-  void begin_tls(Connection& connection, std::unique_ptr<TlsChannel> channel, std::int64_t now_ms);
+  void begin_tls(OwnedConnection& connection, std::unique_ptr<TlsChannel> channel,
+                 std::int64_t now_ms);
   // Feeds ciphertext read from the socket to the connection's TLS; tells the handler when the
   // handshake ends.
   // Returns: nullopt while the connection stays open; else why it is to be closed: kTlsFailure
   //   (a TLS failure, said on standard error) or kClient (close_notify).
-  [[nodiscard]] std::optional<CloseReason> tls_input(Connection& connection,
+  [[nodiscard]] std::optional<CloseReason> tls_input(OwnedConnection& connection,
                                                      std::string_view cipher);
   // The connection closes: a pending handshake of it no longer counts.
-  void forget_handshake(Connection& connection);
+  void forget_handshake(OwnedConnection& connection);
   // Returns: connections whose TLS handshake is pending (each has a deadline).
   std::size_t handshakes() const { return handshakes_; }
 
   // Returns: whether `connection` is to be closed at `now_ms`, and why: kTlsFailure when its TLS
   //   handshake is overdue, kIdleTimeout when it has been idle (nothing outstanding or held,
   //   nothing read) for idle_timeout_s; nullopt when neither.
-  std::optional<CloseReason> expired(const Connection& connection, std::int64_t now_ms) const;
+  std::optional<CloseReason> expired(const OwnedConnection& connection, std::int64_t now_ms) const;
   // Returns: whether `connection`'s output has waited for its socket for write_timeout_s with
   //   nothing taken (then it logs the close to standard error). Restarts the connection's clock
   //   when the socket took bytes since the last look.
-  bool write_expired(Connection& connection, std::int64_t now_ms) const;
+  bool write_expired(OwnedConnection& connection, std::int64_t now_ms) const;
 
  private:
   enum class StartResult : std::uint8_t { kStarted, kWait, kPoolFull };
 
   // Starts the held requests in order, as far as the rules allow.
   // Returns: kStarted when none is left held.
-  StartResult start_held(Connection& connection);
+  StartResult start_held(OwnedConnection& connection);
   // Returns: whether the front held request may start now that the operations are watched
   //   (one ended meanwhile); otherwise the connection's watch brings the listener back.
-  bool may_start_held(Connection& connection);
-  // Frames, decodes and routes the PDUs in connection.input_, each stamped with when it was read
+  bool may_start_held(OwnedConnection& connection);
+  // Frames, decodes and routes the PDUs in connection.input, each stamped with when it was read
   // (ListenerShared::stamp_requests). Returns: false once the connection is to close (why is
-  // decided on it: Connection::decide_close).
-  bool route_input(Connection& connection);
+  // decided on it: OwnedConnection::decide_close).
+  bool route_input(OwnedConnection& connection);
   // Hands `request` to the pool if the connection's rules allow it now (a bind only with
   // nothing outstanding, nothing while a bind runs, at most max_outstanding_per_connection).
   // On kStarted `request` is left empty; otherwise the caller keeps it. A refusal of the pool
   // counts in counters_.submit_refused.
-  StartResult try_start(Connection& connection, std::unique_ptr<Request>& request);
+  StartResult try_start(OwnedConnection& connection, std::unique_ptr<Request>& request);
   // Carries out an AbandonRequest for message ID `target` (RFC 4511 §4.11) as slapd does: ID 0
   // and a running bind are left alone; otherwise the running or open operation with that ID is
   // abandoned, or else the first held request with it is dropped unanswered.
-  void abandon(Connection& connection, std::int32_t target);
+  void abandon(OwnedConnection& connection, std::int32_t target);
   // Answers a StartTLS request (RFC 4511 §4.14) and starts TLS when it may.
-  void start_tls(Connection& connection, const Request& request);
+  void start_tls(OwnedConnection& connection, const Request& request);
   // Queues a Notice of Disconnection (protocolError) and decides the close (kProtocolError); the
   // caller closes.
-  void protocol_error(Connection& connection, std::string_view why);
+  void protocol_error(OwnedConnection& connection, std::string_view why);
 
   const ListenerShared& shared_;
   threadpool::TaskPool& pool_;

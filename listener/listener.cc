@@ -229,11 +229,11 @@ bool Listener::stopped() {
         ::close(fd);
       }
     }
-    std::vector<Connection*> open;
+    std::vector<OwnedConnection*> open;
     for (auto& [id, connection] : connections_) {
       open.push_back(connection.get());
     }
-    for (Connection* connection : open) {
+    for (OwnedConnection* connection : open) {
       // Their open operations end: each holder drops its own.
       begin_close(*connection, CloseReason::kServerStop);
     }
@@ -268,46 +268,47 @@ void Listener::dispatch(const epoll_event& event) {
     accept_all(tag - kListenTagBase);
     return;
   }
-  Connection& connection = *static_cast<Connection*>(event.data.ptr);
-  if (connection.closing_) {
+  OwnedConnection& connection = *static_cast<OwnedConnection*>(event.data.ptr);
+  if (connection.closing) {
     return;  // Closed by an earlier event of this batch.
   }
   // The socket took bytes: the owner writes what waited, and what paused for it goes on.
   if ((event.events & EPOLLOUT) != 0) {
-    if (connection.flush_from_owner()) {
+    if (connection.shared.flush_from_owner()) {
       set_want_output(connection, false);
       set_interest(connection);
     }
-    if (!connection.output_failed() && connection.output_paused_ && connection.drained()) {
+    if (!connection.shared.output_failed() && connection.shared.output_paused() &&
+        connection.shared.drained()) {
       resume_output(connection);
       return;
     }
   }
-  if (connection.output_failed()) {
-    begin_close(connection, connection.output_failure());
+  if (connection.shared.output_failed()) {
+    begin_close(connection, connection.shared.output_failure());
   } else if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
     on_readable(connection);
   }
 }
 
-void Listener::set_want_output(Connection& connection, bool want) {
-  if (connection.want_output_ == want) {
+void Listener::set_want_output(OwnedConnection& connection, bool want) {
+  if (connection.want_output == want) {
     return;
   }
-  connection.want_output_ = want;
+  connection.want_output = want;
   if (want) {
     ++output_waiting_;
-    connection.output_stalled_since_ms_ = shared_.limits.write_timeout_s != 0 ? steady_ms() : 0;
-    connection.written_seen_ = connection.bytes_written();
+    connection.output_stalled_since_ms = shared_.limits.write_timeout_s != 0 ? steady_ms() : 0;
+    connection.written_seen = connection.shared.bytes_written();
   } else {
     --output_waiting_;
   }
 }
 
-void Listener::resume_output(Connection& connection) {
+void Listener::resume_output(OwnedConnection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   std::vector<WritableResume> due;
-  connection.take_due_writables(due);
+  connection.shared.take_due_writables(due);
   for (WritableResume& resume : due) {
     std::unique_ptr<threadpool::Task> task = std::make_unique<ResumeTask>(std::move(resume));
     if (!pool_.try_submit(task)) {
@@ -318,8 +319,8 @@ void Listener::resume_output(Connection& connection) {
       }
     }
   }
-  if (connection.output_paused_ && connection.drained()) {
-    connection.unpause_output();
+  if (connection.shared.output_paused() && connection.shared.drained()) {
+    connection.shared.unpause_output();
     set_interest(connection);
     pump(connection);  // What it held, and what it read before it paused.
   }
@@ -376,7 +377,7 @@ void Listener::run_timers() {
     return;
   }
   next_timer_ms_ = now_ms + kTimerPeriodMs;
-  std::vector<std::pair<Connection*, CloseReason>> expired;
+  std::vector<std::pair<OwnedConnection*, CloseReason>> expired;
   for (const auto& [id, connection] : connections_) {
     if (const std::optional<CloseReason> reason = rules_.expired(*connection, now_ms)) {
       expired.emplace_back(connection.get(), *reason);
@@ -491,7 +492,7 @@ void Listener::open_connection(int fd, std::string peer, bool tls, bool local,
   }
   std::unique_ptr<TlsChannel> channel =
       ssl != nullptr ? std::make_unique<TlsChannel>(ssl) : nullptr;
-  auto connection = std::make_unique<Connection>(fd, std::move(info), *this);
+  auto connection = std::make_unique<OwnedConnection>(fd, std::move(info), *this);
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = connection.get();
@@ -502,44 +503,44 @@ void Listener::open_connection(int fd, std::string peer, bool tls, bool local,
   if (channel != nullptr) {
     rules_.begin_tls(*connection, std::move(channel), steady_ms());
   }
-  connection->set_output_bound(shared_.limits.max_output_bytes);
-  connection->session_ = shared_.handler->open_session(connection->info());
+  connection->shared.set_output_bound(shared_.limits.max_output_bytes);
+  connection->shared.set_session(shared_.handler->open_session(connection->shared.info()));
   threadpool::owner_add(counters_.accepted);
   threadpool::owner_add(counters_.open);
-  connection->last_read_ms_ = shared_.limits.idle_timeout_s != 0 ? steady_ms() : 0;
-  const std::uint64_t id = connection->id();
+  connection->last_read_ms = shared_.limits.idle_timeout_s != 0 ? steady_ms() : 0;
+  const std::uint64_t id = connection->shared.id();
   connections_.emplace(id, std::move(connection));
 }
 
-void Listener::on_readable(Connection& connection) {
+void Listener::on_readable(OwnedConnection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   // A connection with nothing buffered reads into the listener's buffer, given back below once
   // its requests are taken from it: between requests a connection holds no input buffer, and
   // steady traffic allocates none. One left with a partial request keeps the buffer.
-  const bool lent = connection.input_.empty();
+  const bool lent = connection.input.empty();
   if (lent) {
-    connection.input_.swap(lent_input_);
+    connection.input.swap(lent_input_);
   }
   // Reads until EAGAIN, but no further than one PDU past what was buffered: the rest waits in
   // the socket (the kernel's buffer is the backpressure).
   for (;;) {
-    if (connection.reading_paused_ || connection.output_paused_ ||
-        connection.input_.size() > shared_.limits.max_pdu_bytes + kReadChunkBytes) {
+    if (connection.reading_paused || connection.shared.output_paused() ||
+        connection.input.size() > shared_.limits.max_pdu_bytes + kReadChunkBytes) {
       break;
     }
     // Into the listener's buffer, then appended: growing input_ by resize() would zero it.
-    const ssize_t n = ::read(connection.fd(), read_buffer_.get(), kReadChunkBytes);
+    const ssize_t n = ::read(connection.shared.fd(), read_buffer_.get(), kReadChunkBytes);
     if (n > 0) {
       std::optional<CloseReason> tls_end;
-      if (connection.tls_started()) {
+      if (connection.shared.tls_started()) {
         tls_end = rules_.tls_input(
             connection, std::string_view(read_buffer_.get(), static_cast<std::size_t>(n)));
       } else {
-        connection.input_.append(read_buffer_.get(), static_cast<std::size_t>(n));
+        connection.input.append(read_buffer_.get(), static_cast<std::size_t>(n));
       }
       if (shared_.stamp_requests) {
         // After TLS decrypted it: the time the plaintext was there to frame.
-        connection.input_stamps_.after_read(connection.input_, shared_.limits.max_pdu_bytes);
+        connection.input_stamps.after_read(connection.input, shared_.limits.max_pdu_bytes);
       }
       if (tls_end.has_value()) {
         close_after_input(connection, *tls_end);  // close_notify may come with requests.
@@ -547,7 +548,7 @@ void Listener::on_readable(Connection& connection) {
       }
       threadpool::owner_add(counters_.bytes_received, static_cast<std::uint64_t>(n));
       if (shared_.limits.idle_timeout_s != 0) {
-        connection.last_read_ms_ = steady_ms();
+        connection.last_read_ms = steady_ms();
       }
       if (static_cast<std::size_t>(n) < kReadChunkBytes) {
         break;  // Drained for now; level-triggered epoll reports more.
@@ -567,29 +568,29 @@ void Listener::on_readable(Connection& connection) {
     return;
   }
   pump(connection);
-  if (lent && connection.input_.empty() && !connection.closing_) {
-    connection.input_.swap(lent_input_);
+  if (lent && connection.input.empty() && !connection.closing) {
+    connection.input.swap(lent_input_);
   }
 }
 
-void Listener::close_after_input(Connection& connection, CloseReason reason) {
+void Listener::close_after_input(OwnedConnection& connection, CloseReason reason) {
   // What the client sent before it went is read first (its last requests start, an Unbind is
   // noticed and carried out), as if the end had come in a read of its own.
   pump(connection);
-  if (!connection.closing_) {
+  if (!connection.closing) {
     begin_close(connection, reason);
   }
 }
 
-void Listener::pump(Connection& connection) {
+void Listener::pump(OwnedConnection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
-  const bool was_paused = connection.reading_paused_;
+  const bool was_paused = connection.reading_paused;
   const PumpResult result = rules_.pump(connection);
   if (result == PumpResult::kClose) {
     begin_close(connection, CloseReason::kOther);  // The rules decided why (decide_close).
     return;
   }
-  if (connection.reading_paused_ != was_paused) {
+  if (connection.reading_paused != was_paused) {
     set_interest(connection);
   }
   if (result == PumpResult::kPoolFull) {
@@ -597,48 +598,48 @@ void Listener::pump(Connection& connection) {
   }
 }
 
-void Listener::wait_for_pool(Connection& connection) {
-  stalled_.push_back(connection.id());
+void Listener::wait_for_pool(OwnedConnection& connection) {
+  stalled_.push_back(connection.shared.id());
   if (!waiting_for_room_) {
     waiting_for_room_ = true;
     pool_.notify_when_room(*this);  // May call on_room() at once, which only sets pool_room_.
   }
 }
 
-void Listener::begin_close(Connection& connection, CloseReason reason) {
+void Listener::begin_close(OwnedConnection& connection, CloseReason reason) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
-  if (!connection.closing_) {
-    connection.closing_ = true;
+  if (!connection.closing) {
+    connection.closing = true;
     connection.decide_close(reason);
     rules_.forget_handshake(connection);
     set_want_output(connection, false);
-    connection.abandon_all();  // Ends its open operations: their on_end runs here.
-    for (const std::unique_ptr<Request>& held : connection.held_) {
-      shared_.handler->not_run(held->message(), *connection.session_, held->origin());
+    connection.shared.abandon_all();  // Ends its open operations: their on_end runs here.
+    for (const std::unique_ptr<Request>& held : connection.held) {
+      shared_.handler->not_run(held->message(), connection.shared.session(), held->origin());
     }
-    connection.held_.clear();
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.fd(), nullptr);
+    connection.held.clear();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, connection.shared.fd(), nullptr);
   }
-  if (connection.watch() > 1) {
+  if (connection.shared.watch() > 1) {
     return;  // A worker or an open operation still holds it; its release brings us back.
   }
   release_connection();
   threadpool::owner_sub(counters_.open);
   threadpool::owner_add(
-      counters_.closed[static_cast<std::size_t>(connection.close_reason_.value_or(reason))]);
-  auto it = connections_.find(connection.id());
+      counters_.closed[static_cast<std::size_t>(connection.close_reason.value_or(reason))]);
+  auto it = connections_.find(connection.shared.id());
   graveyard_.push_back(std::move(it->second));
   connections_.erase(it);
 }
 
-void Listener::set_interest(Connection& connection) {
+void Listener::set_interest(OwnedConnection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   epoll_event event{};
-  const bool read = !connection.reading_paused_ && !connection.output_paused_;
+  const bool read = !connection.reading_paused && !connection.shared.output_paused();
   event.events = (read ? static_cast<std::uint32_t>(EPOLLIN) : 0u) |
-                 (connection.want_output_ ? static_cast<std::uint32_t>(EPOLLOUT) : 0u);
+                 (connection.want_output ? static_cast<std::uint32_t>(EPOLLOUT) : 0u);
   event.data.ptr = &connection;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection.fd(), &event);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, connection.shared.fd(), &event);
 }
 
 void Listener::on_notified(std::uint64_t connection_id) {
@@ -647,25 +648,25 @@ void Listener::on_notified(std::uint64_t connection_id) {
   if (it == connections_.end()) {
     return;  // Already closed: a late notice.
   }
-  Connection& connection = *it->second;
-  connection.run_due_ends();
-  if (connection.closing_ || connection.output_failed()) {
+  OwnedConnection& connection = *it->second;
+  connection.shared.run_due_ends();
+  if (connection.closing || connection.shared.output_failed()) {
     // Closing already: its reason was decided then.
-    begin_close(connection,
-                connection.output_failed() ? connection.output_failure() : CloseReason::kOther);
+    begin_close(connection, connection.shared.output_failed() ? connection.shared.output_failure()
+                                                              : CloseReason::kOther);
     return;
   }
-  if (!connection.want_output_ && connection.output_blocked()) {
+  if (!connection.want_output && connection.shared.output_blocked()) {
     set_want_output(connection, true);
     set_interest(connection);
   }
-  if (!connection.output_paused_ && connection.pause_output()) {
+  if (!connection.shared.output_paused() && connection.shared.pause_output()) {
     threadpool::owner_add(counters_.output_pauses);
     set_interest(connection);  // Not read, nothing started, until drained().
   }
-  if (connection.drained()) {
+  if (connection.shared.drained()) {
     resume_output(connection);  // Pumps too, once unpaused.
-    if (connection.closing_) {
+    if (connection.closing) {
       return;
     }
   }

@@ -26,9 +26,10 @@
 #include <vector>
 
 #include "base/cache_line.h"
-#include "listener/connection.h"
 #include "listener/connection_rules.h"
 #include "listener/frontend_snapshot.h"
+#include "listener/listener_shared.h"
+#include "listener/owned_connection.h"
 #include "listener/owner_thread.h"
 #include "listener/request_handler.h"
 #include "listener/tls.h"
@@ -37,66 +38,6 @@
 #include "threadpool/worker_pool.h"
 
 namespace numadir::listener {
-
-struct ListenerLimits {
-  std::size_t max_pdu_bytes = 4 * 1024 * 1024;
-  std::uint32_t max_outstanding_per_connection = 64;
-  // A connection with nothing outstanding and nothing read for this long is closed (slapd's
-  // idletimeout). 0: never. When set, each listener wakes once a second to look.
-  std::uint32_t idle_timeout_s = 0;
-  std::size_t max_connections = 4096;  // For the whole server.
-  // Response bytes queued for one connection (not yet taken by its socket) past which the
-  // connection is not read, no request of it starts and its producers pause (see "Output
-  // backpressure" in request_handler.h); they go on once half of it has drained.
-  std::size_t max_output_bytes = 1024 * 1024;
-  // A connection whose output waits this long with nothing taken by its socket is closed and
-  // logged (slapd's writetimeout). 0: no limit. While output waits, each listener wakes once a
-  // second to look.
-  std::uint32_t write_timeout_s = 60;
-};
-
-// Counters of one listener, on their own cache line: written by its thread only (with
-// threadpool::owner_add, no locked instruction); read by anyone.
-struct alignas(kCacheLineSize) ListenerCounters {
-  std::atomic<std::uint64_t> accepted{0};  // Connections accepted and kept.
-  std::atomic<std::uint64_t> open{0};      // Connections open now.
-  std::atomic<std::uint64_t> requests{0};  // Requests decoded (unbind and abandon excluded).
-  std::atomic<std::uint64_t> refused{0};   // Over max_connections, or accept failed (EMFILE).
-  std::atomic<std::uint64_t> bytes_received{0};
-  std::atomic<std::uint64_t> helped{0};  // Requests it ran itself (ListenerShared::help_pool).
-  // Times a connection passed its output bound and stopped being read.
-  std::atomic<std::uint64_t> output_pauses{0};
-  // Connections closed, by CloseReason: each counted once, when it is destroyed (so accepted ==
-  // open + the sum of these).
-  std::array<std::atomic<std::uint64_t>, kCloseReasons> closed{};
-  // Requests the pool refused (queue full: each refusal of a try_submit counts).
-  std::atomic<std::uint64_t> submit_refused{0};
-  std::atomic<std::int32_t> tid{0};  // The listener thread's OS id, 0 before it runs.
-};
-
-// What every listener of one server shares.
-struct ListenerShared {
-  RequestHandler* handler = nullptr;
-  TlsContext* tls = nullptr;  // nullptr: no TLS (StartTLS goes to the handler, which refuses).
-  // Per listen URL, in the order of every listener's sockets: TLS from the first byte (ldaps).
-  std::vector<bool> tls_urls;
-  // Per listen URL, in the same order: the ldapi:// socket path; empty for TCP.
-  std::vector<std::string> local_paths;
-  ListenerLimits limits;
-  // After each batch of events, before it would sleep, a listener runs one queued read of its
-  // pool itself (TaskPool::try_help) instead of leaving it to a worker: no wake-up and, on a
-  // PU it shares with a worker, no context switch per request. While it runs one, its own
-  // connections wait to be read.
-  bool help_pool = false;
-  // Stamps each request with when its bytes were read (FrontendOptions::stamp_requests): one
-  // clock read per read that completed a PDU (Connection::input_stamps_). Off: none.
-  bool stamp_requests = false;
-  std::atomic<std::uint64_t> next_connection_id{1};
-  // Connections open or being set up, in every listener: a slot is taken by one compare-and-
-  // swap before a connection is set up and given back when it closes, so it never passes
-  // limits.max_connections (relaxed: nothing else is ordered by it).
-  std::atomic<std::uint64_t> connections{0};
-};
 
 class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter {
  public:
@@ -181,25 +122,25 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // the peer's credentials when the kernel gave them.
   void open_connection(int fd, std::string peer, bool tls, bool local = false,
                        std::optional<PeerCredentials> credentials = std::nullopt);
-  void on_readable(Connection& connection);
+  void on_readable(OwnedConnection& connection);
   // The client ended the connection (EOF, close_notify) or it failed (a reset, TLS): reads what it
   // had buffered, then closes, for `reason` unless what it read decided otherwise (an Unbind).
-  void close_after_input(Connection& connection, CloseReason reason);
+  void close_after_input(OwnedConnection& connection, CloseReason reason);
   // Lets the rules start or hold what the connection read, and carries out what they ask.
-  void pump(Connection& connection);
+  void pump(OwnedConnection& connection);
   // The pool refused `connection`'s request: retries once the pool says it has room.
-  void wait_for_pool(Connection& connection);
+  void wait_for_pool(OwnedConnection& connection);
   // Stops reading and ends what is outstanding; the connection is destroyed (and its fd closed)
   // once no worker or open operation holds it, and counted in counters_.closed under its
-  // close_reason_: `reason`, unless one was decided before (Connection::decide_close).
-  void begin_close(Connection& connection, CloseReason reason);
-  void set_interest(Connection& connection);
-  // Sets connection.want_output_ (EPOLLOUT wanted: the socket was full), counting the
+  // close_reason: `reason`, unless one was decided before (OwnedConnection::decide_close).
+  void begin_close(OwnedConnection& connection, CloseReason reason);
+  void set_interest(OwnedConnection& connection);
+  // Sets connection.want_output (EPOLLOUT wanted: the socket was full), counting the
   // connections that wait, and starts the write timeout's clock.
-  void set_want_output(Connection& connection, bool want);
+  void set_want_output(OwnedConnection& connection, bool want);
   // The output drained to half its bound: hands the paused producers' on_writable to the pool
   // and, once unpaused, reads and pumps the connection again.
-  void resume_output(Connection& connection);
+  void resume_output(OwnedConnection& connection);
   void on_notified(std::uint64_t connection_id);
   // The pool has room again (threadpool::RoomWaiter): any thread, under the pool's lock.
   void on_room() override;
@@ -228,13 +169,13 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   std::unique_ptr<threadpool::WorkerState> state_;
   ConnectionRules rules_;  // Owner: listener thread.
   // Owner: listener thread.
-  std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<OwnedConnection>> connections_;
   std::unique_ptr<char[]> read_buffer_;  // Owner: listener thread.
   // Owner: listener thread. The input buffer lent to a connection that has no partial request
   // while it reads (on_readable), so an idle connection holds none.
   std::string lent_input_;
-  std::vector<std::unique_ptr<Connection>> graveyard_;  // Owner: listener thread. Closed ones,
-                                                        // destroyed after the events.
+  std::vector<std::unique_ptr<OwnedConnection>> graveyard_;  // Owner: listener thread. Closed ones,
+                                                             // destroyed after the events.
   // Owner: listener thread. Connections whose request the full pool refused, retried when the
   // pool has room; waiting_for_room_: registered with it (notify_when_room), not yet told.
   std::vector<std::uint64_t> stalled_;

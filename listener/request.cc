@@ -69,9 +69,9 @@ void Request::run(threadpool::WorkerState& state) {
   // Abandon read meanwhile finds it. One abandoned before it starts never runs.
   const wire::LdapMessage& message = buffers_->message;
   if (!connection_.is_abandoned(message.message_id)) {
-    handler_.handle(message, *connection_.session_, *this, state);
+    handler_.handle(message, connection_.session(), *this, state);
   } else {
-    handler_.not_run(message, *connection_.session_, origin());
+    handler_.not_run(message, connection_.session(), origin());
   }
   // Detached, the request still ends here (its handle() is over) and the open operation it left
   // counts on until it ends; the responses went to the socket when it detached.

@@ -17,39 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "listener/wire/protocol_op.h"
 #include "schema/filter.h"
 
 namespace numadir::listener::wire {
-
-// The protocolOp CHOICE: each value is the operation's [APPLICATION n] number.
-enum class ProtocolOp : std::uint8_t {
-  kBindRequest = 0,
-  kBindResponse = 1,
-  kUnbindRequest = 2,
-  kSearchRequest = 3,
-  kSearchResultEntry = 4,
-  kSearchResultDone = 5,
-  kModifyRequest = 6,
-  kModifyResponse = 7,
-  kAddRequest = 8,
-  kAddResponse = 9,
-  kDelRequest = 10,
-  kDelResponse = 11,
-  kModifyDnRequest = 12,
-  kModifyDnResponse = 13,
-  kCompareRequest = 14,
-  kCompareResponse = 15,
-  kAbandonRequest = 16,
-  kSearchResultReference = 19,
-  kExtendedRequest = 23,
-  kExtendedResponse = 24,
-  kIntermediateResponse = 25,
-};
-
-// Returns: the operation's RFC 4511 name, e.g. "searchRequest".
-std::string_view protocol_op_name(ProtocolOp op);
-// Returns: true if `op` is a response made of an LDAPResult (and possibly more fields).
-bool has_ldap_result(ProtocolOp op);
 
 // LDAPResult resultCode (RFC 4511 §4.1.9 and Appendix A). The type holds any int32: the
 // ENUMERATED is extensible and other RFCs add codes.

@@ -267,39 +267,6 @@ bool read_constructed_op(BerReader& op, LdapMessage& message) {
   return op.fail("primitive operation encoded as constructed");
 }
 
-// Returns: true if [APPLICATION n] is an operation of RFC 4511, with its form.
-bool known_op(std::uint8_t number, bool& primitive) {
-  switch (number) {
-    case 2:   // UnbindRequest ::= [APPLICATION 2] NULL
-    case 10:  // DelRequest ::= [APPLICATION 10] LDAPDN
-    case 16:  // AbandonRequest ::= [APPLICATION 16] MessageID
-      primitive = true;
-      return true;
-    case 0:
-    case 1:
-    case 3:
-    case 4:
-    case 5:
-    case 6:
-    case 7:
-    case 8:
-    case 9:
-    case 11:
-    case 12:
-    case 13:
-    case 14:
-    case 15:
-    case 19:
-    case 23:
-    case 24:
-    case 25:
-      primitive = false;
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool read_message(BerReader& top, LdapMessage& message) {
   BerReader body = top.enter(ber::kSequence);
   if (!top.expect_end()) {
@@ -315,12 +282,12 @@ bool read_message(BerReader& top, LdapMessage& message) {
     return body.fail("protocolOp expected");
   }
   const std::uint8_t number = tag & 0x1f;
-  bool primitive = false;
-  if ((tag & 0xc0) != 0x40 || !known_op(number, primitive)) {
+  const ProtocolOpInfo* info = (tag & 0xc0) == 0x40 ? find_protocol_op(number) : nullptr;
+  if (info == nullptr) {
     return body.fail("unknown protocolOp");
   }
-  message.reset(id, static_cast<ProtocolOp>(number));
-  if (primitive) {
+  message.reset(id, info->op);
+  if (info->primitive) {
     switch (message.op) {
       case ProtocolOp::kUnbindRequest:
         if (!body.read_null(ber::application(number))) {

@@ -163,7 +163,7 @@ void write_op_content(BerWriter& writer, const LdapMessage& message) {
     case ProtocolOp::kUnbindRequest:
     case ProtocolOp::kDelRequest:
     case ProtocolOp::kAbandonRequest:
-      return;  // Primitive: written by encode_message.
+      return;  // Primitive (kProtocolOps): written by encode_message.
   }
 }
 
@@ -173,21 +173,17 @@ void encode_message(const LdapMessage& message, BerWriter& writer) {
   const auto number = static_cast<std::uint8_t>(message.op);
   writer.begin(ber::kSequence);
   writer.write_integer(ber::kInteger, message.message_id);
-  switch (message.op) {
-    case ProtocolOp::kUnbindRequest:
-      writer.write_null(ber::application(number));
-      break;
-    case ProtocolOp::kDelRequest:
-      writer.write_octets(ber::application(number), message.dn);
-      break;
-    case ProtocolOp::kAbandonRequest:
-      writer.write_integer(ber::application(number), message.abandon_id);
-      break;
-    default:
-      writer.begin(ber::application_constructed(number));
-      write_op_content(writer, message);
-      writer.end();
-      break;
+  const ProtocolOpInfo* info = find_protocol_op(number);
+  if (info == nullptr || !info->primitive) {
+    writer.begin(ber::application_constructed(number));
+    write_op_content(writer, message);
+    writer.end();
+  } else if (message.op == ProtocolOp::kUnbindRequest) {
+    writer.write_null(ber::application(number));
+  } else if (message.op == ProtocolOp::kDelRequest) {
+    writer.write_octets(ber::application(number), message.dn);
+  } else {  // kAbandonRequest
+    writer.write_integer(ber::application(number), message.abandon_id);
   }
   if (!message.controls.empty()) {
     writer.begin(detail::kControlsTag);
