@@ -6,7 +6,8 @@
 
 namespace numadir::listener {
 
-void InputStamps::after_read(std::string_view input, std::size_t max_pdu_bytes) {
+void InputStamps::after_read(std::string_view input, std::size_t max_pdu_bytes,
+                             std::int64_t& round_ns) {
   std::size_t end = scanned();
   for (;;) {
     const wire::Frame frame = wire::frame_pdu(input.substr(end), max_pdu_bytes);
@@ -18,11 +19,14 @@ void InputStamps::after_read(std::string_view input, std::size_t max_pdu_bytes) 
   if (end == scanned()) {
     return;  // This read completed no PDU: no clock read.
   }
+  if (round_ns == 0) {
+    round_ns = static_cast<std::int64_t>(threadpool::steady_ns());
+  }
   if (count_ == kStamps) {
     stamps_[count_ - 1].end = end;  // Shares the last stamp (see kStamps).
     return;
   }
-  stamps_[count_] = Stamp{end, static_cast<std::int64_t>(threadpool::steady_ns())};
+  stamps_[count_] = Stamp{end, round_ns};
   ++count_;
 }
 

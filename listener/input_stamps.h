@@ -1,6 +1,9 @@
 // listener/input_stamps.h: when the whole PDUs a connection has read, and not yet framed, were
 // read (FrontendOptions::stamp_requests, RequestOrigin::received_ns): one steady-clock read per
-// read from the socket that completed at least one PDU, given to every PDU that read completed.
+// round of the listener's reads (the connections one epoll_wait reported) that completed at least
+// one PDU, given to every PDU the round's reads completed. Their bytes were there when the round
+// began, so the time lies between a request's arrival and its read; what the listener did for
+// the round's earlier connections is time the request waited.
 // PDUs left in the input while the connection waits (past its outstanding limit, over its output
 // bound) keep the time of the read that brought them: the wait is part of their latency.
 //
@@ -18,9 +21,11 @@ class InputStamps {
  public:
   // Bytes were appended to `input` (the connection's unframed input, from its first byte): a read
   //   from the socket, or the plaintext TLS made of one. If they completed PDUs that were not
-  //   complete before, reads the clock once and gives its time to those PDUs. A frame that is
-  //   malformed or over `max_pdu_bytes` ends the look (the rules refuse it when they frame it).
-  void after_read(std::string_view input, std::size_t max_pdu_bytes);
+  //   complete before, gives them the time `round_ns`, read from the clock here first if it is
+  //   0 (the round's first completed PDU: the caller keeps it for the round's other reads). A
+  //   frame that is malformed or over `max_pdu_bytes` ends the look (the rules refuse it when
+  //   they frame it).
+  void after_read(std::string_view input, std::size_t max_pdu_bytes, std::int64_t& round_ns);
   // Returns: the time (threadpool::steady_ns()) of the read that completed the PDU ending `end`
   //   bytes into the input; 0 when no read stamped it.
   std::int64_t stamp_of(std::size_t end) const;

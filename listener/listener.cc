@@ -192,6 +192,7 @@ bool Listener::run_round(int timeout_ms) {
   epoll_event events[kMaxEvents];
   const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
   sleeping_.store(false, std::memory_order_relaxed);
+  round_ns_ = 0;  // The round's stamp, read when a read first completes a request.
   for (int i = 0; i < n; ++i) {
     dispatch(events[i]);
   }
@@ -540,7 +541,8 @@ void Listener::on_readable(OwnedConnection& connection) {
       }
       if (shared_.stamp_requests) {
         // After TLS decrypted it: the time the plaintext was there to frame.
-        connection.input_stamps.after_read(connection.input, shared_.limits.max_pdu_bytes);
+        connection.input_stamps.after_read(connection.input, shared_.limits.max_pdu_bytes,
+                                           round_ns_);
       }
       if (tls_end.has_value()) {
         close_after_input(connection, *tls_end);  // close_notify may come with requests.

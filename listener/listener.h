@@ -167,6 +167,9 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // Owner: listener thread. The WorkerState of the tasks it runs for its pool and of the
   // handler's connection events, made and destroyed by run().
   std::unique_ptr<threadpool::WorkerState> state_;
+  // The time requests completed in this round of reads are stamped with (InputStamps), 0 until
+  // a read of the round completes one.
+  std::int64_t round_ns_ = 0;
   ConnectionRules rules_;  // Owner: listener thread.
   // Owner: listener thread.
   std::unordered_map<std::uint64_t, std::unique_ptr<OwnedConnection>> connections_;

@@ -30,12 +30,18 @@ void after(std::int64_t ns) {
 
 constexpr std::size_t kMax = 1024;
 
+// A read in a round of its own (the listener's next epoll_wait).
+void read_alone(InputStamps& stamps, std::string_view input) {
+  std::int64_t round_ns = 0;
+  stamps.after_read(input, kMax, round_ns);
+}
+
 TEST_CASE("InputStamps: the PDUs one read completes share its time and a partial one gets none") {
   InputStamps stamps;
   const std::string one = pdu(1), two = pdu(2), three = pdu(3);
   const auto before = static_cast<std::int64_t>(threadpool::steady_ns());
   std::string input = one + two + three.substr(0, 2);
-  stamps.after_read(input, kMax);
+  read_alone(stamps, input);
   const std::int64_t first = stamps.stamp_of(one.size());
   CHECK(first >= before);
   CHECK(first <= static_cast<std::int64_t>(threadpool::steady_ns()));
@@ -45,7 +51,7 @@ TEST_CASE("InputStamps: the PDUs one read completes share its time and a partial
   SUBCASE("the read that completes the partial one gives it its own time") {
     after(first);
     input += three.substr(2);
-    stamps.after_read(input, kMax);
+    read_alone(stamps, input);
     const std::int64_t third = stamps.stamp_of(input.size());
     CHECK(third > first);
     CHECK(stamps.stamp_of(one.size()) == first);
@@ -60,7 +66,7 @@ TEST_CASE("InputStamps: the PDUs one read completes share its time and a partial
   SUBCASE("a read that completes nothing more changes nothing") {
     after(first);
     input += three.substr(2, 1);
-    stamps.after_read(input, kMax);
+    read_alone(stamps, input);
     CHECK(stamps.stamp_of(one.size()) == first);
     CHECK(stamps.stamp_of(input.size() + three.size() - 3) == 0);
   }
@@ -78,7 +84,7 @@ TEST_CASE("InputStamps: past the reads it keeps the later PDUs share the last re
   for (std::int32_t id = 1; id <= 5; ++id) {
     after(last);
     input += pdu(id);
-    stamps.after_read(input, kMax);
+    read_alone(stamps, input);
     last = stamps.stamp_of(input.size());
     REQUIRE(last != 0);
     times.push_back(last);
@@ -97,20 +103,39 @@ TEST_CASE("InputStamps: a malformed or oversized frame ends the look without a s
   InputStamps stamps;
   SUBCASE("malformed") {
     const std::string input = "GET / HTTP/1.1\r\n\r\n";
-    stamps.after_read(input, kMax);
+    read_alone(stamps, input);
     CHECK(stamps.stamp_of(input.size()) == 0);
   }
   SUBCASE("over max_pdu_bytes") {
     const std::string input("\x30\x82\x10\x00", 4);  // Announces 4096 bytes.
-    stamps.after_read(input, kMax);
+    read_alone(stamps, input);
     CHECK(stamps.stamp_of(input.size()) == 0);
   }
   SUBCASE("a whole PDU before a malformed one is stamped") {
     const std::string one = pdu(1);
-    stamps.after_read(one + "\xff\xff", kMax);
+    read_alone(stamps, one + "\xff\xff");
     CHECK(stamps.stamp_of(one.size()) != 0);
     CHECK(stamps.stamp_of(one.size() + 2) == 0);
   }
+}
+
+TEST_CASE(
+    "InputStamps: the reads of one round share its time and a round that completes nothing "
+    "reads no clock") {
+  const std::string one = pdu(1), two = pdu(2);
+  InputStamps first_connection;
+  InputStamps second_connection;
+  std::int64_t round_ns = 0;
+  first_connection.after_read(one.substr(0, 2), kMax, round_ns);
+  CHECK(round_ns == 0);  // Nothing complete: no clock read.
+  first_connection.after_read(one, kMax, round_ns);
+  const std::int64_t stamped = round_ns;
+  CHECK(stamped != 0);
+  CHECK(first_connection.stamp_of(one.size()) == stamped);
+  after(stamped);
+  second_connection.after_read(two, kMax, round_ns);  // Later in the same round.
+  CHECK(round_ns == stamped);
+  CHECK(second_connection.stamp_of(two.size()) == stamped);
 }
 
 }  // namespace
