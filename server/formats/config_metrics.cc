@@ -14,6 +14,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "server/formats/detail/config.h"
 #include "server/formats/detail/config_toml.h"
 
 namespace numadir::server {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "backend/password_scheme.h"
+#include "server/formats/detail/config.h"
 #include "server/formats/detail/config_toml.h"
 #include "server/operations/password_cost.h"
 

@@ -13,6 +13,7 @@
 
 #include "schema/dn.h"
 #include "schema/filter.h"
+#include "server/formats/detail/config.h"
 #include "server/formats/detail/config_toml.h"
 #include "server/formats/replication_consumer_config.h"
 

@@ -6,6 +6,7 @@
 #include "schema/ascii.h"
 #include "schema/dn.h"
 #include "schema/filter.h"
+#include "server/formats/detail/config.h"
 #include "server/formats/detail/config_toml.h"
 
 namespace numadir::server::detail {

@@ -14,7 +14,6 @@
 #include "schema/ascii.h"
 #include "schema/utf8.h"
 #include "server/formats/detail/ldif_source.h"
-#include "server/formats/ldif_reader.h"
 
 namespace numadir::server {
 namespace detail {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "server/formats/config.h"
+#include "server/formats/config_diagnostic.h"
 
 // Without exceptions toml++ reports errors as values (STYLE.md: no exceptions on our side of a
 // library call). Debian's shared libtomlplusplus is built with exceptions, so the no-exception
@@ -100,33 +100,5 @@ const toml::table* get_table(const toml::table& root, std::string_view key, Prob
 // Reads an optional non-negative integer key no larger than `max`.
 bool get_count(const toml::table& table, std::string_view prefix, std::string_view key,
                std::uint64_t max, std::uint64_t& out, Problems& problems);
-
-// [passwords]: the scheme numadir hashes with, cleartext, and the cost ceilings (each within
-// its scheme's own range, and none below what numadir writes with default_scheme).
-void parse_passwords(const toml::table& table, Config& config, Problems& problems);
-
-// [tls]: certificate and key (required), CAs for client certificates, protocol and cipher
-// policy, the client certificate mode, SASL EXTERNAL's mapping and RFC 4513 options. Relative
-// paths are taken from `base_dir`.
-void parse_tls(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
-               Problems& problems);
-
-// [[access]]: the ordered access rules (server/operations/access_control.h), appended to
-// config.access.
-void parse_access_rules(const toml::node& node, Config& config, Problems& problems);
-// [sasl]: [[sasl.external_map]] rules (their regexes compiled by compile_server_config).
-void parse_sasl(const toml::table& table, Config& config, Problems& problems);
-
-// [replication]: its [[replication.consumer]] tables (config_replication.cc), appended to
-// config.replication_consumers, and its [replication.provider] table, into
-// config.replication_provider (and database.session_log_entries). Relative paths are taken from
-// `base_dir`. Requires: [database] parsed (its server_id is checked against a cascade).
-void parse_replication(const toml::table& table, const std::filesystem::path& base_dir,
-                       Config& config, Problems& problems);
-
-// [metrics]: the endpoint's settings, into config.metrics (config_metrics.cc). Relative paths are
-// taken from `base_dir`. Requires: [tls] parsed (metrics.tls needs it).
-void parse_metrics(const toml::table& table, const std::filesystem::path& base_dir, Config& config,
-                   Problems& problems);
 
 }  // namespace numadir::server::detail
