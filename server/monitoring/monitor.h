@@ -42,14 +42,13 @@
 #include "base/thread_annotations.h"
 #include "listener/frontend_snapshot.h"
 #include "schema/entry.h"
+#include "server/monitoring/monitor_dn.h"
 #include "server/monitoring/operation_counters.h"
 #include "server/monitoring/operation_metrics.h"
 #include "server/replication/consumer.h"
 #include "server/replication/sync_provider_status.h"
 
 namespace numadir::server {
-
-inline constexpr std::string_view kMonitorDn = "cn=Monitor";
 
 // What cn=Monitor shows, gathered at one moment.
 struct MonitorData {

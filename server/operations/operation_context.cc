@@ -6,7 +6,7 @@
 #include <chrono>
 #include <utility>
 
-#include "server/monitoring/monitor.h"
+#include "server/monitoring/monitor_dn.h"
 #include "server/operations/root_dse.h"
 #include "server/operations/subschema.h"
 

@@ -11,6 +11,7 @@
 #include "server/operations/attribute_selection.h"
 #include "server/operations/search_entries.h"
 #include "server/operations/search_pause.h"
+#include "server/operations/search_scope.h"
 #include "server/operations/sync_search.h"
 
 namespace numadir::server {
@@ -31,20 +32,6 @@ std::uint64_t min_limit(std::uint64_t a, std::uint64_t b) {
 }
 
 }  // namespace
-
-backend::Scope backend_scope(SearchScope scope) {
-  switch (scope) {
-    case SearchScope::kBaseObject:
-      return backend::Scope::kBase;
-    case SearchScope::kSingleLevel:
-      return backend::Scope::kOneLevel;
-    case SearchScope::kWholeSubtree:
-      return backend::Scope::kSubtree;
-    case SearchScope::kSubordinateSubtree:
-      return backend::Scope::kChildren;
-  }
-  return backend::Scope::kSubtree;
-}
 
 void SearchOperation::run(const LdapMessage& request, ServerSession& session,
                           ServerWorkerState& state, ResultSender& sender) const {

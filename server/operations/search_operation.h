@@ -24,10 +24,6 @@
 
 namespace numadir::server {
 
-// Returns: the backend's scope for a SearchRequest's (RFC 4511 scopes and RFC 4512's
-// subordinateSubtree, which the backend calls kChildren).
-backend::Scope backend_scope(listener::wire::SearchScope scope);
-
 // The smaller of the client's and the server's limits for the requester's identity class
 // (0: none).
 struct SearchLimits {

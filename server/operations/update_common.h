@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/password_scheme.h"
 #include "backend/directory_update.h"
+#include "backend/password_scheme.h"
 #include "schema/dn.h"
 #include "server/operations/operation_access.h"
 #include "server/operations/operation_context.h"

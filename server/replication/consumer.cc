@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/directory_update.h"
-#include "server/operations/search_operation.h"
+#include "server/operations/search_scope.h"
 #include "server/replication/provider_connection.h"
 #include "server/replication/sync_protocol.h"
 #include "server/replication/sync_session.h"

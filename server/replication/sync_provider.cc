@@ -17,6 +17,7 @@
 #include "server/operations/search_operation.h"
 #include "server/operations/search_paging.h"
 #include "server/operations/search_pause.h"
+#include "server/operations/search_scope.h"
 #include "server/replication/sync_protocol.h"
 
 namespace numadir::server::replication {
