@@ -135,20 +135,16 @@ Result<std::vector<RetryStep>> parse_retry_schedule(std::string_view text) {
 namespace detail {
 namespace {
 
-void parse_consumer(const toml::table& table, std::size_t index,
-                    const std::filesystem::path& base_dir, Config& config, Problems& problems) {
-  ReplicationConsumerConfig consumer;
-  consumer.origin = "replication.consumer[" + std::to_string(index) + "]";
-  const std::string& prefix = consumer.origin;
-  const auto key = [&](std::string_view name) { return prefix + "." + std::string(name); };
-  check_keys(table, prefix, {"rid",          "provider",  "starttls",        "searchbase",
-                             "scope",        "filter",    "attrs",           "type",
-                             "interval",     "method",    "binddn",          "credentials_file",
-                             "certificate",  "key",       "ca_file",         "tls_verify",
-                             "retry",        "keepalive", "timeout_ms",      "network_timeout_ms",
-                             "max_pdu_size", "updateref", "persist_batch_ms"},
-             problems);
-  const auto path = [&](std::string_view name, std::filesystem::path& out) {
+// One [[replication.consumer]] table as it is read: where its keys are and what was wrong.
+struct ConsumerTable {
+  const toml::table& table;
+  const std::string& prefix;  // "replication.consumer[N]".
+  const std::filesystem::path& base_dir;
+  Problems& problems;
+
+  std::string key(std::string_view name) const { return prefix + "." + std::string(name); }
+  // Reads the path `name` into `out`, relative to base_dir unless absolute; empty: a mistake.
+  void path(std::string_view name, std::filesystem::path& out) const {
     if (std::string text; get_string(table, prefix, name, text, problems)) {
       if (text.empty()) {
         problems.add(key(name), "must not be empty");
@@ -157,39 +153,43 @@ void parse_consumer(const toml::table& table, std::size_t index,
       const std::filesystem::path value(text);
       out = value.is_absolute() ? value : base_dir / value;
     }
-  };
+  }
+};
 
-  if (const toml::node* rid = table.get("rid"); rid == nullptr) {
-    problems.add(key("rid"), "missing (a number from 1 to 999 naming this consumer)");
+// rid (unique among the consumers before it), provider and starttls.
+void parse_consumer_provider(const ConsumerTable& in, const Config& config,
+                             ReplicationConsumerConfig& consumer) {
+  std::string text;
+  if (const toml::node* rid = in.table.get("rid"); rid == nullptr) {
+    in.problems.add(in.key("rid"), "missing (a number from 1 to 999 naming this consumer)");
   } else if (const auto* number = rid->as_integer();
              number == nullptr || number->get() < 1 || number->get() > 999) {
-    problems.add(key("rid"), "must be an integer from 1 to 999");
+    in.problems.add(in.key("rid"), "must be an integer from 1 to 999");
   } else {
     consumer.rid = static_cast<int>(number->get());
     for (const ReplicationConsumerConfig& earlier : config.replication_consumers) {
       if (earlier.rid == consumer.rid) {
-        problems.add(key("rid"),
-                     std::to_string(consumer.rid) + " is " + earlier.origin + "'s rid already");
+        in.problems.add(in.key("rid"),
+                        std::to_string(consumer.rid) + " is " + earlier.origin + "'s rid already");
       }
     }
   }
 
-  if (get_string(table, prefix, "provider", consumer.provider_text, problems)) {
+  if (get_string(in.table, in.prefix, "provider", consumer.provider_text, in.problems)) {
     Result<LdapUrl> url = parse_ldap_url(consumer.provider_text);
     if (!url.ok()) {
-      problems.add(key("provider"), url.status().message());
+      in.problems.add(in.key("provider"), url.status().message());
     } else if (url->host.empty() && !url->is_local()) {
-      problems.add(key("provider"), "\"" + consumer.provider_text + "\" needs a host");
+      in.problems.add(in.key("provider"), "\"" + consumer.provider_text + "\" needs a host");
     } else {
       consumer.provider = *url;
     }
-  } else if (!table.contains("provider")) {
-    problems.add(key("provider"),
-                 "missing (ldap://HOST[:PORT], ldaps://HOST[:PORT] or ldapi://PATH)");
+  } else if (!in.table.contains("provider")) {
+    in.problems.add(in.key("provider"),
+                    "missing (ldap://HOST[:PORT], ldaps://HOST[:PORT] or ldapi://PATH)");
   }
 
-  std::string text;
-  if (get_string(table, prefix, "starttls", text, problems)) {
+  if (get_string(in.table, in.prefix, "starttls", text, in.problems)) {
     if (text == "no") {
       consumer.starttls = StartTlsMode::kNo;
     } else if (text == "yes") {
@@ -197,29 +197,33 @@ void parse_consumer(const toml::table& table, std::size_t index,
     } else if (text == "critical") {
       consumer.starttls = StartTlsMode::kCritical;
     } else {
-      problems.add(key("starttls"), "must be \"no\", \"yes\" or \"critical\"");
+      in.problems.add(in.key("starttls"), "must be \"no\", \"yes\" or \"critical\"");
     }
     if (consumer.starttls != StartTlsMode::kNo && consumer.provider.tls()) {
-      problems.add(key("starttls"),
-                   "not with an ldaps:// provider (it has TLS from the first byte)");
+      in.problems.add(in.key("starttls"),
+                      "not with an ldaps:// provider (it has TLS from the first byte)");
     }
     // A Unix socket needs no TLS, and it has no host name to check a certificate against.
     if (consumer.starttls != StartTlsMode::kNo && consumer.provider.is_local()) {
-      problems.add(key("starttls"), "not with an ldapi:// provider (a local socket)");
+      in.problems.add(in.key("starttls"), "not with an ldapi:// provider (a local socket)");
     }
   }
+}
 
-  if (get_string(table, prefix, "searchbase", consumer.searchbase, problems)) {
+// What is replicated and how: searchbase, scope, filter, attrs, type and interval.
+void parse_consumer_search(const ConsumerTable& in, ReplicationConsumerConfig& consumer) {
+  std::string text;
+  if (get_string(in.table, in.prefix, "searchbase", consumer.searchbase, in.problems)) {
     if (Result<schema::Dn> dn = schema::Dn::parse(consumer.searchbase); !dn.ok()) {
-      problems.add(key("searchbase"), dn.status().message());
+      in.problems.add(in.key("searchbase"), dn.status().message());
     } else if (dn->is_root()) {
-      problems.add(key("searchbase"), "must not be empty (the database suffix or under it)");
+      in.problems.add(in.key("searchbase"), "must not be empty (the database suffix or under it)");
     }
-  } else if (!table.contains("searchbase")) {
-    problems.add(key("searchbase"), "missing (the database suffix or a DN under it)");
+  } else if (!in.table.contains("searchbase")) {
+    in.problems.add(in.key("searchbase"), "missing (the database suffix or a DN under it)");
   }
 
-  if (get_string(table, prefix, "scope", text, problems)) {
+  if (get_string(in.table, in.prefix, "scope", text, in.problems)) {
     if (text == "sub") {
       consumer.scope = listener::wire::SearchScope::kWholeSubtree;
     } else if (text == "one") {
@@ -227,41 +231,42 @@ void parse_consumer(const toml::table& table, std::size_t index,
     } else if (text == "base") {
       consumer.scope = listener::wire::SearchScope::kBaseObject;
     } else {
-      problems.add(key("scope"), "must be \"sub\", \"one\" or \"base\"");
+      in.problems.add(in.key("scope"), "must be \"sub\", \"one\" or \"base\"");
     }
   }
 
-  if (get_string(table, prefix, "filter", consumer.filter, problems)) {
+  if (get_string(in.table, in.prefix, "filter", consumer.filter, in.problems)) {
     if (Result<schema::Filter> filter = schema::Filter::parse(consumer.filter); !filter.ok()) {
-      problems.add(key("filter"), filter.status().message());
+      in.problems.add(in.key("filter"), filter.status().message());
     }
   }
 
-  if (std::vector<std::string> attrs; get_strings(table, prefix, "attrs", attrs, problems)) {
+  if (std::vector<std::string> attrs;
+      get_strings(in.table, in.prefix, "attrs", attrs, in.problems)) {
     if (attrs.empty()) {
-      problems.add(key("attrs"), "must name at least one attribute (default [\"*\", \"+\"])");
+      in.problems.add(in.key("attrs"), "must name at least one attribute (default [\"*\", \"+\"])");
     }
     for (const std::string& attr : attrs) {
       if (!is_attribute_selector(attr)) {
-        problems.add(key("attrs"), "\"" + attr +
-                                       "\" is not an attribute description, \"*\", \"+\" or "
-                                       "\"@objectClass\"");
+        in.problems.add(in.key("attrs"), "\"" + attr +
+                                             "\" is not an attribute description, \"*\", \"+\" or "
+                                             "\"@objectClass\"");
         break;
       }
     }
     consumer.attrs = std::move(attrs);
   }
 
-  if (get_string(table, prefix, "type", text, problems)) {
+  if (get_string(in.table, in.prefix, "type", text, in.problems)) {
     if (text == "refreshAndPersist") {
       consumer.type = ReplicationType::kRefreshAndPersist;
     } else if (text == "refreshOnly") {
       consumer.type = ReplicationType::kRefreshOnly;
     } else {
-      problems.add(key("type"), "must be \"refreshAndPersist\" or \"refreshOnly\"");
+      in.problems.add(in.key("type"), "must be \"refreshAndPersist\" or \"refreshOnly\"");
     }
   }
-  if (const toml::node* interval = table.get("interval")) {
+  if (const toml::node* interval = in.table.get("interval")) {
     Result<std::uint64_t> seconds = invalid_argument("must be \"dd:hh:mm:ss\" or seconds");
     if (const auto* string = interval->as_string()) {
       seconds = parse_sync_interval(string->get());
@@ -271,78 +276,86 @@ void parse_consumer(const toml::table& table, std::size_t index,
                     : invalid_argument("must be from 1 to 4294967295 seconds");
     }
     if (!seconds.ok()) {
-      problems.add(key("interval"), seconds.status().message());
+      in.problems.add(in.key("interval"), seconds.status().message());
     } else if (consumer.type != ReplicationType::kRefreshOnly) {
-      problems.add(key("interval"),
-                   "only with type = \"refreshOnly\" (refreshAndPersist hears of each change as "
-                   "it happens)");
+      in.problems.add(in.key("interval"),
+                      "only with type = \"refreshOnly\" (refreshAndPersist hears of each change as "
+                      "it happens)");
     } else {
       consumer.interval_s = *seconds;
     }
   }
+}
 
-  if (get_string(table, prefix, "method", text, problems)) {
+// How the consumer binds: method, binddn and credentials_file, or a client certificate (and
+// the TLS that needs); ca_file and tls_verify. Requires: parse_consumer_provider done.
+void parse_consumer_bind(const ConsumerTable& in, ReplicationConsumerConfig& consumer) {
+  std::string text;
+  if (get_string(in.table, in.prefix, "method", text, in.problems)) {
     if (text == "simple") {
       consumer.method = ReplicationBind::kSimple;
     } else if (text == "external") {
       consumer.method = ReplicationBind::kExternal;
     } else {
-      problems.add(key("method"), "must be \"simple\" or \"external\"");
+      in.problems.add(in.key("method"), "must be \"simple\" or \"external\"");
     }
   }
   const bool simple = consumer.method == ReplicationBind::kSimple;
-  if (get_string(table, prefix, "binddn", consumer.binddn, problems)) {
+  if (get_string(in.table, in.prefix, "binddn", consumer.binddn, in.problems)) {
     if (!simple) {
-      problems.add(key("binddn"),
-                   "not with method = \"external\" (the certificate is the "
-                   "identity)");
+      in.problems.add(in.key("binddn"),
+                      "not with method = \"external\" (the certificate is the "
+                      "identity)");
     } else if (consumer.binddn.empty()) {
-      problems.add(key("binddn"), "must not be empty (an anonymous consumer reads too little)");
+      in.problems.add(in.key("binddn"),
+                      "must not be empty (an anonymous consumer reads too little)");
     } else if (Result<schema::Dn> dn = schema::Dn::parse(consumer.binddn); !dn.ok()) {
-      problems.add(key("binddn"), dn.status().message());
+      in.problems.add(in.key("binddn"), dn.status().message());
     }
-  } else if (simple && !table.contains("binddn")) {
-    problems.add(key("binddn"), "missing (method = \"simple\" binds as this DN)");
+  } else if (simple && !in.table.contains("binddn")) {
+    in.problems.add(in.key("binddn"), "missing (method = \"simple\" binds as this DN)");
   }
-  if (table.contains("credentials_file") && !simple) {
-    problems.add(key("credentials_file"),
-                 "not with method = \"external\" (the certificate is the identity)");
+  if (in.table.contains("credentials_file") && !simple) {
+    in.problems.add(in.key("credentials_file"),
+                    "not with method = \"external\" (the certificate is the identity)");
   }
-  path("credentials_file", consumer.credentials_file);
-  if (simple && consumer.credentials_file.empty() && !table.contains("credentials_file")) {
-    problems.add(key("credentials_file"), "missing (a file holding binddn's password, mode 0600)");
+  in.path("credentials_file", consumer.credentials_file);
+  if (simple && consumer.credentials_file.empty() && !in.table.contains("credentials_file")) {
+    in.problems.add(in.key("credentials_file"),
+                    "missing (a file holding binddn's password, mode 0600)");
   }
 
-  path("certificate", consumer.certificate);
-  path("key", consumer.key);
+  in.path("certificate", consumer.certificate);
+  in.path("key", consumer.key);
   if (consumer.certificate.empty() != consumer.key.empty()) {
-    problems.add(key(consumer.certificate.empty() ? "certificate" : "key"),
-                 "missing (certificate and key go together)");
+    in.problems.add(in.key(consumer.certificate.empty() ? "certificate" : "key"),
+                    "missing (certificate and key go together)");
   }
   if (!simple && consumer.provider.is_local()) {
     // The consumer's EXTERNAL is a TLS client certificate's; peer credentials are not offered.
-    problems.add(key("method"),
-                 "\"external\" is not supported with an ldapi:// provider (it binds with a "
-                 "TLS client certificate): use method = \"simple\"");
+    in.problems.add(in.key("method"),
+                    "\"external\" is not supported with an ldapi:// provider (it binds with a "
+                    "TLS client certificate): use method = \"simple\"");
   } else if (!simple) {
-    if (consumer.certificate.empty() && !table.contains("certificate")) {
-      problems.add(key("certificate"),
-                   "missing (method = \"external\" binds with a client certificate)");
+    if (consumer.certificate.empty() && !in.table.contains("certificate")) {
+      in.problems.add(in.key("certificate"),
+                      "missing (method = \"external\" binds with a client certificate)");
     }
     if (!consumer.provider.tls() && consumer.starttls != StartTlsMode::kCritical) {
-      problems.add(key("method"),
-                   "\"external\" needs TLS: an ldaps:// provider or starttls = \"critical\"");
+      in.problems.add(in.key("method"),
+                      "\"external\" needs TLS: an ldaps:// provider or starttls = \"critical\"");
     }
   }
-  path("ca_file", consumer.ca_file);
-  const bool verify_given = get_bool(table, prefix, "tls_verify", consumer.tls_verify, problems);
+  in.path("ca_file", consumer.ca_file);
+  const bool verify_given =
+      get_bool(in.table, in.prefix, "tls_verify", consumer.tls_verify, in.problems);
   if (consumer.uses_tls()) {
     // A tls_verify of the wrong type is its own mistake: no guess at what it meant.
-    if (consumer.tls_verify && consumer.ca_file.empty() && !table.contains("ca_file") &&
-        (verify_given || !table.contains("tls_verify"))) {
-      problems.add(key("ca_file"),
-                   "missing (the CAs to verify the provider's certificate with; or tls_verify = "
-                   "false, which checks nothing)");
+    if (consumer.tls_verify && consumer.ca_file.empty() && !in.table.contains("ca_file") &&
+        (verify_given || !in.table.contains("tls_verify"))) {
+      in.problems.add(in.key("ca_file"),
+                      "missing (the CAs to verify the provider's certificate with; or tls_verify = "
+                      "false, which checks nothing)");
     }
   } else if (!consumer.provider_text.empty()) {
     for (const auto& [name, given] :
@@ -350,35 +363,40 @@ void parse_consumer(const toml::table& table, std::size_t index,
           {"tls_verify", verify_given},
           {"certificate", !consumer.certificate.empty()}}) {
       if (given) {
-        problems.add(key(name),
-                     "set, but the provider is reached without TLS (an ldap:// provider with "
-                     "starttls = \"no\")");
+        in.problems.add(in.key(name),
+                        "set, but the provider is reached without TLS (an ldap:// provider with "
+                        "starttls = \"no\")");
       }
     }
   }
+}
 
-  if (get_string(table, prefix, "retry", text, problems)) {
+// The connection's conduct: retry, keepalive, timeouts, persist_batch_ms, max_pdu_size and
+// updateref (the provider's URL unless given).
+void parse_consumer_connection(const ConsumerTable& in, ReplicationConsumerConfig& consumer) {
+  std::string text;
+  if (get_string(in.table, in.prefix, "retry", text, in.problems)) {
     Result<std::vector<RetryStep>> retry = parse_retry_schedule(text);
     if (retry.ok()) {
       consumer.retry = std::move(*retry);
     } else {
-      problems.add(key("retry"), retry.status().message());
+      in.problems.add(in.key("retry"), retry.status().message());
     }
   }
-  if (get_string(table, prefix, "keepalive", text, problems)) {
+  if (get_string(in.table, in.prefix, "keepalive", text, in.problems)) {
     Result<TcpKeepalive> keepalive = parse_keepalive(text);
     if (keepalive.ok()) {
       consumer.keepalive = *keepalive;
     } else {
-      problems.add(key("keepalive"), keepalive.status().message());
+      in.problems.add(in.key("keepalive"), keepalive.status().message());
     }
   }
   const auto milliseconds = [&](std::string_view name, std::uint32_t& out) {
-    if (const toml::node* node = table.get(name)) {
+    if (const toml::node* node = in.table.get(name)) {
       const auto* value = node->as_integer();
       if (value == nullptr || value->get() < 1 || value->get() > kMaxTimeoutMs) {
-        problems.add(key(name),
-                     "must be an integer from 1 to " + std::to_string(kMaxTimeoutMs) + " (ms)");
+        in.problems.add(in.key(name),
+                        "must be an integer from 1 to " + std::to_string(kMaxTimeoutMs) + " (ms)");
       } else {
         out = static_cast<std::uint32_t>(value->get());
       }
@@ -386,36 +404,55 @@ void parse_consumer(const toml::table& table, std::size_t index,
   };
   milliseconds("timeout_ms", consumer.timeout_ms);
   milliseconds("network_timeout_ms", consumer.network_timeout_ms);
-  if (const toml::node* node = table.get("persist_batch_ms")) {
+  if (const toml::node* node = in.table.get("persist_batch_ms")) {
     const auto* value = node->as_integer();
     if (value == nullptr || value->get() < 0 || value->get() > kMaxPersistBatchMs) {
-      problems.add(key("persist_batch_ms"),
-                   "must be an integer from 0 to " + std::to_string(kMaxPersistBatchMs) + " (ms)");
+      in.problems.add(in.key("persist_batch_ms"), "must be an integer from 0 to " +
+                                                      std::to_string(kMaxPersistBatchMs) + " (ms)");
     } else {
       consumer.persist_batch_ms = static_cast<std::uint32_t>(value->get());
     }
   }
-  if (get_string(table, prefix, "max_pdu_size", text, problems)) {
+  if (get_string(in.table, in.prefix, "max_pdu_size", text, in.problems)) {
     Result<std::uint64_t> bytes = parse_size_bytes(text);
     if (!bytes.ok()) {
-      problems.add(key("max_pdu_size"), bytes.status().message());
+      in.problems.add(in.key("max_pdu_size"), bytes.status().message());
     } else if (*bytes < 1024 || *bytes > (std::uint64_t{1} << 31)) {
-      problems.add(key("max_pdu_size"), "must be from 1KiB to 2GiB");
+      in.problems.add(in.key("max_pdu_size"), "must be from 1KiB to 2GiB");
     } else {
       consumer.max_pdu_bytes = *bytes;
     }
   }
   consumer.updateref = consumer.provider;
-  if (get_string(table, prefix, "updateref", text, problems)) {
+  if (get_string(in.table, in.prefix, "updateref", text, in.problems)) {
     Result<LdapUrl> url = parse_ldap_url(text);
     if (!url.ok()) {
-      problems.add(key("updateref"), url.status().message());
+      in.problems.add(in.key("updateref"), url.status().message());
     } else if (url->host.empty() && !url->is_local()) {
-      problems.add(key("updateref"), "\"" + text + "\" needs a host");
+      in.problems.add(in.key("updateref"), "\"" + text + "\" needs a host");
     } else {
       consumer.updateref = *url;
     }
   }
+}
+
+void parse_consumer(const toml::table& table, std::size_t index,
+                    const std::filesystem::path& base_dir, Config& config, Problems& problems) {
+  ReplicationConsumerConfig consumer;
+  consumer.origin = "replication.consumer[" + std::to_string(index) + "]";
+  const std::string& prefix = consumer.origin;
+  check_keys(table, prefix, {"rid",          "provider",  "starttls",        "searchbase",
+                             "scope",        "filter",    "attrs",           "type",
+                             "interval",     "method",    "binddn",          "credentials_file",
+                             "certificate",  "key",       "ca_file",         "tls_verify",
+                             "retry",        "keepalive", "timeout_ms",      "network_timeout_ms",
+                             "max_pdu_size", "updateref", "persist_batch_ms"},
+             problems);
+  const ConsumerTable in{table, prefix, base_dir, problems};
+  parse_consumer_provider(in, config, consumer);
+  parse_consumer_search(in, consumer);
+  parse_consumer_bind(in, consumer);
+  parse_consumer_connection(in, consumer);
   config.replication_consumers.push_back(std::move(consumer));
 }
 
