@@ -29,15 +29,27 @@ Recycler<RequestStorage>& storage_recycler() {
   return recycler;
 }
 
+// The calling thread's caches of both recyclers, destroyed with the thread.
+struct RequestCaches {
+  Recycler<RequestBuffers>::Cache buffers;
+  Recycler<RequestStorage>::Cache storage;
+};
+
+RequestCaches& thread_caches() {
+  thread_local RequestCaches caches;
+  return caches;
+}
+
 }  // namespace
 
 void* Request::operator new(std::size_t size) {
   NUMADIR_CHECK(size == sizeof(RequestStorage), "Request is final: one size");
-  return storage_recycler().take().release()->bytes;
+  return storage_recycler().take(thread_caches().storage).release()->bytes;
 }
 
 void Request::operator delete(void* pointer, std::size_t /*size*/) {
-  storage_recycler().give(std::unique_ptr<RequestStorage>(static_cast<RequestStorage*>(pointer)));
+  storage_recycler().give(thread_caches().storage,
+                          std::unique_ptr<RequestStorage>(static_cast<RequestStorage*>(pointer)));
 }
 
 Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
@@ -46,7 +58,7 @@ Request::Request(Connection& connection, RequestHandler& handler, std::string_vi
       handler_(handler),
       number_(number),
       received_ns_(received_ns),
-      buffers_(buffer_recycler().take()) {
+      buffers_(buffer_recycler().take(thread_caches().buffers)) {
   buffers_->pdu.assign(pdu);
 }
 
@@ -61,7 +73,7 @@ Request::~Request() {
   }
   buffers_->pdu.clear();
   buffers_->out.clear();
-  buffer_recycler().give(std::move(buffers_));
+  buffer_recycler().give(thread_caches().buffers, std::move(buffers_));
 }
 
 void Request::run(threadpool::WorkerState& state) {

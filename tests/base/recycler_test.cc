@@ -27,14 +27,15 @@ struct Counted {
 
 TEST_CASE("Recycler: an object given back is taken again with what it grew") {
   Recycler<Counted> recycler(64);
-  std::unique_ptr<Counted> first = recycler.take();
+  Recycler<Counted>::Cache cache;
+  std::unique_ptr<Counted> first = recycler.take(cache);
   first->buffer.assign(200, 'x');
   Counted* address = first.get();
-  recycler.give(std::move(first));
-  std::unique_ptr<Counted> again = recycler.take();
+  recycler.give(cache, std::move(first));
+  std::unique_ptr<Counted> again = recycler.take(cache);
   CHECK(again.get() == address);
   CHECK(again->buffer.size() == 200);  // As it was given: the owner clears what it must.
-  recycler.give(std::move(again));
+  recycler.give(cache, std::move(again));
 }
 
 TEST_CASE("Recycler: objects taken on one thread and given on another are reused") {
@@ -47,6 +48,7 @@ TEST_CASE("Recycler: objects taken on one thread and given on another are reused
   std::deque<std::unique_ptr<Counted>> queue;
   std::atomic<bool> done{false};
   std::thread giver([&] {
+    Recycler<Counted>::Cache giver_cache;
     for (;;) {
       std::unique_ptr<Counted> object;
       {
@@ -57,7 +59,7 @@ TEST_CASE("Recycler: objects taken on one thread and given on another are reused
         }
       }
       if (object != nullptr) {
-        recycler.give(std::move(object));
+        recycler.give(giver_cache, std::move(object));
       } else if (done.load()) {
         return;
       } else {
@@ -66,8 +68,9 @@ TEST_CASE("Recycler: objects taken on one thread and given on another are reused
     }
   });
   constexpr std::size_t kInFlight = 8;  // As requests in flight: bounded.
+  Recycler<Counted>::Cache taker_cache;
   for (int i = 0; i < kObjects; ++i) {
-    std::unique_ptr<Counted> object = recycler.take();
+    std::unique_ptr<Counted> object = recycler.take(taker_cache);
     for (;;) {
       std::lock_guard lock(mu);
       if (queue.size() < kInFlight) {
@@ -90,17 +93,34 @@ TEST_CASE("Recycler: the depot keeps at most max_kept and destroys the rest") {
   {
     Recycler<Counted> recycler(Recycler<Counted>::kBatch);
     std::thread giver([&] {
+      Recycler<Counted>::Cache giver_cache;
       std::vector<std::unique_ptr<Counted>> taken;
       for (std::size_t i = 0; i < 10 * Recycler<Counted>::kBatch; ++i) {
         taken.push_back(std::make_unique<Counted>());
       }
       for (std::unique_ptr<Counted>& object : taken) {
-        recycler.give(std::move(object));
+        recycler.give(giver_cache, std::move(object));
       }
     });
     giver.join();
     // The giver's cache went with its thread; the depot holds one batch, no more.
     CHECK(Counted::live.load() - live_before == static_cast<int>(Recycler<Counted>::kBatch));
+  }
+  CHECK(Counted::live.load() == live_before);
+}
+
+TEST_CASE("Recycler: an object given without a cache goes to the depot while it has room") {
+  const int live_before = Counted::live.load();
+  {
+    Recycler<Counted> recycler(1);
+    auto kept = std::make_unique<Counted>();
+    Counted* address = kept.get();
+    recycler.give(std::move(kept));
+    recycler.give(std::make_unique<Counted>());  // The depot is full: destroyed.
+    CHECK(Counted::live.load() - live_before == 1);
+    Recycler<Counted>::Cache cache;
+    std::unique_ptr<Counted> again = recycler.take(cache);
+    CHECK(again.get() == address);
   }
   CHECK(Counted::live.load() == live_before);
 }
