@@ -1,4 +1,5 @@
-// server/formats/ldif_reader.cc: LdifReader's buffer, lines and records (see ldif_reader.h).
+// server/formats/ldif_reader.cc: LdifReader's buffer, lines and records, and the attribute
+// description check it shares with the writer (see ldif_reader.h).
 // Where the bytes come from is in ldif_source.cc; how a value's text becomes its bytes is in
 // ldif_values.cc.
 //
@@ -8,6 +9,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -28,6 +30,17 @@ using detail::read_file_url;
 
 // Small enough that tests can push every boundary case through refill().
 constexpr std::size_t kMinBuffer = 4;
+
+// RFC 2849 keychar (ALPHA, DIGIT, '-'), as a table: checked for every byte of every description.
+constexpr std::array<bool, 256> make_key_char_table() {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) {
+    table[c] = schema::is_keychar(static_cast<char>(c));
+  }
+  return table;
+}
+constexpr std::array<bool, 256> kKeyChar = make_key_char_table();
+bool is_key_char(unsigned char c) { return kKeyChar[c]; }
 
 }  // namespace
 
@@ -502,6 +515,56 @@ void LdifReader::finish_record(schema::Entry& entry) {
   entry.attributes.resize(attribute_count_);
   in_record_ = false;
   ++records_read_;
+}
+
+bool is_valid_attribute_description(std::string_view description) {
+  const std::size_t semi = description.find(';');
+  const std::string_view type = description.substr(0, semi);
+  if (type.empty()) {
+    return false;
+  }
+  if (schema::is_ascii_alpha(type[0])) {
+    for (const char c : type) {
+      if (!is_key_char(static_cast<unsigned char>(c))) {
+        return false;
+      }
+    }
+  } else {
+    // numericoid: 1*DIGIT *("." 1*DIGIT)
+    bool digit_before = false;
+    for (const char c : type) {
+      if (schema::is_ascii_digit(c)) {
+        digit_before = true;
+      } else if (c == '.' && digit_before) {
+        digit_before = false;
+      } else {
+        return false;
+      }
+    }
+    if (!digit_before) {
+      return false;
+    }
+  }
+  if (semi == std::string_view::npos) {
+    return true;
+  }
+  std::string_view options = description.substr(semi + 1);
+  for (;;) {
+    const std::size_t next = options.find(';');
+    const std::string_view option = options.substr(0, next);
+    if (option.empty()) {
+      return false;
+    }
+    for (const char c : option) {
+      if (!is_key_char(static_cast<unsigned char>(c))) {
+        return false;
+      }
+    }
+    if (next == std::string_view::npos) {
+      return true;
+    }
+    options.remove_prefix(next + 1);
+  }
 }
 
 }  // namespace numadir::server

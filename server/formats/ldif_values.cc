@@ -1,5 +1,4 @@
-// server/formats/ldif_values.cc: LDIF value decoding (see detail/ldif_values.h) and the
-// attribute description check the reader and the writer share (ldif_reader.h).
+// server/formats/ldif_values.cc: LDIF value decoding (see detail/ldif_values.h).
 //
 // Thread contract: stateless functions over caller-owned values; any thread.
 #include "server/formats/detail/ldif_values.h"
@@ -18,16 +17,6 @@
 namespace numadir::server {
 namespace detail {
 namespace {
-
-constexpr std::array<bool, 256> make_key_char_table() {
-  std::array<bool, 256> table{};
-  for (int c = 0; c < 256; ++c) {
-    table[c] = schema::is_keychar(static_cast<char>(c));
-  }
-  return table;
-}
-constexpr std::array<bool, 256> kKeyChar = make_key_char_table();
-bool is_key_char(unsigned char c) { return kKeyChar[c]; }
 
 // Whether any byte of the 8 in `word` is NUL, CR or above 0x7f (SWAR: 8 bytes per step).
 bool word_needs_checking(std::uint64_t word) {
@@ -214,55 +203,5 @@ Status read_file_url(std::string_view url, std::size_t max_bytes, std::string& o
 }
 
 }  // namespace detail
-
-bool is_valid_attribute_description(std::string_view description) {
-  const std::size_t semi = description.find(';');
-  const std::string_view type = description.substr(0, semi);
-  if (type.empty()) {
-    return false;
-  }
-  if (schema::is_ascii_alpha(type[0])) {
-    for (const char c : type) {
-      if (!detail::is_key_char(static_cast<unsigned char>(c))) {
-        return false;
-      }
-    }
-  } else {
-    // numericoid: 1*DIGIT *("." 1*DIGIT)
-    bool digit_before = false;
-    for (const char c : type) {
-      if (schema::is_ascii_digit(c)) {
-        digit_before = true;
-      } else if (c == '.' && digit_before) {
-        digit_before = false;
-      } else {
-        return false;
-      }
-    }
-    if (!digit_before) {
-      return false;
-    }
-  }
-  if (semi == std::string_view::npos) {
-    return true;
-  }
-  std::string_view options = description.substr(semi + 1);
-  for (;;) {
-    const std::size_t next = options.find(';');
-    const std::string_view option = options.substr(0, next);
-    if (option.empty()) {
-      return false;
-    }
-    for (const char c : option) {
-      if (!detail::is_key_char(static_cast<unsigned char>(c))) {
-        return false;
-      }
-    }
-    if (next == std::string_view::npos) {
-      return true;
-    }
-    options.remove_prefix(next + 1);
-  }
-}
 
 }  // namespace numadir::server
