@@ -30,8 +30,10 @@ a second) and the slowest; a run in which Prometheus did not scrape is reported 
 
 Prints Markdown tables ready for perf/RESULTS.md (with --results FILE, also written between the
 metrics markers of FILE): auths/s, latency, CPU µs per auth per point, and the ratios
-percpu-on/percpu-off (goals: auths/s >= 0.99x, CPU per auth <= 1.01x), percpu-on/slapd and
-percpu-on/floor. A smoke run: --users 1000 --duration 2 --warmup 1 --repeat 1.
+percpu-on/percpu-off (goals: auths/s >= 0.99x, CPU per auth <= 1.01x; the ratio of the
+medians, and the median of each round's own on/off ratio with its range: the two points of a
+round run back to back, so the machine's drift between rounds cancels in the latter),
+percpu-on/slapd and percpu-on/floor. A smoke run: --users 1000 --duration 2 --warmup 1 --repeat 1.
 """
 import argparse
 import datetime
@@ -153,7 +155,23 @@ def point_summary(summaries):
         "cpu": statistics.median((s.get("server_cpu_us_per_auth") or 0) for s in summaries),
         "errors": sum(s["errors"]["total"] for s in summaries),
         "rates": [s["auths_per_sec"] for s in summaries],
+        "cpus": [(s.get("server_cpu_us_per_auth") or 0) for s in summaries],
     }
+
+
+def paired(on, off, key):
+    """The on/off ratios of each round (the two points a round measures next to each other, so
+    the machine's slow drift cancels): (median, lowest, highest), or None."""
+    if not on or not off:
+        return None
+    ratios = [a / b for a, b in zip(on[key], off[key]) if b > 0]
+    if not ratios:
+        return None
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def paired_cell(value):
+    return "n/a" if value is None else f"{value[0]:.3f} ({value[1]:.3f}-{value[2]:.3f})"
 
 
 def ratio(a, b, key):
@@ -175,14 +193,17 @@ def tables(points, names, loads):
             lines.append(f"| {c} | {t} | {name} | {p['rate']:.0f} | {p['p50']:.3f} | "
                          f"{p['p99']:.3f} | {p['cpu']:.1f} | {p['errors']} |")
     ratio_lines = ["| connections | authrate threads | on/off auths/s (goal ≥ 0.99) | "
-                   "on/off CPU/auth (goal ≤ 1.01) | on/slapd auths/s | on/floor auths/s |",
-                   "|---:|---:|---:|---:|---:|---:|"]
+                   "on/off CPU/auth (goal ≤ 1.01) | per round on/off auths/s: median "
+                   "(lowest-highest) | per round on/off CPU/auth | on/slapd auths/s | "
+                   "on/floor auths/s |",
+                   "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for c, t in loads:
         on, off = points.get(("percpu-on", c, t)), points.get(("percpu-off", c, t))
         rate, cpu = ratio(on, off, "rate"), ratio(on, off, "cpu")
         ratio_lines.append(
             f"| {c} | {t} | {cell(rate)} | {cell(cpu)} | "
+            f"{paired_cell(paired(on, off, 'rates'))} | {paired_cell(paired(on, off, 'cpus'))} | "
             f"{cell(ratio(on, points.get(('slapd', c, t)), 'rate'))} | "
             f"{cell(ratio(on, points.get(('floor', c, t)), 'rate'))} |")
         if rate is not None and cpu is not None:

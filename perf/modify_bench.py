@@ -6,6 +6,7 @@ users, at several connection counts, each point repeated and interleaved, median
   perf/modify_bench.py --build-dir build/release [--users 10000] [--connections 1,16,64]
                        [--repeat 3] [--duration 10] [--warmup 2] [--results perf/RESULTS.md]
                        [--servers slapd,389ds,percpu] [--389ds-db-lib bdb|mdb]
+                       [--client authrate|python-ldap]
 
 Each connection binds once as the rootdn, then replaces `description` of a random user, closed
 loop. Every server commits each modification durably before answering: numadir with
@@ -16,6 +17,10 @@ Server CPU (utime + stime from /proc/PID/stat over the measured window) comes fr
 --server-pid, as µs per modification. Writes a table between the bench-modify markers of
 RESULTS.md (--results '' only prints it). Uses perf/bench.py's server setup (same data,
 indexes and access rules).
+
+--client python-ldap: the clients are perf/python_ldap_modify.py's instead of authrate's: a
+process per connection, each one python-ldap connection doing the same closed loop (modify_s),
+so the clients' own CPU shares the machine with the server as real Python clients' would.
 """
 import argparse
 import datetime
@@ -38,16 +43,25 @@ PAIRS = [("percpu", "slapd"), ("percpu", "389ds"), ("single", "slapd"), ("389ds"
 
 
 def run_modify(build, server, connections, args):
-    """One authrate --mode modify run. Returns authrate's JSON summary."""
-    command = [f"{build}/perf/authrate", "-H", f"ldap://127.0.0.1:{server.port}",
-               "-b", bench.PEOPLE, "--mode", "modify", "-D", bench.ROOT_DN, "-w", "secret",
-               "--first", "0", "--last", str(args.users - 1), "-c", str(connections),
-               "-t", str(args.authrate_threads), "-d", str(args.duration), "--warmup",
-               str(args.warmup), "--server-pid", str(server.process.pid), "--json"]
+    """One authrate --mode modify run (or perf/python_ldap_modify.py's, per --client). Returns
+    the JSON summary."""
+    if args.client == "python-ldap":
+        command = ["/usr/bin/python3",
+                   os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "python_ldap_modify.py"),
+                   "--url", f"ldap://127.0.0.1:{server.port}", "--users", str(args.users),
+                   "--connections", str(connections), "--duration", str(args.duration),
+                   "--warmup", str(args.warmup), "--server-pid", str(server.process.pid)]
+    else:
+        command = [f"{build}/perf/authrate", "-H", f"ldap://127.0.0.1:{server.port}",
+                   "-b", bench.PEOPLE, "--mode", "modify", "-D", bench.ROOT_DN, "-w", "secret",
+                   "--first", "0", "--last", str(args.users - 1), "-c", str(connections),
+                   "-t", str(args.authrate_threads), "-d", str(args.duration), "--warmup",
+                   str(args.warmup), "--server-pid", str(server.process.pid), "--json"]
     result = subprocess.run(command, capture_output=True, text=True,
                             timeout=args.duration * 4 + 120)
     if result.returncode != 0:
-        raise RuntimeError(f"authrate --mode modify against {server.name} failed: "
+        raise RuntimeError(f"{args.client} modify clients against {server.name} failed: "
                            f"{result.stderr[-2000:]}")
     return json.loads(result.stdout)
 
@@ -91,6 +105,9 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--authrate-threads", type=int, default=1)
+    parser.add_argument("--client", choices=("authrate", "python-ldap"), default="authrate",
+                        help="the modify clients: authrate's, or a python-ldap process per "
+                        "connection")
     parser.add_argument("--servers", default="slapd,389ds,percpu",
                         help="of slapd, 389ds (left out with a note when 389-ds-base is not "
                         "installed), percpu, single")
@@ -153,13 +170,16 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     errors = sum(p["errors"] for p in points.values())
     left_out_note = "".join(f"\n- {name}: not measured: {why}." for name, why in left_out.items())
+    clients = (f"a python-ldap process per connection (perf/python_ldap_modify.py)"
+               if args.client == "python-ldap" else
+               f"authrate with {args.authrate_threads} thread(s)")
     section = f"""{BEGIN}
 ### Modifications side by side: {now}
 
 Command: `{command}` — {args.users} users; each connection binds once as the rootdn, then
 replaces `description` of a random user, closed loop; numadir with durability = "sync", slapd
-back-mdb and 389-ds with their defaults (synced commits); authrate with
-{args.authrate_threads} thread(s), {args.duration:g} s measured after {args.warmup:g} s warm-up,
+back-mdb and 389-ds with their defaults (synced commits); {clients},
+{args.duration:g} s measured after {args.warmup:g} s warm-up,
 {args.repeat} repetitions interleaved, medians shown. Machine: {info['nproc']} CPUs,
 {info['cpu']}, Linux {info['kernel']}; {info['slapd']};
 {bench.ds389_label(info, args)}. Errors over all runs: {errors}.{left_out_note}
