@@ -9,7 +9,8 @@ namespace numadir::listener {
 void InputStamps::after_read(std::string_view input, std::size_t max_pdu_bytes,
                              std::int64_t& round_ns) {
   std::size_t end = scanned();
-  for (;;) {
+  // Stops without a look at an empty rest: the common read ends on a PDU's last byte.
+  while (end < input.size()) {
     const wire::Frame frame = wire::frame_pdu(input.substr(end), max_pdu_bytes);
     if (frame.state != wire::FrameState::kComplete) {
       break;
