@@ -1,33 +1,24 @@
 // listener/input_stamps.cc: see input_stamps.h.
 #include "listener/input_stamps.h"
 
-#include "listener/wire/framing.h"
 #include "threadpool/thread_counters.h"
 
 namespace numadir::listener {
 
-void InputStamps::after_read(std::string_view input, std::size_t max_pdu_bytes,
-                             std::int64_t& round_ns) {
-  std::size_t end = scanned();
-  // Stops without a look at an empty rest: the common read ends on a PDU's last byte.
-  while (end < input.size()) {
-    const wire::Frame frame = wire::frame_pdu(input.substr(end), max_pdu_bytes);
-    if (frame.state != wire::FrameState::kComplete) {
-      break;
-    }
-    end += frame.pdu_bytes;
-  }
-  if (end == scanned()) {
-    return;  // This read completed no PDU: no clock read.
+void InputStamps::after_read(std::size_t input_bytes, std::int64_t& round_ns) {
+  if (input_bytes <= stamped()) {
+    return;  // Nothing new (a TLS record that carried no data).
   }
   if (round_ns == 0) {
     round_ns = static_cast<std::int64_t>(threadpool::steady_ns());
   }
   if (count_ == kStamps) {
-    stamps_[count_ - 1].end = end;  // Shares the last stamp (see kStamps).
-    return;
+    // The two oldest merge under the older time (see kStamps).
+    stamps_[0].end = stamps_[1].end;
+    stamps_[1] = stamps_[2];
+    --count_;
   }
-  stamps_[count_] = Stamp{end, round_ns};
+  stamps_[count_] = Stamp{input_bytes, round_ns};
   ++count_;
 }
 

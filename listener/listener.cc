@@ -541,8 +541,7 @@ void Listener::on_readable(OwnedConnection& connection) {
       }
       if (shared_.stamp_requests) {
         // After TLS decrypted it: the time the plaintext was there to frame.
-        connection.input_stamps.after_read(connection.input, shared_.limits.max_pdu_bytes,
-                                           round_ns_);
+        connection.input_stamps.after_read(connection.input.size(), round_ns_);
       }
       if (tls_end.has_value()) {
         close_after_input(connection, *tls_end);  // close_notify may come with requests.

@@ -167,8 +167,7 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   // Owner: listener thread. The WorkerState of the tasks it runs for its pool and of the
   // handler's connection events, made and destroyed by run().
   std::unique_ptr<threadpool::WorkerState> state_;
-  // The time requests completed in this round of reads are stamped with (InputStamps), 0 until
-  // a read of the round completes one.
+  // The time this round's reads are stamped with (InputStamps), 0 until the round's first read.
   std::int64_t round_ns_ = 0;
   ConnectionRules rules_;  // Owner: listener thread.
   // Owner: listener thread.

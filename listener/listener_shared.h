@@ -72,7 +72,7 @@ struct ListenerShared {
   // connections wait to be read.
   bool help_pool = false;
   // Stamps each request with when its bytes were read (FrontendOptions::stamp_requests): one
-  // clock read per read that completed a PDU (OwnedConnection::input_stamps). Off: none.
+  // clock read per round of reads (OwnedConnection::input_stamps). Off: none.
   bool stamp_requests = false;
   std::atomic<std::uint64_t> next_connection_id{1};
   // Connections open or being set up, in every listener: a slot is taken by one compare-and-

@@ -24,7 +24,6 @@
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/logging_handler.h"
 #include "server/monitoring/metrics.h"
-#include "server/monitoring/metrics_handler.h"
 #include "server/monitoring/metrics_server.h"
 #include "server/monitoring/monitor.h"
 #include "server/operations/operation_handler.h"
@@ -210,7 +209,6 @@ void wait_for_stop(const sigset_t& signals, AccessLog* access_log, listener::Tls
 // the endpoint).
 MetricsSources metrics_sources(const Monitor& monitor, const OperationHandler& operations,
                                const OperationMetrics& operation_metrics,
-                               const MetricsHandler& metrics_handler,
                                const backend::Directory& directory, const AccessLog* access_log,
                                bool password_policy) {
   MetricsSources sources;
@@ -218,7 +216,6 @@ MetricsSources metrics_sources(const Monitor& monitor, const OperationHandler& o
   sources.monitor = &monitor;
   sources.operations = [&operations] { return operations.operation_totals(); };
   sources.operation_metrics = &operation_metrics;
-  sources.handler = &metrics_handler;
   sources.writer = [&dir = directory] { return dir.writer_stats(); };
   sources.access_log = access_log;
   if (password_policy) {
@@ -381,6 +378,7 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     operation_metrics = std::make_unique<OperationMetrics>();
     monitor.set_operation_metrics(operation_metrics.get());  // cn=Monitor's latencies.
   }
+  handler_options.metrics = operation_metrics.get();  // Every operation measured when on.
   OperationHandler operations(**directory, handler_options);
   std::unique_ptr<LoggingHandler> logging;
   listener::RequestHandler* handler = &operations;
@@ -388,17 +386,11 @@ int run_serve(const ServeOptions& options, std::ostream& out, std::ostream& err)
     logging = std::make_unique<LoggingHandler>(operations, *access_log, config.log_level);
     handler = logging.get();
   }
-  // The MetricsHandler wraps the outermost, around the access log's: an operation's latency is
-  // all the server did before its result was handed on, logging included, and its result is
-  // the one the client got. Off, nothing on the request path changes.
-  std::unique_ptr<MetricsHandler> metrics_handler;
   std::unique_ptr<Metrics> metrics;
   if (operation_metrics != nullptr) {
-    metrics_handler = std::make_unique<MetricsHandler>(*handler, *operation_metrics);
-    handler = metrics_handler.get();
     metrics = std::make_unique<Metrics>(metrics_sources(monitor, operations, *operation_metrics,
-                                                        *metrics_handler, **directory,
-                                                        access_log.get(), config.password_policy));
+                                                        **directory, access_log.get(),
+                                                        config.password_policy));
   }
 
   std::string threads_summary;

@@ -82,7 +82,7 @@ class LogWriter {
 
 // A worker state that carries what the monitoring decorators give each thread: its LogWriter
 // (LoggingHandler::make_worker_state sets it; nullptr while the log is off) and its slot of the
-// operation metrics (MetricsHandler::make_worker_state; nullptr while metrics are off). The
+// operation metrics (OperationHandler::make_worker_state; nullptr while metrics are off). The
 // server's states derive from it.
 class LoggingWorkerState : public threadpool::WorkerState {
  public:

@@ -278,6 +278,7 @@ void LoggingHandler::not_run(const LdapMessage& request, listener::Session& sess
   // On a worker or the listener, whichever drops it: the shared writer serves both.
   OperationRecord record(log_, nullptr, logged.id(), origin, request, false);
   record.finish();
+  inner_.not_run(request, logged.inner(), origin);
 }
 
 void LoggingHandler::tls_established(listener::Session& session, const listener::TlsPeer& peer) {

@@ -32,7 +32,7 @@ class LoggingHandler final : public listener::RequestHandler {
   void notice(const listener::wire::LdapMessage& request, listener::Session& session,
               const listener::RequestOrigin& origin,
               const listener::wire::LdapMessage* response) override;
-  // Logs the request, then ABANDONED.
+  // Logs the request, then ABANDONED, then tells the inner handler.
   void not_run(const listener::wire::LdapMessage& request, listener::Session& session,
                const listener::RequestOrigin& origin) override;
   // Logs the TLS handshake (protocol, cipher, client certificate) and tells the inner handler.

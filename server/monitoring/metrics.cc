@@ -449,8 +449,8 @@ void Metrics::render(ExpositionFormat format, std::string& out) const {
                   "Access log lines dropped (the log fell behind).");
     writer.sample(MetricLabels{}, sources_.access_log->dropped());
   }
-  if (sources_.handler != nullptr) {
-    const MetricsHandler::TlsHandshakes tls = sources_.handler->tls_handshakes();
+  {
+    const OperationMetrics::TlsHandshakes tls = sources_.operation_metrics->tls_handshakes();
     writer.family("numadir_tls_handshakes_total", MetricType::kCounter,
                   "TLS handshakes completed, full or resumed.");
     writer.sample({{"kind", "full"}}, tls.full);

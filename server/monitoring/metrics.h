@@ -2,8 +2,8 @@
 // server rendered, at scrape, in the Prometheus text format or OpenMetrics (exposition.h), from
 // the sources the server already keeps: the Monitor (frontend snapshot, replication consumers and
 // provider), the operation counters (auths), the operation metrics (results and latency
-// histograms, per thread, attributed to a node by the snapshot's thread ids), the
-// MetricsHandler's TLS handshakes, the writer's stats, the access log, the password policy's
+// histograms, per thread, attributed to a node by the snapshot's thread ids, and the TLS
+// handshakes), the writer's stats, the access log, the password policy's
 // lockouts, and /proc/self for the process. Names, types and labels: docs/metrics.md.
 //
 // Per-thread latency slots are put under the node (pool) whose worker or listener has the slot's
@@ -26,7 +26,6 @@
 #include "backend/directory_update.h"
 #include "server/monitoring/access_log.h"
 #include "server/monitoring/exposition_format.h"
-#include "server/monitoring/metrics_handler.h"
 #include "server/monitoring/monitor.h"
 #include "server/monitoring/operation_counters.h"
 #include "server/monitoring/operation_metrics.h"
@@ -39,10 +38,9 @@ struct MetricsSources {
   const Monitor* monitor = nullptr;
   // Required: the operation totals (numadir_auths_total), e.g. OperationHandler::operation_totals.
   std::function<OperationTotals()> operations;
-  // Required: the results and latencies (MetricsHandler's registry).
+  // Required: the results, latencies and TLS handshakes (what OperationHandler measures).
   const OperationMetrics* operation_metrics = nullptr;
   // Optional sources; absent ones leave their metrics out.
-  const MetricsHandler* handler = nullptr;       // numadir_tls_handshakes_total
   std::function<backend::WriterStats()> writer;  // numadir_writer_*
   const AccessLog* access_log = nullptr;         // numadir_access_log_dropped_lines_total
   std::function<std::uint64_t()> lockouts;       // numadir_password_policy_lockouts_total

@@ -10,10 +10,12 @@
 // Latency buckets are integer nanoseconds (latency_bucket_of() is a few integer compares, no
 // floating point); their upper bounds are Prometheus's `le`: 10 µs ... 1 s, then +Inf.
 //
-// Thread contract: add_slot(), read() and totals() may be called from any thread at once (a mutex
-// guards the list of slots). record_owned() writes the slot's owner part: only the thread the
-// slot was given to calls it; record_shared() any thread. Slots live as long as the
-// OperationMetrics (a worker's counts outlive it); destroy it only once no thread records any
+// It also counts the TLS handshakes, full or resumed.
+//
+// Thread contract: add_slot(), read(), totals() and the TLS handshake calls may be called from any
+// thread at once (a mutex guards the list of slots). record_owned() writes the slot's owner part:
+// only the thread the slot was given to calls it; record_shared() any thread. Slots live as long as
+// the OperationMetrics (a worker's counts outlive it); destroy it only once no thread records any
 // more.
 #pragma once
 
@@ -132,10 +134,27 @@ class OperationMetrics {
   // Returns: the sum over every slot, read now.
   OperationMetricsTotals totals() const NUMADIR_EXCLUDES(mu_);
 
+  // Counts one TLS handshake completed, full or resumed: once per connection, from any thread.
+  void count_tls_handshake(bool resumed) {
+    (resumed ? tls_resumed_ : tls_full_).fetch_add(1, std::memory_order_relaxed);
+  }
+  struct TlsHandshakes {
+    std::uint64_t full = 0;
+    std::uint64_t resumed = 0;
+  };
+  // Any thread. Returns: the handshakes counted so far.
+  TlsHandshakes tls_handshakes() const {
+    return TlsHandshakes{tls_full_.load(std::memory_order_relaxed),
+                         tls_resumed_.load(std::memory_order_relaxed)};
+  }
+
  private:
   mutable Mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_ NUMADIR_GUARDED_BY(mu_);
   const std::unique_ptr<Slot> unowned_;
+  // Shared, relaxed (monitoring reads).
+  std::atomic<std::uint64_t> tls_full_{0};
+  std::atomic<std::uint64_t> tls_resumed_{0};
 };
 
 }  // namespace numadir::server

@@ -28,6 +28,7 @@ namespace numadir::server {
 class AccessLog;
 class ExternalMapRules;
 class Monitor;
+class OperationMetrics;
 class SyncSearchService;
 
 struct HandlerOptions {
@@ -56,6 +57,10 @@ struct HandlerOptions {
   std::string vendor_version;  // e.g. "numadir 0.1.0"; vendorVersion of the root DSE.
   // cn=Monitor's data (server/monitoring/monitor.h), outliving the handler; nullptr: no cn=Monitor.
   const Monitor* monitor = nullptr;
+  // The metrics endpoint's latencies and results (server/monitoring/operation_metrics.h),
+  // outliving the handler: each worker state gets a slot of them and every operation is
+  // measured (OperationMeter); nullptr: metrics off, nothing measured.
+  OperationMetrics* metrics = nullptr;
   // TLS is configured (ldaps:// or StartTLS): the root DSE lists StartTLS and SASL EXTERNAL.
   bool tls = false;
   // SASL EXTERNAL: the identity's DN from the client certificate's subject (expand_external_map).

@@ -7,6 +7,8 @@
 
 #include "base/check.h"
 #include "server/monitoring/monitor_search.h"
+#include "server/monitoring/operation_meter.h"
+#include "server/monitoring/operation_metrics.h"
 #include "server/operations/add_operation.h"
 #include "server/operations/bind_operation.h"
 #include "server/operations/compare_operation.h"
@@ -20,6 +22,7 @@
 #include "server/operations/server_session.h"
 #include "server/operations/sync_search.h"
 #include "server/operations/worker_state.h"
+#include "threadpool/thread_counters.h"
 
 namespace numadir::server {
 
@@ -159,20 +162,53 @@ std::unique_ptr<listener::Session> OperationHandler::open_session(
 }
 
 std::unique_ptr<threadpool::WorkerState> OperationHandler::make_worker_state() {
-  return std::make_unique<ServerWorkerState>(this, context_.directory(), counters_.add_slot());
+  auto state =
+      std::make_unique<ServerWorkerState>(this, context_.directory(), counters_.add_slot());
+  if (OperationMetrics* metrics = context_.options().metrics; metrics != nullptr) {
+    state->metrics_slot = &metrics->add_slot();
+  }
+  return state;
 }
 
 void OperationHandler::notice(const LdapMessage& request, listener::Session& session,
                               const listener::RequestOrigin& origin, const LdapMessage* response) {
   (void)session;
+  if (response == nullptr) {
+    return;
+  }
+  counters_.count_shared(request.op);
+  OperationMetrics* metrics = context_.options().metrics;
+  if (metrics == nullptr || !OperationMeter::is_result(*response)) {
+    return;
+  }
+  if (const std::optional<OperationKind> kind = operation_kind(request.op); kind.has_value()) {
+    const std::uint64_t latency_ns =
+        origin.received_ns != 0
+            ? OperationMeter::elapsed_ns(origin.received_ns, threadpool::steady_ns())
+            : 0;
+    OperationMetrics::record_shared(metrics->unowned_slot(), *kind, response->result.code,
+                                    latency_ns);
+  }
+}
+
+void OperationHandler::not_run(const LdapMessage& request, listener::Session& session,
+                               const listener::RequestOrigin& origin) {
+  (void)session;
   (void)origin;
-  if (response != nullptr) {
-    counters_.count_shared(request.op);
+  OperationMetrics* metrics = context_.options().metrics;
+  if (metrics == nullptr) {
+    return;
+  }
+  if (const std::optional<OperationKind> kind = operation_kind(request.op); kind.has_value()) {
+    OperationMetrics::record_abandoned_shared(metrics->unowned_slot(), *kind);
   }
 }
 
 void OperationHandler::tls_established(listener::Session& session, const listener::TlsPeer& peer) {
   static_cast<ServerSession&>(session).set_tls(peer);
+  if (OperationMetrics* metrics = context_.options().metrics; metrics != nullptr) {
+    metrics->count_tls_handshake(peer.resumed);
+  }
 }
 
 void OperationHandler::handle(const LdapMessage& request, listener::Session& session,
@@ -184,7 +220,20 @@ void OperationHandler::handle(const LdapMessage& request, listener::Session& ses
   NUMADIR_DCHECK(worker.owner() == this, "a worker state made by another handler");
   OperationCounters::count(worker.counters(), request.op);
   auto& server_session = static_cast<ServerSession&>(session);
+  if (worker.metrics_slot != nullptr) {
+    if (const std::optional<OperationKind> kind = operation_kind(request.op); kind.has_value()) {
+      OperationMeter meter(*worker.metrics_slot, *kind, sink.origin().received_ns);
+      ResultSender sender(request, sink, &meter);
+      run(request, server_session, worker, sender);
+      return;
+    }
+  }
   ResultSender sender(request, sink);
+  run(request, server_session, worker, sender);
+}
+
+void OperationHandler::run(const LdapMessage& request, ServerSession& server_session,
+                           ServerWorkerState& worker, ResultSender& sender) {
   if (std::optional<OwnedResult> refused =
           check_controls(request, policy_ != nullptr, context_.options().sync);
       refused.has_value()) {

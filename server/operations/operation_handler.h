@@ -36,6 +36,10 @@
 
 namespace numadir::server {
 
+class ResultSender;
+class ServerSession;
+class ServerWorkerState;
+
 class OperationHandler final : public listener::RequestHandler {
  public:
   // Requires: `directory` outlives this handler; so does options.access, compiled against the
@@ -55,15 +59,20 @@ class OperationHandler final : public listener::RequestHandler {
   // Requires: `session` came from this handler's open_session(), `state` from its
   // make_worker_state() and belongs to the calling thread. Never throws: every failure is an
   // LDAP result. Requests that have no response (responses sent by a confused client) are
-  // dropped.
+  // dropped. With metrics on (HandlerOptions::metrics) each is measured (OperationMeter).
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink, threadpool::WorkerState& state) override;
   // Counts the StartTLS requests the listener answers itself (`response` set) as extended
-  // operations; unbind and abandon are not operations (as handle() has them).
+  // operations (with metrics on, their results too, latency from the request's read); unbind
+  // and abandon are not operations (as handle() has them).
   void notice(const listener::wire::LdapMessage& request, listener::Session& session,
               const listener::RequestOrigin& origin,
               const listener::wire::LdapMessage* response) override;
-  // Records the connection's TLS (and client certificate) in its ServerSession.
+  // With metrics on: counts each request dropped before it ran as abandoned.
+  void not_run(const listener::wire::LdapMessage& request, listener::Session& session,
+               const listener::RequestOrigin& origin) override;
+  // Records the connection's TLS (and client certificate) in its ServerSession; with metrics
+  // on, counts the handshake, full or resumed.
   void tls_established(listener::Session& session, const listener::TlsPeer& peer) override;
   // Returns: the operations handle() ran (and notice() counted) so far, by kind, and the
   //   successful binds.
@@ -73,6 +82,10 @@ class OperationHandler final : public listener::RequestHandler {
 
  private:
   struct Units;  // One per operation (operation_handler.cc).
+
+  // handle() past its checks: refuses what the session may not do, else runs the unit.
+  void run(const listener::wire::LdapMessage& request, ServerSession& session,
+           ServerWorkerState& worker, ResultSender& sender);
 
   const OperationContext context_;
   // The password policy when enabled, else nullptr. After context_ (it reads it), before units_

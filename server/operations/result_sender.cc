@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "server/monitoring/operation_meter.h"
+
 namespace numadir::server {
 
 using listener::wire::LdapMessage;
@@ -59,7 +61,18 @@ void ResultSender::send_final(LdapMessage& response, ProtocolOp op, const OwnedR
     response.controls.push_back({control.type, control.criticality, value});
   }
   sink_.send(response);
+  if (meter_ != nullptr) {
+    meter_->resulted(response.result.code);
+  }
   controls_.clear();
+}
+
+std::unique_ptr<listener::OpenOperation> ResultSender::detach() {
+  std::unique_ptr<listener::OpenOperation> open = sink_.detach();
+  if (meter_ != nullptr) {
+    return meter_->detached(std::move(open));
+  }
+  return open;
 }
 
 void ResultSender::send_result(const OwnedResult& result) {

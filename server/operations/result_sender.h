@@ -23,15 +23,20 @@
 
 namespace numadir::server {
 
+class OperationMeter;
+
 // Returns: the response operation answering request `op` (kBindResponse for kBindRequest, ...),
 //   or nullopt for operations that have none (unbind, abandon, responses).
 std::optional<listener::wire::ProtocolOp> response_op(listener::wire::ProtocolOp op);
 
 class ResultSender {
  public:
-  // Requires: `request` and `sink` outlive the sender.
-  ResultSender(const listener::wire::LdapMessage& request, listener::ResponseSink& sink)
-      : request_(request), sink_(sink) {}
+  // Requires: `request`, `sink` and `meter` outlive the sender. With a `meter`
+  // (server/monitoring/operation_meter.h: metrics on, for the request's handle()), the first
+  // result sent and a detach() are reported to it.
+  ResultSender(const listener::wire::LdapMessage& request, listener::ResponseSink& sink,
+               OperationMeter* meter = nullptr)
+      : request_(request), sink_(sink), meter_(meter) {}
   ResultSender(const ResultSender&) = delete;
   ResultSender& operator=(const ResultSender&) = delete;
 
@@ -42,7 +47,7 @@ class ResultSender {
   bool writable() const { return sink_.writable(); }
   // Returns: the sink's ResponseSink::detach() (nullptr if it cannot keep the operation open);
   //   once it returned an operation, this sender must send nothing more.
-  std::unique_ptr<listener::OpenOperation> detach() { return sink_.detach(); }
+  std::unique_ptr<listener::OpenOperation> detach();
 
   // Attaches a control (OID `type`, its value if given; both copied) to the next result sent
   // (send_result, send_extended, send_status, send_denied, send_update_result); the result
@@ -90,6 +95,7 @@ class ResultSender {
 
   const listener::wire::LdapMessage& request_;
   listener::ResponseSink& sink_;
+  OperationMeter* const meter_;
   std::vector<OwnedControl> controls_;  // For the next result; empty (no allocation) mostly.
 };
 

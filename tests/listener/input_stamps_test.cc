@@ -28,12 +28,10 @@ void after(std::int64_t ns) {
   }
 }
 
-constexpr std::size_t kMax = 1024;
-
-// A read in a round of its own (the listener's next epoll_wait).
+// A read in a round of its own (the listener's next epoll_wait), the input now `input`.
 void read_alone(InputStamps& stamps, std::string_view input) {
   std::int64_t round_ns = 0;
-  stamps.after_read(input, kMax, round_ns);
+  stamps.after_read(input.size(), round_ns);
 }
 
 TEST_CASE("InputStamps: the PDUs one read completes share its time and a partial one gets none") {
@@ -63,12 +61,17 @@ TEST_CASE("InputStamps: the PDUs one read completes share its time and a partial
       CHECK(stamps.stamp_of(three.size()) == 0);
     }
   }
-  SUBCASE("a read that completes nothing more changes nothing") {
+  SUBCASE("a read that does not complete it yet does not give it that read's time") {
     after(first);
     input += three.substr(2, 1);
     read_alone(stamps, input);
+    const std::int64_t partial = stamps.stamp_of(input.size());
+    CHECK(partial > first);
+    after(partial);
+    input += three.substr(3);
+    read_alone(stamps, input);
+    CHECK(stamps.stamp_of(input.size()) > partial);  // The read that completed it.
     CHECK(stamps.stamp_of(one.size()) == first);
-    CHECK(stamps.stamp_of(input.size() + three.size() - 3) == 0);
   }
   SUBCASE("cleared nothing is stamped") {
     stamps.clear();
@@ -76,7 +79,7 @@ TEST_CASE("InputStamps: the PDUs one read completes share its time and a partial
   }
 }
 
-TEST_CASE("InputStamps: past the reads it keeps the later PDUs share the last read's time") {
+TEST_CASE("InputStamps: past the reads it keeps the oldest merge and the newest keep their time") {
   InputStamps stamps;
   std::string input;
   std::int64_t last = 0;
@@ -89,51 +92,33 @@ TEST_CASE("InputStamps: past the reads it keeps the later PDUs share the last re
     REQUIRE(last != 0);
     times.push_back(last);
   }
-  // Three reads kept: the first two with their own times, the rest with the third's.
+  // Three reads kept: the oldest three PDUs under the first read's time, the last two their own.
   const std::size_t each = pdu(1).size();
   CHECK(stamps.stamp_of(each) == times[0]);
-  CHECK(stamps.stamp_of(2 * each) == times[1]);
-  CHECK(times[1] > times[0]);
-  CHECK(times[2] > times[1]);
-  CHECK(times[3] == times[2]);
-  CHECK(times[4] == times[2]);
-}
-
-TEST_CASE("InputStamps: a malformed or oversized frame ends the look without a stamp") {
-  InputStamps stamps;
-  SUBCASE("malformed") {
-    const std::string input = "GET / HTTP/1.1\r\n\r\n";
-    read_alone(stamps, input);
-    CHECK(stamps.stamp_of(input.size()) == 0);
-  }
-  SUBCASE("over max_pdu_bytes") {
-    const std::string input("\x30\x82\x10\x00", 4);  // Announces 4096 bytes.
-    read_alone(stamps, input);
-    CHECK(stamps.stamp_of(input.size()) == 0);
-  }
-  SUBCASE("a whole PDU before a malformed one is stamped") {
-    const std::string one = pdu(1);
-    read_alone(stamps, one + "\xff\xff");
-    CHECK(stamps.stamp_of(one.size()) != 0);
-    CHECK(stamps.stamp_of(one.size() + 2) == 0);
+  CHECK(stamps.stamp_of(2 * each) == times[0]);
+  CHECK(stamps.stamp_of(3 * each) == times[0]);
+  CHECK(stamps.stamp_of(4 * each) == times[3]);
+  CHECK(stamps.stamp_of(5 * each) == times[4]);
+  for (std::size_t i = 1; i < times.size(); ++i) {
+    CHECK(times[i] > times[i - 1]);
   }
 }
 
-TEST_CASE(
-    "InputStamps: the reads of one round share its time and a round that completes nothing "
-    "reads no clock") {
+TEST_CASE("InputStamps: the reads of one round share one clock read") {
   const std::string one = pdu(1), two = pdu(2);
   InputStamps first_connection;
   InputStamps second_connection;
   std::int64_t round_ns = 0;
-  first_connection.after_read(one.substr(0, 2), kMax, round_ns);
-  CHECK(round_ns == 0);  // Nothing complete: no clock read.
-  first_connection.after_read(one, kMax, round_ns);
+  first_connection.after_read(0, round_ns);
+  CHECK(round_ns == 0);                      // Nothing read: no clock read.
+  first_connection.after_read(2, round_ns);  // A partial PDU.
   const std::int64_t stamped = round_ns;
   CHECK(stamped != 0);
+  first_connection.after_read(one.size(), round_ns);
+  CHECK(round_ns == stamped);
   CHECK(first_connection.stamp_of(one.size()) == stamped);
   after(stamped);
-  second_connection.after_read(two, kMax, round_ns);  // Later in the same round.
+  second_connection.after_read(two.size(), round_ns);  // Later in the same round.
   CHECK(round_ns == stamped);
   CHECK(second_connection.stamp_of(two.size()) == stamped);
 }

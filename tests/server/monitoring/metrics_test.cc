@@ -232,32 +232,19 @@ TEST_CASE("Metrics: every family of the contract with its labels") {
   CHECK(text.find("\nprocess_start_time_seconds ") != std::string::npos);
   // Sources left out leave their families out.
   CHECK(text.find("numadir_access_log_dropped_lines_total") == std::string::npos);
-  CHECK(text.find("numadir_tls_handshakes_total") == std::string::npos);
+  CHECK(has_line(text, "numadir_tls_handshakes_total{kind=\"full\"} 0"));  // Always there.
   CHECK(text.find("# EOF") == std::string::npos);
   CHECK(text.find("untyped") == std::string::npos);
 }
 
-TEST_CASE("Metrics: the handler's TLS handshakes and the access log's drops") {
+TEST_CASE("Metrics: the TLS handshakes and the access log's drops") {
   Fixture fixture;
-  class Inner final : public listener::RequestHandler {
-   public:
-    std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo&) override {
-      return nullptr;
-    }
-    void handle(const listener::wire::LdapMessage&, listener::Session&, listener::ResponseSink&,
-                threadpool::WorkerState&) override {}
-  } inner;
-  MetricsHandler handler(inner, fixture.operations);
-  listener::Session session;
-  listener::TlsPeer peer;
-  peer.resumed = true;
-  handler.tls_established(session, peer);
+  fixture.operations.count_tls_handshake(/*resumed=*/true);
   std::string pattern =
       (std::filesystem::temp_directory_path() / "numadir-metrics-XXXXXX").string();
   REQUIRE(mkdtemp(pattern.data()) != nullptr);
   auto log = AccessLog::open(std::filesystem::path(pattern) / "access.log");
   REQUIRE(log.ok());
-  fixture.sources.handler = &handler;
   fixture.sources.access_log = log->get();
   const Metrics metrics(fixture.sources);
   const std::string text = render(metrics, ExpositionFormat::kPrometheusText);
@@ -349,16 +336,6 @@ int promtool_check(const std::string& text, std::string& output) {
 
 TEST_CASE("Metrics: promtool check metrics passes on a rendered sample") {
   Fixture fixture;
-  class Inner final : public listener::RequestHandler {
-   public:
-    std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo&) override {
-      return nullptr;
-    }
-    void handle(const listener::wire::LdapMessage&, listener::Session&, listener::ResponseSink&,
-                threadpool::WorkerState&) override {}
-  } inner;
-  MetricsHandler handler(inner, fixture.operations);
-  fixture.sources.handler = &handler;
   const Metrics metrics(fixture.sources);
   const std::string text = render(metrics, ExpositionFormat::kPrometheusText);
   std::string output;
