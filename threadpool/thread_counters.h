@@ -11,10 +11,10 @@
 #pragma once
 
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 
 #include "base/cache_line.h"
@@ -31,11 +31,14 @@ inline void owner_sub(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) 
   counter.store(counter.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
 }
 
-// Returns: the steady clock in nanoseconds (never 0 on a running system).
+// Returns: the steady clock in nanoseconds (never 0 on a running system): CLOCK_MONOTONIC, the
+//   clock of std::chrono::steady_clock, read straight from the vDSO (steady_clock::now() is a
+//   call into libstdc++ around the same clock_gettime).
 inline std::uint64_t steady_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000U +
+         static_cast<std::uint64_t>(now.tv_nsec);
 }
 
 // Returns: the calling thread's OS thread id (gettid), which names /proc/self/task/<tid>.

@@ -59,7 +59,7 @@ OperationCounters::Slot& OperationCounters::add_slot() {
 
 void OperationCounters::count(Slot& slot, ProtocolOp op) {
   if (const std::optional<OperationKind> kind = operation_kind(op); kind.has_value()) {
-    threadpool::owner_add(slot.operations[static_cast<std::size_t>(*kind)]);
+    count(slot, *kind);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "base/cache_line.h"
 #include "base/thread_annotations.h"
 #include "listener/wire/ldap_message.h"
+#include "threadpool/thread_counters.h"
 
 namespace numadir::server {
 
@@ -70,6 +71,10 @@ class OperationCounters {
   // Counts one operation of the request kind `op` in `slot`; other ops (responses, unbind,
   // abandon) are not counted. Requires: the caller owns `slot`.
   static void count(Slot& slot, listener::wire::ProtocolOp op);
+  // Counts one operation of `kind` in `slot`. Requires: the caller owns `slot`.
+  static void count(Slot& slot, OperationKind kind) {
+    threadpool::owner_add(slot.operations[static_cast<std::size_t>(kind)]);
+  }
   // Counts one successful bind with a name and password in `slot`.
   static void count_auth(Slot& slot);
   // Counts one operation of the request kind `op` that a listener carried out itself (StartTLS),

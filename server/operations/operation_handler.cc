@@ -213,20 +213,20 @@ void OperationHandler::tls_established(listener::Session& session, const listene
 
 void OperationHandler::handle(const LdapMessage& request, listener::Session& session,
                               listener::ResponseSink& sink, threadpool::WorkerState& state) {
-  if (!response_op(request.op).has_value()) {
+  // The requests that are operations are those with a response (response_op).
+  const std::optional<OperationKind> kind = operation_kind(request.op);
+  if (!kind.has_value()) {
     return;  // Not a request we answer (the listener handles unbind and abandon).
   }
   auto& worker = static_cast<ServerWorkerState&>(state);
   NUMADIR_DCHECK(worker.owner() == this, "a worker state made by another handler");
-  OperationCounters::count(worker.counters(), request.op);
+  OperationCounters::count(worker.counters(), *kind);
   auto& server_session = static_cast<ServerSession&>(session);
   if (worker.metrics_slot != nullptr) {
-    if (const std::optional<OperationKind> kind = operation_kind(request.op); kind.has_value()) {
-      OperationMeter meter(*worker.metrics_slot, *kind, sink.origin().received_ns);
-      ResultSender sender(request, sink, &meter);
-      run(request, server_session, worker, sender);
-      return;
-    }
+    OperationMeter meter(*worker.metrics_slot, *kind, sink.origin().received_ns);
+    ResultSender sender(request, sink, &meter);
+    run(request, server_session, worker, sender);
+    return;
   }
   ResultSender sender(request, sink);
   run(request, server_session, worker, sender);

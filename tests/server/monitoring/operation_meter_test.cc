@@ -190,6 +190,14 @@ TEST_CASE("OperationMeter: a detached operation finished on another thread count
   }
 }
 
+TEST_CASE("operation_kind: exactly the requests a handler answers (those with a response_op)") {
+  for (const listener::wire::ProtocolOpInfo& info : listener::wire::kProtocolOps) {
+    CAPTURE(info.name);
+    CHECK(operation_kind(info.op).has_value() == response_op(info.op).has_value());
+    CHECK(operation_kind(info.op).has_value() == (info.kind == listener::wire::OpKind::kRequest));
+  }
+}
+
 TEST_CASE("OperationHandler: with metrics on every operation is measured in its worker's slot") {
   OperationMetrics metrics;
   HandlerOptions options = testing::default_handler_options();
