@@ -2,16 +2,14 @@
 // config is compiled as serve compiles it and the live database is only read (a compacted copy
 // is made, tune_snapshot.h); each candidate (tune_candidates.h) is served by a private `numadir
 // serve` (this same executable) on the copy, on 127.0.0.1 only, one server at a time, and
-// driven by authrate at each connection count, the candidates interleaved round after round.
-// Prints the table and the best candidate's [threads] fragment; writes it (--write) and a plot
-// (--plot, gnuplot) on request. Every private server is stopped and the copy removed at the end,
-// on an error and on SIGINT / SIGTERM too.
+// driven by authrate at each connection count, the candidates interleaved round after round
+// (tune_rounds.h). Prints the table and the best candidate's [threads] fragment; writes it
+// (--write) and a plot (--plot, gnuplot) on request. Every private server is stopped and the
+// copy removed at the end, on an error and on SIGINT / SIGTERM too.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -21,9 +19,9 @@
 #include "backend/password_scheme.h"
 #include "server/commands/child_process.h"
 #include "server/commands/commands.h"
-#include "server/commands/database_lock.h"
 #include "server/commands/server_config.h"
 #include "server/commands/tune_candidates.h"
+#include "server/commands/tune_rounds.h"
 #include "server/commands/tune_runs.h"
 #include "server/commands/tune_snapshot.h"
 #include "server/formats/config_derive.h"
@@ -32,11 +30,6 @@
 
 namespace numadir::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-constexpr auto kServerStopGrace = milliseconds(30'000);
 
 // Set by SIGINT / SIGTERM; read between and during the runs.
 volatile sig_atomic_t g_interrupted = 0;
@@ -97,14 +90,6 @@ class WorkDir {
   std::filesystem::path path_;
 };
 
-std::string format_seconds(double seconds) {
-  const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
-  if (total < 60) {
-    return std::to_string(total) + " s";
-  }
-  return std::to_string(total / 60) + " min " + std::to_string(total % 60) + " s";
-}
-
 std::string number_text(double value) {
   std::ostringstream out;
   out << value;
@@ -162,151 +147,106 @@ std::vector<TuneCandidate> choose_candidates(const Config& config,
   return chosen;
 }
 
-// What one candidate collected.
-struct Slot {
-  TuneCandidate candidate;
-  std::filesystem::path config;
-  std::vector<std::vector<TuneMeasurement>> runs;  // Per connection count.
-  std::vector<std::size_t> failed_runs;
-  std::string failure;
+// The executables a tune runs: this numadir (each candidate's private server) and authrate.
+struct TunePrograms {
+  std::filesystem::path numadir;
+  std::filesystem::path authrate;
 };
 
-// Progress and the time left, on `err`.
-class Progress {
- public:
-  Progress(std::ostream& err, std::size_t runs, std::size_t starts, double run_s)
-      : err_(err), runs_left_(runs), starts_left_(starts), run_s_(run_s) {}
-
-  void line(const std::string& what) {
-    const double left =
-        static_cast<double>(runs_left_) * run_s_ + static_cast<double>(starts_left_) * start_s_;
-    err_ << "numadir tune: " << what << " (about " << format_seconds(left) << " left)" << std::endl;
+// Errors: kInvalidArgument when --write names the config file itself; kAlreadyExists when it
+//   names a file that exists and --force is not given.
+Status check_write_target(const TuneOptions& options) {
+  if (!options.write.has_value()) {
+    return Status();
   }
-  void started(double seconds) {
-    start_s_ = seconds;
-    starts_left_ -= starts_left_ > 0 ? 1 : 0;
-  }
-  void ran(double seconds) {
-    run_s_ = seconds;
-    runs_left_ -= runs_left_ > 0 ? 1 : 0;
-  }
-  // A candidate given up: its runs and starts will not happen.
-  void dropped(std::size_t runs, std::size_t starts) {
-    runs_left_ -= std::min(runs, runs_left_);
-    starts_left_ -= std::min(starts, starts_left_);
-  }
-
- private:
-  std::ostream& err_;
-  std::size_t runs_left_;
-  std::size_t starts_left_;
-  double run_s_;
-  double start_s_ = 0.5;
-};
-
-}  // namespace
-
-int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
-  const std::string config_file = options.config.string();
   std::error_code ec;
-  if (options.write.has_value()) {
-    if (std::filesystem::equivalent(*options.write, options.config, ec)) {
-      err << "numadir tune: --write " << options.write->string()
-          << ": that is the config file itself; tune writes only a [threads] fragment: write it "
-             "to another file and replace the config's [threads] with it\n";
-      return 1;
-    }
-    if (std::filesystem::exists(*options.write, ec) && !options.force) {
-      err << "numadir tune: --write " << options.write->string()
-          << ": the file exists (--force overwrites it)\n";
-      return 1;
-    }
+  if (std::filesystem::equivalent(*options.write, options.config, ec)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--write " + options.write->string() +
+                      ": that is the config file itself; tune writes only a [threads] fragment: "
+                      "write it to another file and replace the config's [threads] with it");
   }
-  const std::filesystem::path numadir = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (std::filesystem::exists(*options.write, ec) && !options.force) {
+    return Status(StatusCode::kAlreadyExists, "--write " + options.write->string() +
+                                                  ": the file exists (--force overwrites it)");
+  }
+  return Status();
+}
+
+// Returns: this numadir (/proc/self/exe) and the authrate to run.
+// Errors: kIo when /proc/self/exe cannot be read; find_authrate's kNotFound.
+Result<TunePrograms> find_programs(const TuneOptions& options) {
+  std::error_code ec;
+  std::filesystem::path numadir = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) {
-    err << "numadir tune: /proc/self/exe: " << ec.message() << "\n";
-    return 1;
+    return Status(StatusCode::kIo, "/proc/self/exe: " + ec.message());
   }
   Result<std::filesystem::path> authrate = find_authrate(options.authrate, numadir);
   if (!authrate.ok()) {
-    err << "numadir tune: " << authrate.status().message() << "\n";
-    return 1;
+    return authrate.status();
   }
+  return TunePrograms{std::move(numadir), std::move(*authrate)};
+}
 
-  // The config as serve compiles it. A thread plan that does not fit this machine only rules
-  // out the current settings; any other mistake stops here.
-  Result<Config> loaded = load_config(options.config);
+// The live config as serve compiles it.
+struct LiveConfig {
+  Config config;
+  ServerConfigOutcome outcome;
+  std::vector<std::string> thread_errors;  // They rule out the current settings only.
+};
+
+// Loads and compiles `file` as serve does, its warnings on `err`.
+// Returns: nullopt, each reason said on `err`, when it does not load or has a mistake outside
+//   the thread plan (threads, threads.topology).
+std::optional<LiveConfig> compile_live_config(const std::filesystem::path& file,
+                                              std::ostream& err) {
+  Result<Config> loaded = load_config(file);
   if (!loaded.ok()) {
     err << "numadir tune: " << loaded.status().message() << "\n";
-    return 1;
+    return std::nullopt;
   }
-  const Config& config = *loaded;
-  ServerConfigOutcome outcome = compile_server_config(options.config);
-  std::vector<std::string> thread_errors;
+  LiveConfig live{std::move(*loaded), compile_server_config(file), {}};
   std::vector<std::string> other_errors;
-  for (const ConfigDiagnostic& error : outcome.errors) {
-    (is_thread_error(error) ? thread_errors : other_errors).push_back(error.to_string());
+  for (const ConfigDiagnostic& error : live.outcome.errors) {
+    (is_thread_error(error) ? live.thread_errors : other_errors).push_back(error.to_string());
   }
-  for (const ConfigDiagnostic& warning : outcome.warnings) {
+  for (const ConfigDiagnostic& warning : live.outcome.warnings) {
     err << warning.to_string("warning") << "\n";
   }
   if (!other_errors.empty()) {
     for (const std::string& error : other_errors) {
       err << "numadir tune: " << error << "\n";
     }
-    return 1;
+    return std::nullopt;
   }
+  return live;
+}
 
-  // The live database: there, not served, and from here on only read.
-  const std::filesystem::path& database = config.database.path;
-  if (!std::filesystem::is_directory(database, ec)) {
-    err << "numadir tune: database " << database.string() << ": no such directory\n";
-    return 1;
-  }
-  if (!std::filesystem::exists(database / "data.mdb", ec)) {
-    err << "numadir tune: database " << database.string()
-        << ": no data.mdb in it (import the directory first)\n";
-    return 1;
-  }
-  Result<std::optional<pid_t>> holder = database_lock_holder(database);
-  if (!holder.ok()) {
-    err << "numadir tune: " << holder.status().message() << "\n";
-    return 1;
-  }
-  if (holder->has_value()) {
-    err << "numadir tune: database " << database.string() << " is in use by numadir serve ("
-        << (**holder > 0 ? "pid " + std::to_string(**holder) : std::string("pid unknown"))
-        << "): stop it first (tune measures on this machine's CPUs, and would measure it too)\n";
-    return 1;
-  }
-
-  std::vector<TuneCandidate> candidates =
-      choose_candidates(config, outcome, thread_errors, options.max_candidates, err);
-  if (candidates.empty()) {
-    err << "numadir tune: no candidate can run on this machine\n";
-    return 1;
-  }
-
-  const InterruptGuard guard;
-  Result<WorkDir> work = WorkDir::create();
-  if (!work.ok()) {
-    err << "numadir tune: " << work.status().message() << "\n";
-    return 1;
-  }
-  const std::filesystem::path snapshot = work->path() / "db";
+// Makes the copy tune measures on in `snapshot` (tune_snapshot.h), saying so on `err` first.
+// Errors: make_tune_snapshot's.
+Status make_snapshot(const Config& config, const std::filesystem::path& snapshot,
+                     std::uint64_t users, std::ostream& err) {
+  std::error_code ec;
   std::filesystem::create_directory(snapshot, ec);
-  err << "numadir tune: copying " << database.string() << " and adding " << options.users
+  err << "numadir tune: copying " << config.database.path.string() << " and adding " << users
       << " test users (" << backend::password_scheme_name(config.default_password_scheme)
       << (backend::password_scheme_costly(config.default_password_scheme)
               ? ", a costly scheme: one password and stored hash for all"
               : "")
       << ") under " << tune_users_base(config) << " in the copy" << std::endl;
-  if (const Status made = make_tune_snapshot(config, snapshot, options.users); !made.ok()) {
-    err << "numadir tune: " << made.message() << "\n";
-    return 1;
-  }
+  return make_tune_snapshot(config, snapshot, users);
+}
 
-  std::vector<Slot> slots;
+// Writes each candidate's config into `work`: the live config `config_file` serving `snapshot`
+// on 127.0.0.1 (any port), with the candidate's [threads] unless it is the current one.
+// Returns: a slot per candidate, in their order, with room for `connection_counts` points.
+// Errors: derive_config_text's.
+Result<std::vector<TuneSlot>> write_candidate_configs(const std::filesystem::path& config_file,
+                                                      const std::vector<TuneCandidate>& candidates,
+                                                      const std::filesystem::path& snapshot,
+                                                      const std::filesystem::path& work,
+                                                      std::size_t connection_counts) {
+  std::vector<TuneSlot> slots;
   for (const TuneCandidate& candidate : candidates) {
     ConfigDerivation derivation;
     derivation.database_path = snapshot;
@@ -315,26 +255,35 @@ int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
     if (!candidate.current) {
       derivation.threads_toml = threads_fragment(candidate);
     }
-    Result<std::string> text = derive_config_text(options.config, derivation);
+    Result<std::string> text = derive_config_text(config_file, derivation);
     if (!text.ok()) {
-      err << "numadir tune: " << text.status().message() << "\n";
-      return 1;
+      return text.status();
     }
-    Slot slot;
+    TuneSlot slot;
     slot.candidate = candidate;
-    slot.config = work->path() / (candidate.name + ".toml");
+    slot.config = work / (candidate.name + ".toml");
     std::ofstream(slot.config) << *text;
-    slot.runs.resize(options.connections.size());
-    slot.failed_runs.resize(options.connections.size());
+    slot.runs.resize(connection_counts);
+    slot.failed_runs.resize(connection_counts);
     slots.push_back(std::move(slot));
   }
+  return slots;
+}
 
-  AuthrateRun run;
-  run.authrate = *authrate;
+// Returns: the threads authrate runs with: --authrate-threads, else one per 4 CPUs (at least 1).
+int authrate_threads(const TuneOptions& options) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const int threads = options.authrate_threads > 0
-                          ? options.authrate_threads
-                          : static_cast<int>(std::max(1L, (cpus > 0 ? cpus : 1) / 4));
+  return options.authrate_threads > 0 ? options.authrate_threads
+                                      : static_cast<int>(std::max(1L, (cpus > 0 ? cpus : 1) / 4));
+}
+
+// Returns: what every authrate run shares: binds of the test users in turn (tune_snapshot.h)
+//   on `threads` threads for the warm-up and the duration; StartTLS, said on `err`, when the
+//   config's simple binds require TLS.
+AuthrateRun authrate_run(const TuneOptions& options, const Config& config,
+                         const std::filesystem::path& authrate, int threads, std::ostream& err) {
+  AuthrateRun run;
+  run.authrate = authrate;
   run.workload = {"-b",
                   tune_users_base(config),
                   "-f",
@@ -358,126 +307,145 @@ int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
     err << "numadir tune: tls.simple_bind_requires_tls: authrate uses StartTLS" << std::endl;
   }
   run.seconds = options.duration_s + options.warmup_s;
+  return run;
+}
 
+// Says on `err` what the rounds will measure.
+void announce_rounds(const TuneOptions& options, std::size_t candidates, int authrate_threads,
+                     std::ostream& err) {
   std::string counts;
   for (const int c : options.connections) {
     counts += (counts.empty() ? "" : ",") + std::to_string(c);
   }
-  const std::size_t rounds = static_cast<std::size_t>(options.repeat);
-  err << "numadir tune: " << slots.size() << (slots.size() == 1 ? " candidate" : " candidates")
-      << ", connections " << counts << ", " << rounds << " round(s) of "
-      << number_text(options.duration_s) << " s (after " << number_text(options.warmup_s)
-      << " s of warm-up) each, authrate with " << threads << " thread(s)" << std::endl;
-  Progress progress(err, rounds * slots.size() * options.connections.size(), rounds * slots.size(),
-                    run.seconds + 0.2);
-  for (std::size_t round = 0; round < rounds && !interrupted(); ++round) {
-    for (std::size_t k = 0; k < slots.size() && !interrupted(); ++k) {
-      // Each round starts one candidate later, so none is always measured first.
-      const std::size_t index = (k + round) % slots.size();
-      Slot& slot = slots[index];
-      if (!slot.failure.empty()) {
-        continue;
-      }
-      const std::string where = "round " + std::to_string(round + 1) + "/" +
-                                std::to_string(rounds) + ", candidate " +
-                                std::to_string(index + 1) + "/" + std::to_string(slots.size()) +
-                                " " + slot.candidate.name;
-      const auto start_began = Clock::now();
-      Result<RunningServer> server = start_server(
-          numadir, slot.config, work->path() / (slot.candidate.name + ".stderr"), interrupted);
-      if (!server.ok()) {
-        if (interrupted()) {
-          break;
-        }
-        slot.failure = server.status().message();
-        err << "numadir tune: " << where << ": giving it up: " << slot.failure << std::endl;
-        progress.dropped((rounds - round) * options.connections.size(), rounds - round);
-        continue;
-      }
-      progress.started(std::chrono::duration<double>(Clock::now() - start_began).count());
-      for (std::size_t c = 0; c < options.connections.size() && !interrupted(); ++c) {
-        progress.line(where + ", " + std::to_string(options.connections[c]) + " connections");
-        const auto run_began = Clock::now();
-        Result<TuneMeasurement> measured = measure(run, *server, options.connections[c],
-                                                   work->path() / "authrate.stderr", interrupted);
-        progress.ran(std::chrono::duration<double>(Clock::now() - run_began).count());
-        if (!measured.ok()) {
-          ++slot.failed_runs[c];
-          err << "numadir tune: " << where << ", " << options.connections[c]
-              << " connections: " << measured.status().message() << std::endl;
-          continue;
-        }
-        if (measured->errors > 0) {
-          err << "numadir tune: " << where << ", " << options.connections[c]
-              << " connections: " << measured->errors << " auth errors" << std::endl;
-        }
-        slot.runs[c].push_back(*measured);
-      }
-      if (const int status = server->process->stop(kServerStopGrace); status != 0) {
-        err << "numadir tune: " << where << ": its server exited " << status
-            << " on SIGTERM: " << last_line(work->path() / (slot.candidate.name + ".stderr"))
-            << std::endl;
-      }
-    }
+  err << "numadir tune: " << candidates << (candidates == 1 ? " candidate" : " candidates")
+      << ", connections " << counts << ", " << static_cast<std::size_t>(options.repeat)
+      << " round(s) of " << number_text(options.duration_s) << " s (after "
+      << number_text(options.warmup_s) << " s of warm-up) each, authrate with " << authrate_threads
+      << " thread(s)" << std::endl;
+}
+
+// Returns: the best candidate's [threads] fragment, its comment saying when and why it was
+//   chosen (`summary`) and what to do with it.
+std::string best_fragment(const std::vector<TuneResult>& results, std::size_t best,
+                          const std::string& summary, const std::string& config_file) {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
+  return threads_fragment(results[best].candidate,
+                          "numadir tune, " + std::string(date) + ": best of " +
+                              std::to_string(results.size()) + " candidates, " + summary +
+                              "\nReplace the [threads] table (and its [[threads.node]] "
+                              "tables) of " +
+                              config_file + " with what follows.");
+}
+
+// Prints the table on `out` and, when there is a best candidate, the rule and its fragment,
+// which --write also writes.
+// Returns: the exit status: 1 when there is no best or the fragment cannot be written, else 0.
+int report_results(const std::vector<TuneResult>& results, const TuneOptions& options,
+                   std::ostream& out, std::ostream& err) {
+  const std::optional<std::size_t> best = choose_best(results);
+  out << format_table(results, options.connections, best);
+  if (!best.has_value()) {
+    err << "numadir tune: no candidate was measured at every connection count without errors "
+           "(see the lines above); no best\n";
+    return 1;
   }
+  const std::string summary = describe_best(results, options.connections, *best);
+  out << "\nbest: " << summary << "\n(rule: " << kBestRule << ")\n\n";
+  const std::string fragment = best_fragment(results, *best, summary, options.config.string());
+  out << fragment << std::flush;
+  if (!options.write.has_value()) {
+    return 0;
+  }
+  std::ofstream file(*options.write, std::ios::trunc);
+  file << fragment;
+  file.flush();
+  if (!file) {
+    err << "numadir tune: --write " << options.write->string() << ": cannot be written\n";
+    return 1;
+  }
+  err << "numadir tune: wrote the fragment to " << options.write->string() << "\n";
+  return 0;
+}
+
+// Draws --plot when it is given (its data and script in `work`); a plot that cannot be drawn is
+// said on `err` and changes nothing else.
+void plot_results(const std::vector<TuneResult>& results, const TuneOptions& options,
+                  const std::filesystem::path& work, std::ostream& err) {
+  if (!options.plot.has_value()) {
+    return;
+  }
+  if (const Status plotted =
+          draw_plot(results, options.connections, *options.plot, work, options.repeat);
+      !plotted.ok()) {
+    err << "numadir tune: --plot " << options.plot->string() << ": " << plotted.message()
+        << "; no plot drawn\n";
+  } else {
+    err << "numadir tune: plotted auths/s to " << options.plot->string() << "\n";
+  }
+}
+
+}  // namespace
+
+int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
+  const auto fail = [&err](const Status& status) {
+    err << "numadir tune: " << status.message() << "\n";
+    return 1;
+  };
+  if (const Status checked = check_write_target(options); !checked.ok()) {
+    return fail(checked);
+  }
+  Result<TunePrograms> programs = find_programs(options);
+  if (!programs.ok()) {
+    return fail(programs.status());
+  }
+  // A thread plan that does not fit this machine only rules out the current settings; any
+  // other mistake in the config stops here.
+  const std::optional<LiveConfig> live = compile_live_config(options.config, err);
+  if (!live.has_value()) {
+    return 1;
+  }
+  const Config& config = live->config;
+  // The live database: there, not served, and from here on only read.
+  if (const Status checked = check_tune_database(config); !checked.ok()) {
+    return fail(checked);
+  }
+  std::vector<TuneCandidate> candidates =
+      choose_candidates(config, live->outcome, live->thread_errors, options.max_candidates, err);
+  if (candidates.empty()) {
+    err << "numadir tune: no candidate can run on this machine\n";
+    return 1;
+  }
+
+  // From here on SIGINT / SIGTERM end the runs, and the copy goes with `work` however tune ends.
+  const InterruptGuard guard;
+  Result<WorkDir> work = WorkDir::create();
+  if (!work.ok()) {
+    return fail(work.status());
+  }
+  const std::filesystem::path snapshot = work->path() / "db";
+  if (const Status made = make_snapshot(config, snapshot, options.users, err); !made.ok()) {
+    return fail(made);
+  }
+  Result<std::vector<TuneSlot>> slots = write_candidate_configs(
+      options.config, candidates, snapshot, work->path(), options.connections.size());
+  if (!slots.ok()) {
+    return fail(slots.status());
+  }
+  const int threads = authrate_threads(options);
+  const AuthrateRun run = authrate_run(options, config, programs->authrate, threads, err);
+  announce_rounds(options, slots->size(), threads, err);
+  run_tune_rounds(options, programs->numadir, run, work->path(), interrupted, *slots, err);
   if (interrupted()) {
     err << "numadir tune: interrupted: every private server is stopped and the copy removed; "
            "nothing is written\n";
     return 130;
   }
 
-  std::vector<TuneResult> results;
-  for (const Slot& slot : slots) {
-    TuneResult result;
-    result.candidate = slot.candidate;
-    result.failure = slot.failure;
-    for (std::size_t c = 0; c < options.connections.size(); ++c) {
-      result.points.push_back(median_point(slot.runs[c], slot.failed_runs[c]));
-    }
-    results.push_back(std::move(result));
-  }
-  const std::optional<std::size_t> best = choose_best(results);
-  out << format_table(results, options.connections, best);
-  int status = 0;
-  if (!best.has_value()) {
-    err << "numadir tune: no candidate was measured at every connection count without errors "
-           "(see the lines above); no best\n";
-    status = 1;
-  } else {
-    const std::time_t now = std::time(nullptr);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
-    const std::string summary = describe_best(results, options.connections, *best);
-    out << "\nbest: " << summary << "\n(rule: " << kBestRule << ")\n\n";
-    const std::string fragment = threads_fragment(
-        results[*best].candidate, "numadir tune, " + std::string(date) + ": best of " +
-                                      std::to_string(results.size()) + " candidates, " + summary +
-                                      "\nReplace the [threads] table (and its [[threads.node]] "
-                                      "tables) of " +
-                                      config_file + " with what follows.");
-    out << fragment << std::flush;
-    if (options.write.has_value()) {
-      std::ofstream file(*options.write, std::ios::trunc);
-      file << fragment;
-      file.flush();
-      if (!file) {
-        err << "numadir tune: --write " << options.write->string() << ": cannot be written\n";
-        status = 1;
-      } else {
-        err << "numadir tune: wrote the fragment to " << options.write->string() << "\n";
-      }
-    }
-  }
-  if (options.plot.has_value()) {
-    if (const Status plotted =
-            draw_plot(results, options.connections, *options.plot, work->path(), options.repeat);
-        !plotted.ok()) {
-      err << "numadir tune: --plot " << options.plot->string() << ": " << plotted.message()
-          << "; no plot drawn\n";
-    } else {
-      err << "numadir tune: plotted auths/s to " << options.plot->string() << "\n";
-    }
-  }
+  const std::vector<TuneResult> results = tune_results(*slots, options.connections.size());
+  const int status = report_results(results, options, out, err);
+  plot_results(results, options, work->path(), err);
   return status;
 }
 

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "backend/directory.h"
 #include "backend/password_scheme.h"
+#include "server/commands/database_lock.h"
 #include "server/commands/opened_directory.h"
 
 namespace numadir::server {
@@ -95,6 +97,31 @@ std::string tune_bind_dn_template(const Config& config) {
 std::string tune_password_template(const Config& config) {
   return backend::password_scheme_costly(config.default_password_scheme) ? "tune-password"
                                                                          : "tune-password-%d";
+}
+
+Status check_tune_database(const Config& config) {
+  const std::filesystem::path& database = config.database.path;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(database, ec)) {
+    return Status(StatusCode::kNotFound, "database " + database.string() + ": no such directory");
+  }
+  if (!std::filesystem::exists(database / "data.mdb", ec)) {
+    return Status(StatusCode::kNotFound, "database " + database.string() +
+                                             ": no data.mdb in it (import the directory first)");
+  }
+  Result<std::optional<pid_t>> holder = database_lock_holder(database);
+  if (!holder.ok()) {
+    return holder.status();
+  }
+  if (holder->has_value()) {
+    return Status(
+        StatusCode::kAlreadyExists,
+        "database " + database.string() + " is in use by numadir serve (" +
+            (**holder > 0 ? "pid " + std::to_string(**holder) : std::string("pid unknown")) +
+            "): stop it first (tune measures on this machine's CPUs, and would measure "
+            "it too)");
+  }
+  return Status();
 }
 
 Status make_tune_snapshot(const Config& config, const std::filesystem::path& snapshot,

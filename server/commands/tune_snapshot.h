@@ -37,6 +37,15 @@ std::string tune_bind_dn_template(const Config& config);  // "uid=tune-%d,<base>
 // "tune-password-%d"; "tune-password" for a costly default_scheme.
 std::string tune_password_template(const Config& config);
 
+// Checks that `config`'s database can be copied without disturbing anything: its directory is
+// there with a data.mdb, and no numadir serve holds it (tune measures on this machine's CPUs,
+// and would measure that server too). Nothing is created or written.
+// Errors: kNotFound "database DIR: no such directory" or "database DIR: no data.mdb in it
+//   (import the directory first)"; kAlreadyExists "database DIR is in use by numadir serve (pid
+//   N): stop it first (...)" ("pid unknown" when the server has not written it yet); kIo from
+//   database_lock_holder (database_lock.h).
+Status check_tune_database(const Config& config);
+
 // Copies `config`'s database into `snapshot` (an existing empty directory) and adds `users`
 // test users to the copy.
 // Errors: kNotFound / kStorage from the copy ("database DIR: ..."); kNoSuchObject when the

@@ -156,6 +156,195 @@ class WriterPipe {
   std::deque<std::pair<std::shared_ptr<Flight>, BatchNote>> flights_;
 };
 
+// A connection's batches on their way to the writer: each batch its SyncSession collects is
+// prepared here and handed to the writer through a WriterPipe, and counted in the consumer's
+// status once committed. Made after the session, whose batches it takes; its destruction waits
+// for every batch in flight (WriterPipe).
+class BatchWriter {
+ public:
+  // Counts each committed batch in `status`, under `status_mu`.
+  BatchWriter(backend::Directory& directory, SyncSession& session, std::mutex& status_mu,
+              ConsumerStatus& status)
+      : directory_(directory),
+        session_(session),
+        status_mu_(status_mu),
+        status_(status),
+        pipe_(directory) {}
+  BatchWriter(const BatchWriter&) = delete;
+  BatchWriter& operator=(const BatchWriter&) = delete;
+
+  // Hands the batch collected so far to the writer; with `wait`, returns once it is committed
+  // (and every batch before it). Without a batch, waits for every batch in flight.
+  // Errors: the preparation's or the writer's, as "applying the provider's changes failed,
+  //   nothing of the batch was written: ...".
+  Status apply(bool wait) {
+    std::optional<backend::ReplicaChange> batch = session_.take_batch();
+    if (!batch.has_value()) {
+      return settle_all();
+    }
+    // Prepared here, while the writer stores the batch before: the writer only looks up and
+    // writes. An entry refused now refuses the batch as the writer would.
+    if (Status prepared = directory_.prepare_replica(*batch); !prepared.ok()) {
+      NUMADIR_RETURN_IF_ERROR(settle_all());
+      return Status(prepared.code(),
+                    "applying the provider's changes failed, nothing of the batch was written: " +
+                        prepared.message());
+    }
+    BatchNote note{batch->items.size(), batch->cookie, session_.entries_received(),
+                   session_.deletes_received()};
+    // A batch that stores a cookie or prunes waits until every batch before it is committed:
+    // its cookie never covers a batch the writer refused.
+    const std::size_t room =
+        batch->cookie.has_value() || batch->prune.has_value() ? 1 : kBatchesInFlight;
+    while (pipe_.in_flight() >= room) {
+      NUMADIR_RETURN_IF_ERROR(settle());
+    }
+    auto job = std::make_unique<backend::UpdateJob>();
+    job->change = std::move(*batch);
+    pipe_.submit(std::move(job), std::move(note));
+    return wait ? settle_all() : Status();
+  }
+
+ private:
+  // Waits for the oldest batch in flight and counts it once committed.
+  Status settle() {
+    Result<std::optional<BatchNote>> applied = pipe_.settle();
+    if (!applied.ok()) {
+      return Status(applied.status().code(),
+                    "applying the provider's changes failed, nothing of the batch was written: " +
+                        applied.status().message());
+    }
+    if (!applied->has_value()) {
+      return Status();
+    }
+    const BatchNote& note = **applied;
+    std::lock_guard lock(status_mu_);
+    ++status_.batches_applied;
+    status_.changes_applied += note.items;
+    status_.last_change = std::chrono::system_clock::now();
+    if (note.cookie.has_value()) {
+      status_.cookie = *note.cookie;
+    }
+    status_.entries_received = note.entries_received;
+    status_.deletes_received = note.deletes_received;
+    return Status();
+  }
+
+  // Waits for every batch in flight.
+  Status settle_all() {
+    while (pipe_.in_flight() > 0) {
+      NUMADIR_RETURN_IF_ERROR(settle());
+    }
+    return Status();
+  }
+
+  backend::Directory& directory_;
+  SyncSession& session_;
+  std::mutex& status_mu_;
+  ConsumerStatus& status_;  // Guarded by status_mu_.
+  WriterPipe pipe_;
+};
+
+// How long each receive of a sync search may wait. In the persist phase a change is written
+// once no other has come within persist_batch_ms of the first one pending, those that did
+// sharing its commit; a refresh fills its batches, written when full or when the provider
+// pauses for kPollMs.
+class ReceiveTimeout {
+ public:
+  ReceiveTimeout(int poll_ms, std::uint32_t persist_batch_ms)
+      : poll_ms_(poll_ms), persist_batch_ms_(persist_batch_ms) {}
+
+  // Returns: the wait for the next message, given where `session` is.
+  int next_ms(const SyncSession& session) {
+    if (session.phase() != SyncPhase::kPersist || !session.has_pending()) {
+      collecting_ = false;
+      return poll_ms_;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!collecting_) {
+      pending_since_ = now;
+      collecting_ = true;
+    }
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - pending_since_).count();
+    return static_cast<int>(std::max<std::int64_t>(0, std::int64_t{persist_batch_ms_} - waited));
+  }
+
+ private:
+  const int poll_ms_;
+  const std::uint32_t persist_batch_ms_;
+  std::chrono::steady_clock::time_point pending_since_{};  // Valid while collecting_.
+  bool collecting_ = false;  // A persist batch is collecting, since pending_since_.
+};
+
+// An entry of the sync search, with its Sync State control, into `session`.
+// Errors: kMalformed when the control is missing or does not decode; session.on_entry's; each
+//   prefixed with the provider's URL.
+Status take_entry(const ProviderConnection& provider, const LdapMessage& message,
+                  SyncSession& session) {
+  const Control* control = find_control(message, kSyncStateOid);
+  if (control == nullptr || !control->value.has_value()) {
+    return malformed(provider.url() + ": an entry without a Sync State control: " +
+                     std::string(message.search_entry.object_name));
+  }
+  Result<SyncState> state = decode_sync_state(*control->value);
+  if (!state.ok()) {
+    return malformed(provider.url() + ": " + state.status().message());
+  }
+  const Status handled =
+      session.on_entry(message.search_entry.object_name, message.search_entry.attributes, *state);
+  if (!handled.ok()) {
+    return Status(handled.code(), provider.url() + ": " + handled.message());
+  }
+  return Status();
+}
+
+// An IntermediateResponse of the sync search into `session`, when it is a Sync Info message.
+// Returns: false when it is not one (nothing to take).
+// Errors: kMalformed when it has no value or the value does not decode; session.on_info's;
+//   each prefixed with the provider's URL.
+Result<bool> take_sync_info(const ProviderConnection& provider, const LdapMessage& message,
+                            SyncSession& session) {
+  if (message.extended.name != kSyncInfoOid) {
+    return false;
+  }
+  if (!message.extended.value.has_value()) {
+    return malformed(provider.url() + ": a Sync Info message without a value");
+  }
+  Result<SyncInfo> info = decode_sync_info(*message.extended.value);
+  if (!info.ok()) {
+    return malformed(provider.url() + ": " + info.status().message());
+  }
+  const Status handled = session.on_info(*info);
+  if (!handled.ok()) {
+    return Status(handled.code(), provider.url() + ": " + handled.message());
+  }
+  return true;
+}
+
+// A SearchResultDone of the sync search other than e-syncRefreshRequired, with its Sync Done
+// control (defaults when it has none), into `session`: the search ends.
+// Errors: kIo "<url>: the sync search ended with result N: <diagnostic>" for a result other
+//   than success; kMalformed "<url>: ..." when the control does not decode; session.on_done's.
+Status take_sync_done(const ProviderConnection& provider, const LdapMessage& message,
+                      SyncSession& session) {
+  if (message.result.code != ResultCode::kSuccess) {
+    return Status(StatusCode::kIo,
+                  provider.url() + ": the sync search ended with result " +
+                      std::to_string(static_cast<std::int32_t>(message.result.code)) + ": " +
+                      std::string(message.result.diagnostic_message));
+  }
+  SyncDone done;
+  if (const Control* control = find_control(message, kSyncDoneOid)) {
+    Result<SyncDone> decoded = decode_sync_done(control->value.value_or(""));
+    if (!decoded.ok()) {
+      return malformed(provider.url() + ": " + decoded.status().message());
+    }
+    done = *decoded;
+  }
+  return session.on_done(done);
+}
+
 }  // namespace
 
 const char* consumer_state_name(ConsumerState state) {
@@ -299,16 +488,7 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
   const SyncMode mode = config_.type == ReplicationType::kRefreshOnly
                             ? SyncMode::kRefreshOnly
                             : SyncMode::kRefreshAndPersist;
-  // Without a stored cookie the request carries "rid=NNN" alone, as slapd's consumers send
-  // it: the provider's cookies then name this rid.
-  char rid_cookie[16];
-  std::snprintf(rid_cookie, sizeof rid_cookie, "rid=%03d", config_.rid);
-  const std::string request =
-      encode_sync_request(mode, cookie.empty() ? rid_cookie : cookie, /*reload_hint=*/false);
-  std::vector<std::string_view> attributes(config_.attrs.begin(), config_.attrs.end());
-  Result<std::int32_t> search =
-      provider.send_search(config_.searchbase, config_.scope, config_.filter, attributes,
-                           {Control{kSyncRequestOid, true, request}});
+  Result<std::int32_t> search = send_sync_search(provider, mode, cookie);
   if (!search.ok()) {
     return search.status();
   }
@@ -324,181 +504,77 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
     session.set_scope_empty();
   }
   set_state(ConsumerState::kRefreshing);
+  return follow_search(provider, *search, session, mode, reload);
+}
 
-  WriterPipe pipe(directory_);
-  // Waits for the oldest batch in flight and counts it once committed.
-  const auto settle = [&]() -> Status {
-    Result<std::optional<BatchNote>> applied = pipe.settle();
-    if (!applied.ok()) {
-      return Status(applied.status().code(),
-                    "applying the provider's changes failed, nothing of the batch was written: " +
-                        applied.status().message());
-    }
-    if (!applied->has_value()) {
-      return Status();
-    }
-    const BatchNote& note = **applied;
-    std::lock_guard lock(mu_);
-    ++status_.batches_applied;
-    status_.changes_applied += note.items;
-    status_.last_change = std::chrono::system_clock::now();
-    if (note.cookie.has_value()) {
-      status_.cookie = *note.cookie;
-    }
-    status_.entries_received = note.entries_received;
-    status_.deletes_received = note.deletes_received;
-    return Status();
-  };
-  // Waits for every batch in flight.
-  const auto settle_all = [&]() -> Status {
-    while (pipe.in_flight() > 0) {
-      NUMADIR_RETURN_IF_ERROR(settle());
-    }
-    return Status();
-  };
-  // Hands the batch collected so far to the writer; with `wait`, returns once it is committed.
-  const auto apply = [&](bool wait) -> Status {
-    std::optional<backend::ReplicaChange> batch = session.take_batch();
-    if (!batch.has_value()) {
-      return settle_all();
-    }
-    // Prepared here, while the writer stores the batch before: the writer only looks up and
-    // writes. An entry refused now refuses the batch as the writer would.
-    if (Status prepared = directory_.prepare_replica(*batch); !prepared.ok()) {
-      NUMADIR_RETURN_IF_ERROR(settle_all());
-      return Status(prepared.code(),
-                    "applying the provider's changes failed, nothing of the batch was written: " +
-                        prepared.message());
-    }
-    BatchNote note{batch->items.size(), batch->cookie, session.entries_received(),
-                   session.deletes_received()};
-    // A batch that stores a cookie or prunes waits until every batch before it is committed:
-    // its cookie never covers a batch the writer refused.
-    const std::size_t room =
-        batch->cookie.has_value() || batch->prune.has_value() ? 1 : kBatchesInFlight;
-    while (pipe.in_flight() >= room) {
-      NUMADIR_RETURN_IF_ERROR(settle());
-    }
-    auto job = std::make_unique<backend::UpdateJob>();
-    job->change = std::move(*batch);
-    pipe.submit(std::move(job), std::move(note));
-    return wait ? settle_all() : Status();
-  };
+Result<std::int32_t> Consumer::send_sync_search(ProviderConnection& provider, SyncMode mode,
+                                                const std::string& cookie) {
+  // Without a stored cookie the request carries "rid=NNN" alone, as slapd's consumers send
+  // it: the provider's cookies then name this rid.
+  char rid_cookie[16];
+  std::snprintf(rid_cookie, sizeof rid_cookie, "rid=%03d", config_.rid);
+  const std::string request =
+      encode_sync_request(mode, cookie.empty() ? rid_cookie : cookie, /*reload_hint=*/false);
+  std::vector<std::string_view> attributes(config_.attrs.begin(), config_.attrs.end());
+  return provider.send_search(config_.searchbase, config_.scope, config_.filter, attributes,
+                              {Control{kSyncRequestOid, true, request}});
+}
 
+Result<Consumer::Outcome> Consumer::follow_search(ProviderConnection& provider, std::int32_t search,
+                                                  SyncSession& session, SyncMode mode,
+                                                  bool& reload) {
+  BatchWriter batches(directory_, session, mu_, status_);
+  ReceiveTimeout timeout(kPollMs, config_.persist_batch_ms);
   LdapMessage message;
-  // When the persist batch collecting now began (valid while `collecting`).
-  std::chrono::steady_clock::time_point pending_since{};
-  bool collecting = false;
   for (;;) {
     if (stop_requested_.load(std::memory_order_relaxed)) {
-      NUMADIR_RETURN_IF_ERROR(apply(true));  // What was received and is whole is kept.
-      (void)provider.abandon(*search);
+      NUMADIR_RETURN_IF_ERROR(batches.apply(true));  // What was received and is whole is kept.
+      (void)provider.abandon(search);
       (void)provider.unbind();
       return Outcome::kStopped;
     }
-    // In the persist phase a change is written once no other has come within persist_batch_ms
-    // of the first one pending, those that did sharing its commit; a refresh fills its batches,
-    // written when full or when the provider pauses for kPollMs.
-    int timeout_ms = kPollMs;
-    if (session.phase() == SyncPhase::kPersist && session.has_pending()) {
-      const auto now = std::chrono::steady_clock::now();
-      if (!collecting) {
-        pending_since = now;
-        collecting = true;
-      }
-      const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - pending_since).count();
-      timeout_ms = static_cast<int>(
-          std::max<std::int64_t>(0, std::int64_t{config_.persist_batch_ms} - waited));
-    } else {
-      collecting = false;
-    }
-    const Status received = provider.receive(message, timeout_ms);
+    const Status received = provider.receive(message, timeout.next_ms(session));
     if (!received.ok()) {
       if (!provider.usable()) {
         return received;
       }
-      NUMADIR_RETURN_IF_ERROR(apply(true));  // The provider has nothing more for now.
+      NUMADIR_RETURN_IF_ERROR(batches.apply(true));  // The provider has nothing more for now.
       continue;
     }
     if (message.message_id == listener::wire::kUnsolicitedMessageId) {
       return Status(StatusCode::kIo, provider.url() + ": the provider disconnected: " +
                                          std::string(message.result.diagnostic_message));
     }
-    if (message.message_id != *search) {
+    if (message.message_id != search) {
       continue;
     }
-    Status handled;
     switch (message.op) {
-      case ProtocolOp::kSearchResultEntry: {
-        const Control* control = find_control(message, kSyncStateOid);
-        if (control == nullptr || !control->value.has_value()) {
-          return malformed(provider.url() + ": an entry without a Sync State control: " +
-                           std::string(message.search_entry.object_name));
-        }
-        Result<SyncState> state = decode_sync_state(*control->value);
-        if (!state.ok()) {
-          return malformed(provider.url() + ": " + state.status().message());
-        }
-        handled = session.on_entry(message.search_entry.object_name,
-                                   message.search_entry.attributes, *state);
+      case ProtocolOp::kSearchResultEntry:
+        NUMADIR_RETURN_IF_ERROR(take_entry(provider, message, session));
         break;
-      }
       case ProtocolOp::kIntermediateResponse: {
-        if (message.extended.name != kSyncInfoOid) {
+        Result<bool> taken = take_sync_info(provider, message, session);
+        if (!taken.ok()) {
+          return taken.status();
+        }
+        if (!*taken) {
           continue;
         }
-        if (!message.extended.value.has_value()) {
-          return malformed(provider.url() + ": a Sync Info message without a value");
-        }
-        Result<SyncInfo> info = decode_sync_info(*message.extended.value);
-        if (!info.ok()) {
-          return malformed(provider.url() + ": " + info.status().message());
-        }
-        handled = session.on_info(*info);
         break;
       }
-      case ProtocolOp::kSearchResultDone: {
-        const auto code = static_cast<std::int32_t>(message.result.code);
-        if (code == kSyncRefreshRequired) {
-          // The cookie is too old for the provider: what came of this search is dropped and
-          // the content reloaded.
-          log_("replication rid=" + std::to_string(config_.rid) +
-               ": the provider requires a full reload (e-syncRefreshRequired)");
-          {
-            std::lock_guard lock(mu_);
-            ++status_.reloads;
-          }
-          reload = true;
-          (void)provider.unbind();
-          return Outcome::kReload;
+      case ProtocolOp::kSearchResultDone:
+        if (static_cast<std::int32_t>(message.result.code) == kSyncRefreshRequired) {
+          return reload_required(provider, reload);
         }
-        if (message.result.code != ResultCode::kSuccess) {
-          return Status(StatusCode::kIo, provider.url() + ": the sync search ended with result " +
-                                             std::to_string(code) + ": " +
-                                             std::string(message.result.diagnostic_message));
-        }
-        SyncDone done;
-        if (const Control* control = find_control(message, kSyncDoneOid)) {
-          Result<SyncDone> decoded = decode_sync_done(control->value.value_or(""));
-          if (!decoded.ok()) {
-            return malformed(provider.url() + ": " + decoded.status().message());
-          }
-          done = *decoded;
-        }
-        NUMADIR_RETURN_IF_ERROR(session.on_done(done));
-        NUMADIR_RETURN_IF_ERROR(apply(true));
+        NUMADIR_RETURN_IF_ERROR(take_sync_done(provider, message, session));
+        NUMADIR_RETURN_IF_ERROR(batches.apply(true));
         (void)provider.unbind();
         if (mode == SyncMode::kRefreshOnly) {
           return Outcome::kRefreshDone;
         }
         return Status(StatusCode::kIo, provider.url() + ": the provider ended the persist phase");
-      }
       default:
         continue;  // References, and anything else of this search, carry nothing to apply.
-    }
-    if (!handled.ok()) {
-      return Status(handled.code(), provider.url() + ": " + handled.message());
     }
     if (session.phase() == SyncPhase::kPersist) {
       set_state(ConsumerState::kPersisting);
@@ -506,9 +582,21 @@ Result<Consumer::Outcome> Consumer::run_connection(bool& reload) {
     }
     if (session.batch_full()) {
       // A refresh goes on receiving while the writer stores the batch.
-      NUMADIR_RETURN_IF_ERROR(apply(session.phase() == SyncPhase::kPersist));
+      NUMADIR_RETURN_IF_ERROR(batches.apply(session.phase() == SyncPhase::kPersist));
     }
   }
+}
+
+Consumer::Outcome Consumer::reload_required(ProviderConnection& provider, bool& reload) {
+  log_("replication rid=" + std::to_string(config_.rid) +
+       ": the provider requires a full reload (e-syncRefreshRequired)");
+  {
+    std::lock_guard lock(mu_);
+    ++status_.reloads;
+  }
+  reload = true;
+  (void)provider.unbind();
+  return Outcome::kReload;
 }
 
 }  // namespace numadir::server::replication

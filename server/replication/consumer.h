@@ -39,8 +39,12 @@
 #include "backend/directory.h"
 #include "base/status.h"
 #include "server/formats/replication_consumer_config.h"
+#include "server/replication/sync_protocol.h"
 
 namespace numadir::server::replication {
+
+class ProviderConnection;
+class SyncSession;
 
 enum class ConsumerState : std::uint8_t {
   kStarting,
@@ -100,6 +104,19 @@ class Consumer {
   // One connection: connect, bind, sync search(es) until a failure, the end of a refreshOnly
   // refresh, or stop. Errors: why the connection ended (logged by main).
   Result<Outcome> run_connection(bool& reload);
+  // Sends the sync search in `mode` with `cookie` ("": "rid=NNN" alone).
+  // Returns: its message ID. Errors: send_search's.
+  Result<std::int32_t> send_sync_search(ProviderConnection& provider, SyncMode mode,
+                                        const std::string& cookie);
+  // Receives the messages of the sync search `search` into `session`, its batches handed to the
+  // writer, until the search ends, the connection fails or stop(). `reload` is set when the
+  // provider requires a full reload. Errors: why the connection ended.
+  Result<Outcome> follow_search(ProviderConnection& provider, std::int32_t search,
+                                SyncSession& session, SyncMode mode, bool& reload);
+  // e-syncRefreshRequired: the cookie is too old for the provider, so what came of this search
+  // is dropped and the content reloaded: sets `reload`, logs and counts it, unbinds.
+  // Returns: kReload.
+  Outcome reload_required(ProviderConnection& provider, bool& reload);
   void set_state(ConsumerState state);
   void note_failure(const Status& status);
   // Waits `delay` or until stop(). Returns: false when stopped.
