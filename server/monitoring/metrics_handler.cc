@@ -114,8 +114,8 @@ class MeteredSink final : public listener::ResponseSink {
 
 }  // namespace
 
-std::unique_ptr<threadpool::WorkerState> MetricsHandler::make_worker_state() {
-  std::unique_ptr<threadpool::WorkerState> state = inner_.make_worker_state();
+std::unique_ptr<listener::RequestWorkerState> MetricsHandler::make_worker_state() {
+  std::unique_ptr<listener::RequestWorkerState> state = inner_.make_worker_state();
   auto* worker = dynamic_cast<LoggingWorkerState*>(state.get());
   NUMADIR_CHECK(worker != nullptr,
                 "MetricsHandler: the inner handler's worker state has no metrics slot");

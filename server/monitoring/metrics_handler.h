@@ -36,7 +36,7 @@ class MetricsHandler final : public listener::RequestHandler {
   }
   // The inner handler's, which must be a LoggingWorkerState (access_log.h), given a new slot of
   // the calling thread's.
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override;
+  std::unique_ptr<listener::RequestWorkerState> make_worker_state() override;
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink, threadpool::WorkerState& state) override;
   // StartTLS's result is counted (unowned slot), then the inner handler is told.
