@@ -23,7 +23,7 @@ ConnectionRules::ConnectionRules(const ListenerShared& shared, threadpool::TaskP
                                  ListenerCounters& counters)
     : shared_(shared), pool_(pool), counters_(counters) {}
 
-PumpResult ConnectionRules::pump(OwnedConnection& connection) {
+PumpResult ConnectionRules::pump(OwnedConnection& connection, RequestCaches& caches) {
   for (;;) {
     if (connection.closing) {
       return PumpResult::kClose;  // The listener finishes the close once nothing holds it.
@@ -32,7 +32,7 @@ PumpResult ConnectionRules::pump(OwnedConnection& connection) {
       return PumpResult::kIdle;  // Past its output bound: nothing starts until it drains.
     }
     const StartResult held = start_held(connection);
-    if (held == StartResult::kStarted && !route_input(connection)) {
+    if (held == StartResult::kStarted && !route_input(connection, caches)) {
       return PumpResult::kClose;
     }
     if (connection.held.empty()) {
@@ -72,7 +72,7 @@ bool ConnectionRules::may_start_held(OwnedConnection& connection) {
            ops >= shared_.limits.max_outstanding_per_connection);
 }
 
-bool ConnectionRules::route_input(OwnedConnection& connection) {
+bool ConnectionRules::route_input(OwnedConnection& connection, RequestCaches& caches) {
   std::size_t consumed = 0;
   const std::string_view input = connection.input;
   bool open = true;
@@ -101,9 +101,9 @@ bool ConnectionRules::route_input(OwnedConnection& connection) {
                           : (unstamped_ns = static_cast<std::int64_t>(threadpool::steady_ns()));
       }
     }
-    auto request = std::make_unique<Request>(connection.shared, *shared_.handler,
-                                             rest.substr(0, frame.pdu_bytes),
-                                             connection.requests_read++, received_ns);
+    OwnedRequest request =
+        Request::make(caches, connection.shared, *shared_.handler, rest.substr(0, frame.pdu_bytes),
+                      connection.requests_read++, received_ns);
     consumed += frame.pdu_bytes;
     if (const Status decoded = request->decode({}); !decoded.ok()) {
       protocol_error(connection, decoded.message());
@@ -166,7 +166,7 @@ bool ConnectionRules::route_input(OwnedConnection& connection) {
 }
 
 ConnectionRules::StartResult ConnectionRules::try_start(OwnedConnection& connection,
-                                                        std::unique_ptr<Request>& request) {
+                                                        OwnedRequest& request) {
   const std::uint64_t ops = connection.shared.operations();
   if (connection.bind_running) {
     if (ops > 0) {
@@ -181,9 +181,10 @@ ConnectionRules::StartResult ConnectionRules::try_start(OwnedConnection& connect
   const std::int32_t message_id = request->message().message_id;
   connection.shared.begin_operation(message_id);
   request->start();
-  std::unique_ptr<threadpool::Task> task = std::move(request);
+  // The pool owns it once it took it, and retires it into the caches of the thread that ran it.
+  std::unique_ptr<threadpool::Task> task(request.release());
   if (!pool_.try_submit(task)) {
-    request.reset(static_cast<Request*>(task.release()));
+    request.reset(static_cast<Request*>(task.release()));  // Still the listener's to drop.
     request->cancel_start();
     connection.shared.cancel_operation(message_id);
     threadpool::owner_add(counters_.submit_refused);
@@ -213,9 +214,9 @@ void ConnectionRules::abandon(OwnedConnection& connection, std::int32_t target) 
   if (connection.shared.abandon(target)) {
     return;  // Running, or open: an open one ends here.
   }
-  auto held = std::find_if(
-      connection.held.begin(), connection.held.end(),
-      [target](const std::unique_ptr<Request>& r) { return r->message().message_id == target; });
+  auto held =
+      std::find_if(connection.held.begin(), connection.held.end(),
+                   [target](const OwnedRequest& r) { return r->message().message_id == target; });
   if (held != connection.held.end()) {
     shared_.handler->not_run((*held)->message(), connection.shared.session(), (*held)->origin());
     connection.held.erase(held);  // Never started: it just goes.

@@ -49,8 +49,9 @@ class ConnectionRules {
 
   // Starts what `connection` has held and read as far as its rules allow, holds the rest, and
   // pauses reading it (connection.reading_paused) while requests are held: the caller updates
-  // its epoll interest when that changed.
-  PumpResult pump(OwnedConnection& connection);
+  // its epoll interest when that changed. The requests it makes come from `caches`, the
+  // listener's (its state's), and the ones it drops go back there.
+  PumpResult pump(OwnedConnection& connection, RequestCaches& caches);
 
   // Starts TLS on `connection` (ldaps://, or StartTLS): its handshake must be done by `now_ms`
   // + handshake_timeout_s.
@@ -86,14 +87,14 @@ class ConnectionRules {
   //   (one ended meanwhile); otherwise the connection's watch brings the listener back.
   bool may_start_held(OwnedConnection& connection);
   // Frames, decodes and routes the PDUs in connection.input, each stamped with when it was read
-  // (ListenerShared::stamp_requests). Returns: false once the connection is to close (why is
-  // decided on it: OwnedConnection::decide_close).
-  bool route_input(OwnedConnection& connection);
+  // (ListenerShared::stamp_requests), as requests made from `caches`. Returns: false once the
+  // connection is to close (why is decided on it: OwnedConnection::decide_close).
+  bool route_input(OwnedConnection& connection, RequestCaches& caches);
   // Hands `request` to the pool if the connection's rules allow it now (a bind only with
   // nothing outstanding, nothing while a bind runs, at most max_outstanding_per_connection).
   // On kStarted `request` is left empty; otherwise the caller keeps it. A refusal of the pool
   // counts in counters_.submit_refused.
-  StartResult try_start(OwnedConnection& connection, std::unique_ptr<Request>& request);
+  StartResult try_start(OwnedConnection& connection, OwnedRequest& request);
   // Carries out an AbandonRequest for message ID `target` (RFC 4511 §4.11) as slapd does: ID 0
   // and a running bind are left alone; otherwise the running or open operation with that ID is
   // abandoned, or else the first held request with it is dropped unanswered.

@@ -252,7 +252,8 @@ Result<std::unique_ptr<Frontend>> Frontend::start(const FrontendOptions& options
   std::size_t next_listener = 0;
   for (const PoolLayout& layout : pools) {
     threadpool::WorkerPoolOptions pool_options = layout.pool;
-    // Workers (and listeners that help) keep the handler's state for the requests they run.
+    // Workers keep the handler's state for the requests they run, as each listener does (it
+    // makes its own with the handler): the caches they retire requests into are in it.
     pool_options.make_worker_state = [&handler] { return handler.make_worker_state(); };
     std::unique_ptr<threadpool::TaskPool> pool;
     std::vector<std::unique_ptr<Listener>> listeners;

@@ -105,7 +105,8 @@ Listener::Listener(std::string name, std::vector<int> listen_fds, ListenerShared
 Listener::~Listener() {
   NUMADIR_CHECK(!thread_.joinable(), "Listener destroyed while running");
   pool_.cancel_room_wait(*this);
-  connections_.clear();
+  connections_.clear();  // Their held requests go back to state_'s caches, when it has one.
+  state_.reset();
   if (!draining_) {
     for (const int fd : listen_fds_) {
       if (fd >= 0) {
@@ -174,18 +175,26 @@ void Listener::wake() {
 // waits for events, dispatches them, runs what other threads asked for and the timers that
 // are due, and, with nothing left to read, runs one queued task for its pool (then the next
 // round only looks for events, without sleeping).
-void Listener::run() {
+void Listener::claim_thread() {
   owner_thread_.claim();
-  // What the requests this thread runs for its pool get (made by the pool's own factory, as its
-  // workers' are, on this thread), and what the handler's connection events on this thread may
-  // use (ConnectionInfo::listener_state).
-  state_ = threadpool::make_worker_state(pool_.options());
+  if (state_ == nullptr) {
+    // What the requests this thread runs for its pool get (the handler's, as the pool's workers'
+    // are, on this thread), what the handler's connection events on this thread may use
+    // (ConnectionInfo::listener_state), and the caches of the requests the thread makes.
+    state_ = shared_.handler->make_worker_state();
+    NUMADIR_CHECK(state_ != nullptr, "the handler made no worker state");
+  }
+}
+
+void Listener::run() {
+  claim_thread();
   bool helped = false;
   while (!stopped()) {
     helped = run_round(helped ? 0 : sleep_timeout_ms());
   }
   pool_.cancel_room_wait(*this);
-  state_.reset();  // On this thread, as it was made.
+  // On this thread, as it was made; every connection is closed, so no request holds its caches.
+  state_.reset();
 }
 
 bool Listener::run_round(int timeout_ms) {
@@ -203,7 +212,7 @@ bool Listener::run_round(int timeout_ms) {
 }
 
 bool Listener::run_round_for_test() {
-  owner_thread_.claim();
+  claim_thread();
   if (stopped()) {
     return true;
   }
@@ -212,7 +221,7 @@ bool Listener::run_round_for_test() {
 }
 
 void Listener::adopt_for_test(int fd) {
-  owner_thread_.claim();
+  claim_thread();
   if (!reserve_connection()) {
     ::close(fd);
     threadpool::owner_add(counters_.refused);
@@ -586,7 +595,7 @@ void Listener::close_after_input(OwnedConnection& connection, CloseReason reason
 void Listener::pump(OwnedConnection& connection) {
   NUMADIR_DCHECK_OWNER(owner_thread_);
   const bool was_paused = connection.reading_paused;
-  const PumpResult result = rules_.pump(connection);
+  const PumpResult result = rules_.pump(connection, state_->request_caches());
   if (result == PumpResult::kClose) {
     begin_close(connection, CloseReason::kOther);  // The rules decided why (decide_close).
     return;
@@ -615,7 +624,7 @@ void Listener::begin_close(OwnedConnection& connection, CloseReason reason) {
     rules_.forget_handshake(connection);
     set_want_output(connection, false);
     connection.shared.abandon_all();  // Ends its open operations: their on_end runs here.
-    for (const std::unique_ptr<Request>& held : connection.held) {
+    for (const OwnedRequest& held : connection.held) {
       shared_.handler->not_run(held->message(), connection.shared.session(), held->origin());
     }
     connection.held.clear();

@@ -32,6 +32,7 @@
 #include "listener/owned_connection.h"
 #include "listener/owner_thread.h"
 #include "listener/request_handler.h"
+#include "listener/request_worker_state.h"
 #include "listener/tls.h"
 #include "threadpool/node_memory.h"
 #include "threadpool/thread_counters.h"
@@ -47,11 +48,13 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
 
   // Takes ownership of `listen_fds` (bound, listening, non-blocking sockets, in listen URL
   // order; -1 for a URL this listener does not accept on: an ldapi:// one another listener has).
-  // Requests go to `pool` (its NUMA node's); the thread pins itself to PU `pin` when given, then
-  // binds its memory as `memory` says (when active), before it accepts: the connections, their
-  // buffers and what the thread allocates come from its node. What the constructor allocates (the
-  // mailbox, the read buffer) comes from the constructing thread's node (Frontend builds a
-  // node's listeners with threadpool::build_on_node). A test may give a smaller
+  // Requests go to `pool` (its NUMA node's), whose workers' states must be made by the handler
+  // (shared.handler->make_worker_state(), Frontend's pool factory), as the listener's own is:
+  // each thread retires the requests it ran into its state's caches. The thread pins itself to
+  // PU `pin` when given, then binds its memory as `memory` says (when active), before it accepts:
+  // the connections, their buffers and what the thread allocates come from its node. What the
+  // constructor allocates (the mailbox, the read buffer) comes from the constructing thread's node
+  // (Frontend builds a node's listeners with threadpool::build_on_node). A test may give a smaller
   // `mailbox_capacity` (its memory is allocated up front).
   // Requires: 0 < mailbox_capacity <= kMailboxCapacity.
   Listener(std::string name, std::vector<int> listen_fds, ListenerShared& shared,
@@ -91,6 +94,8 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   const std::string& name() const { return name_; }
 
  private:
+  // Makes the calling thread the listener's, with its state (made the first time).
+  void claim_thread();
   // The loop (run()) and its steps, in the order it takes them.
   void run();
   // One round: waits up to `timeout_ms` for events (-1: no limit), dispatches them, runs the
@@ -165,8 +170,10 @@ class Listener final : public ConnectionNotifier, private threadpool::RoomWaiter
   ListenerCounters counters_;  // Written by the listener thread only, read by any.
   OwnerThread owner_thread_;   // Claimed by the listener thread when it runs.
   // Owner: listener thread. The WorkerState of the tasks it runs for its pool and of the
-  // handler's connection events, made and destroyed by run().
-  std::unique_ptr<threadpool::WorkerState> state_;
+  // handler's connection events, made by the handler on this thread (claim_thread()) and
+  // destroyed by run() once every connection is closed. The requests the thread makes come from
+  // its caches, and the ones it retires or drops go back there.
+  std::unique_ptr<RequestWorkerState> state_;
   // The time this round's reads are stamped with (InputStamps), 0 until the round's first read.
   std::int64_t round_ns_ = 0;
   ConnectionRules rules_;  // Owner: listener thread.

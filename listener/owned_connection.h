@@ -7,7 +7,8 @@
 // Thread contract: created, used and destroyed by its listener thread only; of it, other threads
 // reach only `shared`, through the references the requests and open operations hold. The
 // listener destroys it once shared.refs() == 1 (its own reference alone): the held requests go
-// first (they never started, so they hold no reference), then the Connection and its socket.
+// first (they never started, so they hold no reference; they go back to the listener's caches),
+// then the Connection and its socket.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,7 @@ struct OwnedConnection {
   InputStamps input_stamps;
   // Waiting for their turn, oldest first (at most max_outstanding_per_connection: a vector,
   // which unlike a deque allocates nothing until a request waits).
-  std::vector<std::unique_ptr<Request>> held;
+  std::vector<OwnedRequest> held;
   std::uint64_t requests_read = 0;  // RequestOrigin::number's next.
   bool bind_running = false;
   std::int32_t bind_message_id = 0;  // The last bind started.

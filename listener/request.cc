@@ -1,12 +1,20 @@
 // listener/request.cc: see request.h.
 #include "listener/request.h"
 
+#include <new>
+
 #include "base/check.h"
 #include "base/recycler.h"
 #include "listener/detached_operation.h"
 #include "listener/wire/message_encoder.h"
 
 namespace numadir::listener {
+
+// The memory of one Request (Request::make constructs it there).
+struct alignas(Request) RequestStorage {
+  std::byte bytes[sizeof(Request)];
+};
+
 namespace {
 
 // Buffers grown past these are not recycled: a large request or result does not pin its size.
@@ -14,10 +22,6 @@ constexpr std::size_t kKeptPduBytes = 4 * 1024;
 constexpr std::size_t kKeptOutBytes = 64 * 1024;
 // Recycled objects kept beyond the threads' caches: about the requests in flight at a peak.
 constexpr std::size_t kKeptRequests = 4096;
-
-struct alignas(Request) RequestStorage {
-  std::byte bytes[sizeof(Request)];
-};
 
 Recycler<RequestBuffers>& buffer_recycler() {
   static Recycler<RequestBuffers> recycler(kKeptRequests);
@@ -29,36 +33,48 @@ Recycler<RequestStorage>& storage_recycler() {
   return recycler;
 }
 
-// The calling thread's caches of both recyclers, destroyed with the thread.
-struct RequestCaches {
-  Recycler<RequestBuffers>::Cache buffers;
-  Recycler<RequestStorage>::Cache storage;
-};
-
-RequestCaches& thread_caches() {
-  thread_local RequestCaches caches;
-  return caches;
+// Keeps `buffers` for another request: in `cache` (the calling thread's) or, without one, in
+// the depot. Buffers a large request or result grew (the decoded members may have grown with
+// the PDU) are freed rather than kept: recycled ones keep the sizes steady traffic needs.
+void keep_buffers(std::unique_ptr<RequestBuffers> buffers, Recycler<RequestBuffers>::Cache* cache) {
+  if (buffers->pdu.capacity() > kKeptPduBytes || buffers->out.capacity() > kKeptOutBytes) {
+    return;
+  }
+  buffers->pdu.clear();
+  buffers->out.clear();
+  if (cache != nullptr) {
+    buffer_recycler().give(*cache, std::move(buffers));
+  } else {
+    buffer_recycler().give(std::move(buffers));
+  }
 }
 
 }  // namespace
 
-void* Request::operator new(std::size_t size) {
-  NUMADIR_CHECK(size == sizeof(RequestStorage), "Request is final: one size");
-  return storage_recycler().take(thread_caches().storage).release()->bytes;
+RequestCaches::RequestCaches() = default;
+RequestCaches::~RequestCaches() = default;
+
+void OwnedRequestDeleter::operator()(Request* request) const { request->end(*caches); }
+
+OwnedRequest Request::make(RequestCaches& caches, Connection& connection, RequestHandler& handler,
+                           std::string_view pdu, std::uint64_t number, std::int64_t received_ns) {
+  std::byte* const storage = storage_recycler().take(caches.storage).release()->bytes;
+  Request* const request =
+      ::new (storage) Request(caches, connection, handler, pdu, number, received_ns);
+  return OwnedRequest(request, OwnedRequestDeleter{&caches});
 }
 
 void Request::operator delete(void* pointer, std::size_t /*size*/) {
-  storage_recycler().give(thread_caches().storage,
-                          std::unique_ptr<RequestStorage>(static_cast<RequestStorage*>(pointer)));
+  storage_recycler().give(std::unique_ptr<RequestStorage>(static_cast<RequestStorage*>(pointer)));
 }
 
-Request::Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
-                 std::uint64_t number, std::int64_t received_ns)
+Request::Request(RequestCaches& caches, Connection& connection, RequestHandler& handler,
+                 std::string_view pdu, std::uint64_t number, std::int64_t received_ns)
     : connection_(connection),
       handler_(handler),
       number_(number),
       received_ns_(received_ns),
-      buffers_(buffer_recycler().take(thread_caches().buffers)) {
+      buffers_(buffer_recycler().take(caches.buffers)) {
   buffers_->pdu.assign(pdu);
 }
 
@@ -66,14 +82,23 @@ Request::~Request() {
   if (started_) {
     connection_.release_from_worker();
   }
-  // Buffers a large request or result grew (the decoded members may have grown with the PDU)
-  // are freed rather than kept: recycled ones keep the sizes steady traffic needs.
-  if (buffers_->pdu.capacity() > kKeptPduBytes || buffers_->out.capacity() > kKeptOutBytes) {
-    return;
+  if (buffers_ != nullptr) {
+    keep_buffers(std::move(buffers_), nullptr);  // Deleted, not ended: no thread's cache.
   }
-  buffers_->pdu.clear();
-  buffers_->out.clear();
-  buffer_recycler().give(thread_caches().buffers, std::move(buffers_));
+}
+
+void Request::end(RequestCaches& caches) {
+  keep_buffers(std::move(buffers_), &caches.buffers);
+  void* const storage = this;
+  this->~Request();
+  storage_recycler().give(caches.storage,
+                          std::unique_ptr<RequestStorage>(static_cast<RequestStorage*>(storage)));
+}
+
+void Request::retire(threadpool::WorkerState& state) {
+  NUMADIR_DCHECK(dynamic_cast<RequestWorkerState*>(&state) != nullptr,
+                 "Request::retire: a worker state that is not a RequestWorkerState");
+  end(static_cast<RequestWorkerState&>(state).request_caches());
 }
 
 void Request::run(threadpool::WorkerState& state) {

@@ -2,11 +2,16 @@
 // worker: the PDU's bytes (the decoded message views into them), the connection it came on,
 // and the response buffer the handler's results are encoded into.
 //
-// Thread contract: created and decoded by the connection's listener thread; run() and the
-// destructor on the thread that took it from the pool: a worker, or a listener helping the pool
-// (any node listener, not only the connection's own), or the listener for a request dropped
-// unrun. A started Request holds a reference to its Connection until it is destroyed. An
-// operation the handler keeps open (detach()) holds a reference of its own.
+// A request's storage and buffers are recycled (base/recycler.h) through the caches of the
+// thread that holds it (listener/request_worker_state.h): the listener makes it from its own
+// state's caches; the thread that ran it retires it (Task::retire) into its state's; the
+// listener drops one it carried out itself or never started back into its own.
+//
+// Thread contract: created and decoded by the connection's listener thread; run() and retire()
+// on the thread that took it from the pool: a worker, or a listener helping the pool (any node
+// listener, not only the connection's own); dropped (OwnedRequest) by the listener that made it.
+// A started Request holds a reference to its Connection until it is destroyed. An operation the
+// handler keeps open (detach()) holds a reference of its own.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +22,7 @@
 #include "base/status.h"
 #include "listener/connection.h"
 #include "listener/request_handler.h"
+#include "listener/request_worker_state.h"
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/ldap_message.h"
 #include "listener/wire/message_decoder.h"
@@ -33,20 +39,38 @@ struct RequestBuffers {
   wire::BerWriter out;
 };
 
+class Request;
+
+// Drops a request its listener holds into `caches`, the listener's own, which it was made from.
+struct OwnedRequestDeleter {
+  RequestCaches* caches = nullptr;
+  void operator()(Request* request) const;
+};
+
+// A request as the listener that made it holds it, from its decoding until it goes to the pool
+// (released into a threadpool::Task, which the pool retires) or is dropped: one the listener
+// carries out itself (Unbind, Abandon, StartTLS), that does not decode, or that is dropped unrun.
+// Owner: the listener thread.
+using OwnedRequest = std::unique_ptr<Request, OwnedRequestDeleter>;
+
 class Request final : public threadpool::Task, private ResponseSink {
  public:
-  // A request's own storage comes from a recycler too (the object is made for each PDU).
-  static void* operator new(std::size_t size);
-  static void operator delete(void* pointer, std::size_t size);
-
+  // Returns: a request of `pdu` read on `connection`, its storage and buffers taken from
+  //   `caches` (the calling listener's state's), to which it goes back if dropped.
   // `number`: the request's on its connection (RequestOrigin::number); `received_ns`: when its
   // bytes were read (RequestOrigin::received_ns; 0 unless stamped).
-  Request(Connection& connection, RequestHandler& handler, std::string_view pdu,
-          std::uint64_t number, std::int64_t received_ns = 0);
+  static OwnedRequest make(RequestCaches& caches, Connection& connection, RequestHandler& handler,
+                           std::string_view pdu, std::uint64_t number,
+                           std::int64_t received_ns = 0);
+  // A request's own storage comes from a recycler too (the object is made for each PDU): only
+  // make() makes one. One deleted rather than retired or dropped (queued in a pool destroyed
+  // before it ran) gives its storage and buffers straight to the recyclers' depots.
+  static void* operator new(std::size_t size) = delete;
+  static void operator delete(void* pointer, std::size_t size);
+
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
-  // Drops the connection reference of a started request (telling the owner if it watches);
-  // gives the buffers back.
+  // Drops the connection reference of a started request (telling the owner if it watches).
   ~Request() override;
 
   // Owner: the request is being handed to a worker: it takes a reference on the connection,
@@ -72,6 +96,10 @@ class Request final : public threadpool::Task, private ResponseSink {
   // Worker (or helping listener): runs the handler with the thread's `state` and writes its
   // responses.
   void run(threadpool::WorkerState& state) override;
+  // Worker (or helping listener), after run(): destroys the request, its storage and buffers
+  // back into the caches of `state`. Requires: `state` is a RequestWorkerState (every state the
+  // handler makes is one).
+  void retire(threadpool::WorkerState& state) override;
   // Searches, compares and binds: reads that never wait for the writer or the disk. A bind run
   // inline that meets a costly stored password detaches and hands the hash to a worker
   // (WorkerState::helping(); server/operations/bind_operation.h), so none runs on a listener.
@@ -80,6 +108,13 @@ class Request final : public threadpool::Task, private ResponseSink {
  private:
   // Responses bigger than this go to the socket while the handler is still producing them.
   static constexpr std::size_t kFlushBytes = 64 * 1024;
+
+  friend struct OwnedRequestDeleter;
+
+  Request(RequestCaches& caches, Connection& connection, RequestHandler& handler,
+          std::string_view pdu, std::uint64_t number, std::int64_t received_ns);
+  // Destroys the request, its storage and buffers back into `caches` (the calling thread's).
+  void end(RequestCaches& caches);
 
   void send(const wire::LdapMessage& response) override;
   bool abandoned() const override;
@@ -92,7 +127,7 @@ class Request final : public threadpool::Task, private ResponseSink {
   bool detached_ = false;  // The handler keeps the operation open (detach()).
   const std::uint64_t number_;
   const std::int64_t received_ns_;
-  std::unique_ptr<RequestBuffers> buffers_;
+  std::unique_ptr<RequestBuffers> buffers_;  // Given back by end(), or else by the destructor.
 };
 
 }  // namespace numadir::listener

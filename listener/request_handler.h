@@ -16,8 +16,8 @@
 // changes come, an update the single writer completes later) calls ResponseSink::detach() during
 // handle() and keeps the OpenOperation it returns: see OpenOperation.
 //
-// make_worker_state() runs on each thread that will call handle() (every pool worker, and each
-// listener that helps its pool) as that thread starts; the thread then passes its state to every
+// make_worker_state() runs on each thread that will call handle() or make requests (every pool
+// worker, and each listener) as that thread starts; the thread then passes its state to every
 // handle() it runs, and destroys it when it ends, before the Frontend's stop() returns.
 #pragma once
 
@@ -30,6 +30,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "listener/request_worker_state.h"
 #include "listener/tls.h"
 #include "listener/wire/ldap_message.h"
 #include "threadpool/task.h"
@@ -181,10 +182,12 @@ class RequestHandler {
   virtual ~RequestHandler() = default;
   // Returns: the state for a new connection. Called on the accepting listener thread.
   virtual std::unique_ptr<Session> open_session(const ConnectionInfo& info) = 0;
-  // Returns: the per-worker state handle() gets on the calling thread (never nullptr). Called
-  //   concurrently by threads starting. The default holds nothing.
-  virtual std::unique_ptr<threadpool::WorkerState> make_worker_state() {
-    return std::make_unique<threadpool::WorkerState>();
+  // Returns: the per-worker state handle() gets on the calling thread (never nullptr): a
+  //   RequestWorkerState, whose caches recycle the requests the thread makes and runs, or a
+  //   state derived from it. Called concurrently by threads starting. The default holds nothing
+  //   else.
+  virtual std::unique_ptr<RequestWorkerState> make_worker_state() {
+    return std::make_unique<RequestWorkerState>();
   }
   // Runs one request on a worker thread and sends its response(s) (none for operations that
   // have none). `request` is any operation but UnbindRequest and AbandonRequest, which the

@@ -99,7 +99,7 @@ void LockedQueuePool::run_worker(std::size_t index) {
     }
     took_task(left);
     task->run(*state);
-    task.reset();
+    task.release()->retire(*state);
     owner_add(counters.tasks);
   }
 }

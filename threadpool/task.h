@@ -13,7 +13,8 @@
 //
 // Thread contract: a WorkerState belongs to the one thread that runs tasks with it: it is made
 // on that thread when the thread starts and destroyed there when it ends; no other thread
-// touches it. A Task is owned by the pool from a successful submit until run() returns.
+// touches it. A Task is owned by the pool from a successful submit until the thread that ran it
+// retires it (retire(), with the same state, right after run() returns).
 #pragma once
 
 #include <functional>
@@ -53,13 +54,20 @@ inline WorkerStateFactory empty_worker_state() {
 }
 
 // A unit of work. The pool owns a task from a successful try_submit until run() returns, then
-// destroys it.
+// retires it. A task the pool never ran (queued when the pool is destroyed) is deleted.
 class Task {
  public:
   virtual ~Task() = default;
   // Runs on the thread that owns `state` (a worker, or a thread helping the pool), which lends
   // it for the call.
   virtual void run(WorkerState& state) = 0;
+  // Ends the task once run() has returned, on the same thread with the same `state`: the task
+  // is gone after it. The default deletes it; a task whose memory the thread's state recycles
+  // (listener/request.h) gives it back there.
+  virtual void retire(WorkerState& state) {
+    (void)state;
+    delete this;
+  }
   // Returns: whether a thread helping the pool (TaskPool::try_help) may run this task inline,
   //   on its own stack: only tasks that are short and never wait for a lock held across I/O or
   //   for the disk. One that may turn out long hands the long part to state.helping() (above).

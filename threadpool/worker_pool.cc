@@ -161,6 +161,7 @@ bool WorkerPool::try_help(WorkerState& state) {
   }
   count_taken();
   run_as_helper(*task, state);
+  task.release()->retire(state);
   return true;
 }
 
@@ -212,6 +213,7 @@ void WorkerPool::run_worker(std::size_t index) {
       count_taken();
       idle_rounds = 0;
       task->run(*state);
+      task.release()->retire(*state);
       owner_add(counters.tasks);
       continue;
     }

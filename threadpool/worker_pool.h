@@ -92,9 +92,10 @@ class TaskPool {
   // left empty.
   [[nodiscard]] virtual bool try_submit(std::unique_ptr<Task>& task) = 0;
   // A thread with nothing else to do helps the pool: takes the oldest queued task for which
-  // may_run_inline() holds and runs it on the calling thread with `state`, the caller's own
-  // (made by options().make_worker_state), whose helping() is this pool during the run; the
-  // others are left to the workers. Any thread; never blocks except inside the task it runs.
+  // may_run_inline() holds, runs it on the calling thread with `state`, the caller's own
+  // (made by options().make_worker_state), whose helping() is this pool during the run, and
+  // retires it (Task::retire) with the same state; the others are left to the workers. Any
+  // thread; never blocks except inside the task it runs.
   // Returns: true if a task ran on the calling thread.
   [[nodiscard]] virtual bool try_help(WorkerState& state) = 0;
   // Returns: tasks queued and not yet taken (approximate while threads run).

@@ -36,10 +36,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "listener/request_worker_state.h"
 #include "server/monitoring/log_file.h"
 #include "server/monitoring/log_records.h"
 #include "server/monitoring/operation_metrics.h"
-#include "threadpool/task.h"
 
 namespace numadir::server {
 
@@ -82,9 +82,10 @@ class LogWriter {
 
 // A worker state that carries what the monitoring decorators give each thread: its LogWriter
 // (LoggingHandler::make_worker_state sets it; nullptr while the log is off) and its slot of the
-// operation metrics (OperationHandler::make_worker_state; nullptr while metrics are off). The
-// server's states derive from it.
-class LoggingWorkerState : public threadpool::WorkerState {
+// operation metrics (OperationHandler::make_worker_state; nullptr while metrics are off), beside
+// the caches of the thread's requests (listener::RequestWorkerState). The server's states derive
+// from it.
+class LoggingWorkerState : public listener::RequestWorkerState {
  public:
   LogWriter* log_writer = nullptr;
   OperationMetrics::Slot* metrics_slot = nullptr;

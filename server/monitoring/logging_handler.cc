@@ -235,8 +235,8 @@ class WatchingSink final : public listener::ResponseSink {
 
 }  // namespace
 
-std::unique_ptr<threadpool::WorkerState> LoggingHandler::make_worker_state() {
-  std::unique_ptr<threadpool::WorkerState> state = inner_.make_worker_state();
+std::unique_ptr<listener::RequestWorkerState> LoggingHandler::make_worker_state() {
+  std::unique_ptr<listener::RequestWorkerState> state = inner_.make_worker_state();
   auto* logging = dynamic_cast<LoggingWorkerState*>(state.get());
   NUMADIR_CHECK(logging != nullptr,
                 "LoggingHandler: the inner handler's worker state has no LogWriter");

@@ -24,7 +24,7 @@ class LoggingHandler final : public listener::RequestHandler {
 
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
   // The inner handler's, which must be a LoggingWorkerState, with a LogWriter of its thread's.
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override;
+  std::unique_ptr<listener::RequestWorkerState> make_worker_state() override;
   void handle(const listener::wire::LdapMessage& request, listener::Session& session,
               listener::ResponseSink& sink, threadpool::WorkerState& state) override;
   // Logs UNBIND, ABANDON with the message ID abandoned (slapd's `ABANDON msg=N`), or StartTLS

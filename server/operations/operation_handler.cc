@@ -161,7 +161,7 @@ std::unique_ptr<listener::Session> OperationHandler::open_session(
   return std::make_unique<ServerSession>(info);
 }
 
-std::unique_ptr<threadpool::WorkerState> OperationHandler::make_worker_state() {
+std::unique_ptr<listener::RequestWorkerState> OperationHandler::make_worker_state() {
   auto state =
       std::make_unique<ServerWorkerState>(this, context_.directory(), counters_.add_slot());
   if (OperationMetrics* metrics = context_.options().metrics; metrics != nullptr) {

@@ -54,7 +54,7 @@ class OperationHandler final : public listener::RequestHandler {
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo& info) override;
   // Returns: a ServerWorkerState for the calling thread: two read transactions of the
   //   directory (begun on first use), a counter slot, empty scratch.
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override;
+  std::unique_ptr<listener::RequestWorkerState> make_worker_state() override;
   // Runs `request` and sends its responses through `sink`, each with the request's message ID.
   // Requires: `session` came from this handler's open_session(), `state` from its
   // make_worker_state() and belongs to the calling thread. Never throws: every failure is an

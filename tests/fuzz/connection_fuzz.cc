@@ -51,6 +51,7 @@
 
 #include "listener/listener.h"
 #include "listener/request_handler.h"
+#include "listener/request_worker_state.h"
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/framing.h"
 #include "listener/wire/ldap_message.h"
@@ -65,6 +66,7 @@ using numadir::listener::Listener;
 using numadir::listener::ListenerShared;
 using numadir::listener::OpenOperation;
 using numadir::listener::RequestHandler;
+using numadir::listener::RequestWorkerState;
 using numadir::listener::ResponseSink;
 using numadir::listener::Session;
 using numadir::listener::wire::LdapMessage;
@@ -109,6 +111,7 @@ class ManualPool final : public numadir::threadpool::TaskPool {
     queue_.pop_front();
     took_task(queue_.size());  // Tells the listener when there is room again.
     task->run(state_);
+    task.release()->retire(state_);
     return true;
   }
 
@@ -124,7 +127,7 @@ class ManualPool final : public numadir::threadpool::TaskPool {
   bool has_room() const override { return queue_.size() <= room_mark(); }
 
   std::deque<std::unique_ptr<Task>> queue_;
-  WorkerState state_;
+  RequestWorkerState state_;
 };
 
 class FuzzSession : public Session {

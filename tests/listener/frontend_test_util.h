@@ -213,7 +213,7 @@ class Feeder {
 };
 
 // The worker state FakeHandler makes: the OS thread that made it.
-class FakeState : public threadpool::WorkerState {
+class FakeState : public RequestWorkerState {
  public:
   const std::int32_t made_on = static_cast<std::int32_t>(::syscall(SYS_gettid));
 };
@@ -228,7 +228,7 @@ class FakeHandler : public RequestHandler {
     return std::make_unique<FakeSession>(sessions_closed);
   }
 
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+  std::unique_ptr<RequestWorkerState> make_worker_state() override {
     return std::make_unique<FakeState>();
   }
 

@@ -140,6 +140,7 @@ TEST_CASE("Listener: connections open when it stops count as server_stop") {
   threadpool::WorkerPoolOptions pool_options;
   pool_options.name = "worker-test";
   pool_options.threads = 1;
+  pool_options.make_worker_state = [&handler] { return handler.make_worker_state(); };
   threadpool::WorkerPool pool(pool_options);
   pool.start();
   // Driven on this thread (the fuzz target's seams): stop() and the rounds that drain.

@@ -23,7 +23,7 @@ using wire::ProtocolOp;
 
 constexpr std::size_t kBound = 64 * 1024;
 
-class StreamState final : public threadpool::WorkerState {};
+class StreamState final : public RequestWorkerState {};
 
 // One streaming search: sends entries e0, e1, ... through the sink, then through its open
 // operation once it paused. Owned by the on_writable callback while it waits.
@@ -96,7 +96,7 @@ class StreamHandler final : public RequestHandler {
   std::unique_ptr<Session> open_session(const ConnectionInfo&) override {
     return std::make_unique<Session>();
   }
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+  std::unique_ptr<RequestWorkerState> make_worker_state() override {
     return std::make_unique<StreamState>();
   }
   void handle(const LdapMessage& request, Session&, ResponseSink& sink,

@@ -462,6 +462,106 @@ TEST_CASE("WorkerPool: the default factory makes an empty state per worker") {
   CHECK(empty.get_future().get());
 }
 
+// What a RetiringTask saw: the thread and state it ran with, and those it was retired with.
+struct Retired {
+  std::thread::id ran_on;
+  const WorkerState* ran_with = nullptr;
+  std::thread::id retired_on;
+  const WorkerState* retired_with = nullptr;
+  bool destroyed = false;
+};
+
+// A task a helper may run that records where it ran and where it was retired (it deletes
+// itself there, as the default does), and tells `record` when it is destroyed.
+class RetiringTask final : public Task {
+ public:
+  explicit RetiringTask(Retired& record, std::latch* done = nullptr)
+      : record_(record), done_(done) {}
+  ~RetiringTask() override { record_.destroyed = true; }
+  void run(WorkerState& state) override {
+    record_.ran_on = std::this_thread::get_id();
+    record_.ran_with = &state;
+  }
+  void retire(WorkerState& state) override {
+    record_.retired_on = std::this_thread::get_id();
+    record_.retired_with = &state;
+    std::latch* const done = done_;
+    delete this;
+    if (done != nullptr) {
+      done->count_down();
+    }
+  }
+  bool may_run_inline() const override { return true; }
+
+ private:
+  Retired& record_;
+  std::latch* const done_;
+};
+
+// Checks, for a pool of one worker, that a task is retired once run, on the thread that ran it
+// and with the same state.
+template <typename Pool>
+void check_retire() {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 8;
+  Retired ran;
+  {
+    Pool pool(options);
+    pool.start();
+    std::latch done(1);
+    std::unique_ptr<Task> t = std::make_unique<RetiringTask>(ran, &done);
+    REQUIRE(pool.try_submit(t));
+    done.wait();
+    pool.stop();
+  }
+  CHECK(ran.ran_on != std::thread::id{});
+  CHECK(ran.ran_on != std::this_thread::get_id());
+  CHECK(ran.retired_on == ran.ran_on);
+  CHECK(ran.retired_with == ran.ran_with);
+  CHECK(ran.destroyed);
+}
+
+TEST_CASE("WorkerPool: a worker retires each task it ran on its thread with its state") {
+  check_retire<WorkerPool>();
+}
+
+TEST_CASE("LockedQueuePool: a worker retires each task it ran on its thread with its state") {
+  check_retire<LockedQueuePool>();
+}
+
+TEST_CASE(
+    "WorkerPool: a helper retires what it ran with its own state and unrun tasks are deleted") {
+  WorkerPoolOptions options;
+  options.threads = 1;
+  options.queue_capacity = 8;
+  Retired helped;
+  Retired queued;
+  WorkerState mine;
+  {
+    WorkerPool pool(options);
+    pool.start();
+    HeldWorker held(pool);
+    std::unique_ptr<Task> first = std::make_unique<RetiringTask>(helped);
+    REQUIRE(pool.try_submit(first));
+    REQUIRE(pool.try_help(mine));
+    CHECK(helped.ran_on == std::this_thread::get_id());
+    CHECK(helped.ran_with == &mine);
+    CHECK(helped.retired_on == std::this_thread::get_id());
+    CHECK(helped.retired_with == &mine);
+    CHECK(helped.destroyed);
+    held.release();
+    pool.stop();
+  }
+  {
+    WorkerPool never_started(options);
+    std::unique_ptr<Task> second = std::make_unique<RetiringTask>(queued);
+    REQUIRE(never_started.try_submit(second));
+  }
+  CHECK(queued.retired_with == nullptr);  // Never ran: deleted, not retired.
+  CHECK(queued.destroyed);
+}
+
 TEST_CASE("WorkerPool: try_help runs queued reads on the caller and leaves the rest to workers") {
   WorkerPoolOptions options;
   options.threads = 1;

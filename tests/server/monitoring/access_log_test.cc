@@ -76,7 +76,7 @@ class Scripted : public listener::RequestHandler {
   std::unique_ptr<listener::Session> open_session(const listener::ConnectionInfo&) override {
     return std::make_unique<listener::Session>();
   }
-  std::unique_ptr<threadpool::WorkerState> make_worker_state() override {
+  std::unique_ptr<listener::RequestWorkerState> make_worker_state() override {
     return std::make_unique<ScriptedState>();
   }
   void handle(const LdapMessage& request, listener::Session&, listener::ResponseSink& sink,
