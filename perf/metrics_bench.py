@@ -5,7 +5,7 @@ OpenLDAP slapd, in one run, rounds interleaved, medians reported.
 
   perf/metrics_bench.py [--build-dir build/release] [--users 100000]
                         [--connections 16,1000] [--threads 2] [--duration 10] [--warmup 2]
-                        [--repeat 3] [--servers floor,slapd,percpu-off,percpu-on]
+                        [--repeat 3] [--rate 0] [--servers floor,slapd,percpu-off,percpu-on]
                         [--results FILE]
 
 Servers, all started at the start on the same generated users (perf/bench.py's data, indexes and
@@ -228,6 +228,11 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--repeat", type=int, default=3, help="rounds")
+    parser.add_argument("--rate", type=float, default=0,
+                        help="authrate --rate: an open loop of this many auths/s in all (0, the "
+                             "default: closed loop). Below what the servers can serve, every "
+                             "point does the same work and CPU per auth is compared at equal "
+                             "load, without the saturated cores' noise")
     parser.add_argument("--servers", default="floor,slapd,percpu-off,percpu-on")
     parser.add_argument("--slapd-extra", default="", help="global slapd.conf lines, ';'-separated")
     parser.add_argument("--slapd-loglevel", default="0")
@@ -286,8 +291,10 @@ def main():
             for name, c, t in order:
                 run_args = argparse.Namespace(users=args.users, authrate_threads=t,
                                               duration=args.duration, warmup=args.warmup)
-                summary = bench.run_authrate(build, servers[name], c, run_args,
-                                             extra=["--seed", str(round_index + 1)])
+                extra = ["--seed", str(round_index + 1)]
+                if args.rate > 0:
+                    extra += ["--rate", f"{args.rate:g}"]
+                summary = bench.run_authrate(build, servers[name], c, run_args, extra=extra)
                 runs.setdefault((name, c, t), []).append(summary)
                 print(f"metrics_bench: round {round_index + 1}/{args.repeat} {c:>5} conns "
                       f"-t {t} {name:>10}: {summary['auths_per_sec']:.0f} auths/s, p99 "
@@ -315,13 +322,15 @@ def main():
         scraped = (f"Prometheus scraped percpu-on successfully {ok} times in {window} s "
                    f"({ok / window:.2f}/s; goal about 1/s), the slowest scrape "
                    f"{slowest:.1f} ms.")
+    loop = (f"in an open loop of {args.rate:g} auths/s (--rate)" if args.rate > 0
+            else "in a closed loop")
     section = f"""{BEGIN}
 ### Metrics endpoint on vs off: {now}
 
 Command: `{command}` — {args.users} users ({{SSHA}} passwords), perf/bench.py's indexes and
 access rules; numadir percpu with no [metrics] (`percpu-off`) and with [metrics] on a loopback
 port scraped every second by Debian's prometheus (`percpu-on`, scrape_interval 1s,
-scrape_timeout 900ms, running through every point); authrate {args.duration:g} s measured
+scrape_timeout 900ms, running through every point); authrate {loop}, {args.duration:g} s measured
 after {args.warmup:g} s warm-up, {args.repeat} rounds interleaved (odd rounds reversed),
 medians shown. Machine: {info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']};
 {info['slapd']}. Load generator, servers and Prometheus share the machine's CPUs.
