@@ -9,6 +9,7 @@
 #include "listener/wire/ber_writer.h"
 #include "listener/wire/message_encoder.h"
 #include "schema/filter.h"
+#include "server/monitoring/open_operation_decorator.h"
 
 namespace numadir::server {
 namespace {
@@ -167,10 +168,10 @@ class OperationRecord {
 // An operation kept open (ResponseSink::detach), wrapped: notes what it sends and ends its
 // record once, when it is finished or released unfinished (ABANDONED then). Thread contract:
 // as OpenOperation's.
-class WatchingOpenOperation final : public listener::OpenOperation {
+class WatchingOpenOperation final : public OpenOperationDecorator {
  public:
   WatchingOpenOperation(std::unique_ptr<listener::OpenOperation> inner, OperationRecord record)
-      : inner_(std::move(inner)), record_(record) {
+      : OpenOperationDecorator(std::move(inner)), record_(record) {
     record_.detach();
   }
   ~WatchingOpenOperation() override {
@@ -180,25 +181,18 @@ class WatchingOpenOperation final : public listener::OpenOperation {
   }
   void send(const LdapMessage& message) override {
     record_.note(message);
-    inner_->send(message);
+    inner().send(message);
   }
   void finish(const LdapMessage& last_message) override {
-    if (!inner_->abandoned()) {
+    if (!inner().abandoned()) {
       record_.note(last_message);  // Else it is dropped: the log says ABANDONED.
     }
-    inner_->finish(last_message);
+    inner().finish(last_message);
     finished_ = true;
     record_.finish();
   }
-  bool abandoned() const override { return inner_->abandoned(); }
-  void set_on_end(std::function<void()> on_end) override { inner_->set_on_end(std::move(on_end)); }
-  bool writable() const override { return inner_->writable(); }
-  void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) override {
-    inner_->set_on_writable(std::move(resume));
-  }
 
  private:
-  const std::unique_ptr<listener::OpenOperation> inner_;
   OperationRecord record_;
   bool finished_ = false;
 };

@@ -1,9 +1,9 @@
 // server/monitoring/operation_meter.cc: see operation_meter.h.
 #include "server/monitoring/operation_meter.h"
 
-#include <functional>
 #include <utility>
 
+#include "server/monitoring/open_operation_decorator.h"
 #include "threadpool/thread_counters.h"
 
 namespace numadir::server {
@@ -13,34 +13,28 @@ using listener::wire::LdapMessage;
 
 // A detached operation, wrapped: its result (or its end without one) goes into the shared part
 // of the starting thread's slot. Thread contract: as OpenOperation's.
-class MeteredOpenOperation final : public listener::OpenOperation {
+class MeteredOpenOperation final : public OpenOperationDecorator {
  public:
   MeteredOpenOperation(std::unique_ptr<listener::OpenOperation> inner, OperationMetrics::Slot& slot,
                        OperationKind kind, std::int64_t start_ns)
-      : inner_(std::move(inner)), slot_(slot), kind_(kind), start_ns_(start_ns) {}
+      : OpenOperationDecorator(std::move(inner)), slot_(slot), kind_(kind), start_ns_(start_ns) {}
   ~MeteredOpenOperation() override {
     if (!resulted_) {
       OperationMetrics::record_abandoned_shared(slot_, kind_);
     }
   }
   void send(const LdapMessage& message) override {
-    inner_->send(message);
-    if (!resulted_ && OperationMeter::is_result(message) && !inner_->abandoned()) {
+    inner().send(message);
+    if (!resulted_ && OperationMeter::is_result(message) && !inner().abandoned()) {
       note(message);
     }
   }
   void finish(const LdapMessage& last_message) override {
-    const bool dropped = inner_->abandoned();  // Then the result is not sent: "abandoned".
-    inner_->finish(last_message);
+    const bool dropped = inner().abandoned();  // Then the result is not sent: "abandoned".
+    inner().finish(last_message);
     if (!resulted_ && !dropped && OperationMeter::is_result(last_message)) {
       note(last_message);
     }
-  }
-  bool abandoned() const override { return inner_->abandoned(); }
-  void set_on_end(std::function<void()> on_end) override { inner_->set_on_end(std::move(on_end)); }
-  bool writable() const override { return inner_->writable(); }
-  void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) override {
-    inner_->set_on_writable(std::move(resume));
   }
 
  private:
@@ -50,7 +44,6 @@ class MeteredOpenOperation final : public listener::OpenOperation {
                                     OperationMeter::elapsed_ns(start_ns_, threadpool::steady_ns()));
   }
 
-  const std::unique_ptr<listener::OpenOperation> inner_;
   OperationMetrics::Slot& slot_;
   const OperationKind kind_;
   const std::int64_t start_ns_;
