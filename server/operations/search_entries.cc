@@ -156,7 +156,8 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
       returned_(page.skip()) {
   response_.op = ProtocolOp::kSearchResultEntry;
   if (from.has_value()) {
-    skip_ = from->delivered;
+    // Resumed at the entry it paused at, the scan delivers nothing handled before.
+    (from->resume.has_value() ? delivered_ : skip_) = from->delivered;
     seen_ = from->seen;
     returned_ = from->returned;
     in_page_ = from->in_page;
@@ -180,6 +181,7 @@ bool SearchEntrySender::operator()(const backend::EntryRef& entry) {
     if (delivered_ > 0) {
       context_.directory().pin_snapshot(txn_);
       pinned_ = true;
+      resume_ = entry.resume_point();  // This entry, not handled: the first one then.
     }
     paused_ = true;
     return false;

@@ -231,6 +231,9 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
     spec.base.assign(base);
     spec.scope = scope;
     spec.filter = &filter;
+    if (progress.has_value()) {
+      spec.resume_at = progress->resume;  // A refresh going on where it paused.
+    }
     SearchEntryHook* const hook = this;  // A private base: converted here, where it is visible.
     entries.emplace(context_, access, state, request_, filter, size_limit, page, sender, txn,
                     progress, hook);
