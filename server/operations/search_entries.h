@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,12 +34,13 @@ const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool
                                               schema::Filter& restricted);
 
 // Appends the attributes of `entry` (normalized DN `entry_ndn`) that `selection` selects and
-// `access` lets its requester read to `out` (their values too unless `types_only`).
+// `access` lets its requester read to `out` (their values too unless `types_only`), but none of
+// the types in `omitted`.
 // Returns: kFailed if a decision failed (then `out` must not be sent), kAllowed otherwise.
-AccessDecision append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
-                                          const AttributeSelection& selection,
-                                          const OperationAccess& access, bool types_only,
-                                          listener::wire::AttributeList& out);
+AccessDecision append_readable_attributes(
+    const schema::Entry& entry, std::string_view entry_ndn, const AttributeSelection& selection,
+    const OperationAccess& access, bool types_only, listener::wire::AttributeList& out,
+    std::span<const schema::AttributeType* const> omitted = {});
 
 class SearchEntrySender;
 
@@ -54,6 +56,9 @@ class SearchEntryHook {
   // Adjusts the response of an entry classify() said to send, just before it is sent (its
   // controls: they must stay valid until the next classify; attributes left out).
   virtual void decorate(listener::wire::LdapMessage& response) = 0;
+  // Returns: the attribute types never to send, whatever the selection (left out as the
+  // attributes are picked, where decorate would look each one up by name). Views the hook.
+  virtual std::span<const schema::AttributeType* const> omitted_types() const { return {}; }
 };
 
 // Sends the end of a directory search that ran to `status` through `sender`: nothing once it was

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -513,15 +514,13 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
     return Action::kPresent;
   }
 
+  // The computed attributes are left out as the entry's attributes are picked.
+  std::span<const schema::AttributeType* const> omitted_types() const override { return omitted_; }
+
   void decorate(LdapMessage& response) override {
     if (change_dn_ != nullptr) {
       response.search_entry.object_name = *change_dn_;
     }
-    response.search_entry.attributes.erase_if([this](std::string_view type) {
-      const schema::AttributeType* found = context_.attribute_type(type);
-      return found != nullptr &&
-             std::find(omitted_.begin(), omitted_.end(), found) != omitted_.end();
-    });
     state_value_ = encode_sync_state(pending_.state, pending_.uuid, pending_.cookie);
     response.controls.clear();
     response.controls.push_back(Control{kSyncStateOid, false, state_value_});
