@@ -263,7 +263,7 @@ Status open_change_state(DirectoryCore& core, MDB_txn* txn, OpenMode mode) {
 }
 
 Status record_changes(DirectoryCore& core, MDB_txn* txn, std::span<ChangeRecord> changes,
-                      std::string_view batch_csn) {
+                      std::string_view batch_csn, bool refresh) {
   if (changes.empty() && batch_csn.empty()) {
     return Status();
   }
@@ -281,7 +281,10 @@ Status record_changes(DirectoryCore& core, MDB_txn* txn, std::span<ChangeRecord>
     if (change.csn.empty()) {
       change.csn = context_csn;
     }
-    const bool advances = change.csn > context_csn;
+    // A refresh's entries come in tree order, not commit order, and until its cookie the
+    // replica holds only part of them: their entryCSNs say nothing of what it is up to date with.
+    const bool advances =
+        change.csn > context_csn && (!refresh || change.kind == ChangeKind::kDelete);
     if (advances) {
       context_csn = change.csn;
     }

@@ -23,12 +23,24 @@ namespace numadir::backend {
 
 enum class Scope : std::uint8_t { kBase, kOneLevel, kSubtree, kChildren };
 
+// Where a search's scan stood: the entry it was at (EntryRef::resume_point), for a search that
+// stopped there to go on from it (SearchSpec::resume_at) rather than from the start.
+struct SearchPoint {
+  std::uint64_t id = 0;  // The entry's id (the order of index candidates and of children).
+  std::string dn_key;    // Its dn key (the order of a subtree scan).
+};
+
 struct SearchSpec {
   std::string base;  // A DN (any spelling; normalized by the Directory).
   Scope scope = Scope::kSubtree;
   const schema::Filter* filter = nullptr;  // Required.
   std::uint64_t size_limit = 0;            // 0 = none.
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Starts the scan at this entry, which a search of the same spec delivered (and is not past)
+  // in the same snapshot: the entries before it in the scan's order are not visited again, so
+  // a search that pauses and goes on (in a pinned snapshot: Directory::pin_snapshot) costs what
+  // it delivers, not what it delivered before too. Requires: that search's resume_point().
+  std::optional<SearchPoint> resume_at;
 };
 
 // One search result, valid only during the callback (it may point into LMDB memory).
@@ -43,6 +55,10 @@ class EntryRef {
   // Decodes the whole entry, operational attributes (stored and computed: hasSubordinates,
   // numSubordinates, subschemaSubentry, entryDN) included.
   virtual schema::Entry materialize() const = 0;
+  // Returns: where the search delivering this entry stands, for SearchSpec::resume_at to start
+  // a search again at this entry; nullopt when this reference cannot tell (the default, for
+  // test fakes: then a search goes on by skipping what it was delivered before).
+  virtual std::optional<SearchPoint> resume_point() const { return std::nullopt; }
   // Returns: the stored values of `description` (a type name or OID, optionally with options;
   // values of its subtypes included), in place: views valid only during the callback. Empty
   // for an unknown type or an absent attribute. (Added by the backend for bind: reading

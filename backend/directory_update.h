@@ -156,6 +156,13 @@ struct ReplicaChange {
   // A delete of an entryUUID no entry has is skipped rather than refused: in a refresh, where a
   // consumer that stopped mid-refresh is sent again what it applied without its cookie.
   bool skip_missing_deletes = false;
+  // The items came in a refresh phase: their entryCSNs do not advance the contextCSN, only
+  // cookie_csn (and the CSN of a delete) does. A refresh sends entries in tree order, not commit
+  // order (numadir's provider sends an import's last entries, its groups, first), so until the
+  // cookie that ends it the replica must not show the provider's contextCSN: a consumer of the
+  // replica would take it for a state the replica does not hold yet, and so would anyone who
+  // compares the two contextCSNs to tell whether the replica has caught up.
+  bool refresh = false;
   // Errors refusing the whole job: kNoSuchObject for a delete of an entryUUID no entry has (or
   //   an upsert whose parent is missing); kUnsupported when database.indexes lacks an eq index
   //   on entryUUID; kEntryAlreadyExists when a moved entry's new DN is held by a non-leaf of

@@ -222,15 +222,16 @@ Result<std::uint64_t> DnIndex::child_count(Cursor& cursor, EntryId id) const {
   return cursor.count();
 }
 
-SubtreeScan::SubtreeScan(Cursor& cursor, std::string_view base_key, bool include_base)
-    : cursor_(cursor), base_(base_key), include_base_(include_base) {}
+SubtreeScan::SubtreeScan(Cursor& cursor, std::string_view base_key, bool include_base,
+                         std::string_view start_key)
+    : cursor_(cursor), base_(base_key), include_base_(include_base), start_(start_key) {}
 
 Result<bool> SubtreeScan::next(std::string_view* key, EntryId* id) {
   std::string_view value;
   Result<bool> found = false;
   if (!started_) {
     started_ = true;
-    *key = base_;
+    *key = start_.empty() ? std::string_view(base_) : std::string_view(start_);
     found = cursor_.get(MDB_SET_RANGE, key, &value);
   } else {
     found = cursor_.get(MDB_NEXT, key, &value);
@@ -256,8 +257,15 @@ Result<bool> SubtreeScan::next(std::string_view* key, EntryId* id) {
 Result<bool> ChildScan::next(EntryId* id) {
   std::string_view key = id_bytes(parent_);
   std::string_view value;
-  Result<bool> found =
-      started_ ? cursor_.get(MDB_NEXT_DUP, &key, &value) : cursor_.get(MDB_SET_KEY, &key, &value);
+  Result<bool> found = false;
+  if (started_) {
+    found = cursor_.get(MDB_NEXT_DUP, &key, &value);
+  } else if (start_ != 0) {
+    value = id_bytes(start_);
+    found = cursor_.get(MDB_GET_BOTH_RANGE, &key, &value);
+  } else {
+    found = cursor_.get(MDB_SET_KEY, &key, &value);
+  }
   started_ = true;
   if (!found.ok() || !*found) {
     return found;

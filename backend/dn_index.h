@@ -114,8 +114,11 @@ class DnIndex {
 // Walks dn2id over `base` and its subtree (or only below it), in key order.
 class SubtreeScan {
  public:
+  // Starts at `start_key` when it is not empty (a key in the subtree: the entries before it are
+  // not walked), else at the base.
   // Requires: `cursor` is open on dn2id and outlives the scan.
-  SubtreeScan(Cursor& cursor, std::string_view base_key, bool include_base);
+  SubtreeScan(Cursor& cursor, std::string_view base_key, bool include_base,
+              std::string_view start_key = {});
   // Returns: false past the subtree. *key views LMDB memory. Errors: kStorage.
   Result<bool> next(std::string_view* key, EntryId* id);
 
@@ -123,20 +126,24 @@ class SubtreeScan {
   Cursor& cursor_;
   std::string base_;
   bool include_base_;
+  std::string start_;
   bool started_ = false;
 };
 
 // Walks the children of one entry, in id order.
 class ChildScan {
  public:
+  // Starts at the first child whose id is at least `start` (0: the first child).
   // Requires: `cursor` is open on children and outlives the scan.
-  ChildScan(Cursor& cursor, EntryId parent) : cursor_(cursor), parent_(parent) {}
+  ChildScan(Cursor& cursor, EntryId parent, EntryId start = 0)
+      : cursor_(cursor), parent_(parent), start_(start) {}
   // Returns: false after the last child. Errors: kStorage.
   Result<bool> next(EntryId* id);
 
  private:
   Cursor& cursor_;
   EntryId parent_;
+  EntryId start_;
   bool started_ = false;
 };
 

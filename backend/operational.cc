@@ -94,17 +94,35 @@ std::mt19937_64 seeded_engine() {
 
 }  // namespace
 
-std::string UuidGenerator::make_uuid_v4() {
+std::string UuidGenerator::make_uuid(std::chrono::system_clock::time_point now) {
   if (!engine_.has_value()) {
     engine_.emplace(seeded_engine());  // On first use: a thread that adds nothing pays nothing.
   }
   std::mt19937_64& engine = *engine_;
+  const std::uint64_t random = engine();
+  const auto now_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()));
+  constexpr std::uint32_t kCounterMax = 0xfff;
+  if (now_ms > last_ms_) {
+    last_ms_ = now_ms;
+    // A new millisecond starts the counter at a random value in its lower half, as RFC 9562
+    // §6.2 suggests: the UUIDs stay hard to guess and the counter has room to grow.
+    counter_ = static_cast<std::uint32_t>(random >> 53) & (kCounterMax >> 1);
+  } else if (counter_ < kCounterMax) {
+    ++counter_;  // The same millisecond, or the clock went back: still after the last one.
+  } else {
+    ++last_ms_;  // Out of counter values: borrow the next millisecond.
+    counter_ = 0;
+  }
+  const std::uint64_t unix_ms = last_ms_ & ((std::uint64_t{1} << 48) - 1);
   unsigned char bytes[16];
-  const std::uint64_t high = engine();
+  for (int i = 0; i < 6; ++i) {
+    bytes[i] = static_cast<unsigned char>(unix_ms >> (8 * (5 - i)));  // Big-endian.
+  }
+  bytes[6] = static_cast<unsigned char>(0x70 | (counter_ >> 8));  // Version 7.
+  bytes[7] = static_cast<unsigned char>(counter_ & 0xff);
   const std::uint64_t low = engine();
-  std::memcpy(bytes, &high, sizeof high);
   std::memcpy(bytes + 8, &low, sizeof low);
-  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);  // Version 4.
   bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant.
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -268,7 +286,7 @@ void stamp_new_entry(const OperationalTypes& types, const Stamp& stamp, std::str
           return a.description == types.entry_uuid->name && !a.values.empty();
         });
     if (!has_uuid) {
-      set_single(attributes, types.entry_uuid, uuids.make_uuid_v4());
+      set_single(attributes, types.entry_uuid, uuids.make_uuid());
     }
   }
   put(attributes, types.creators_name, stamp.actor_dn);

@@ -61,22 +61,35 @@ struct OperationalTypes {
   ComputedAttribute computed(const AttributeInfo* info) const;
 };
 
-// Makes the entryUUIDs of new entries. UUIDs need uniqueness, not secrecy: a 64-bit generator
+// Makes the entryUUIDs of new entries: time-ordered UUIDs (version 7, RFC 9562), where slapd's
+// are time-based (version 1), so that entries added together (an import, a burst of adds) get
+// UUIDs that sort together. Every entryUUID eq index (this directory's and each replica's) then
+// takes them almost as appends; random (version 4) UUIDs scattered each batch of a replica's
+// refresh over every page of that index, all rewritten at each commit (perf/RESULTS.md,
+// "Initial refresh, ... 2026-12-07"). UUIDs need uniqueness, not secrecy: a 64-bit generator
 // seeded with 256 kernel random bits on its first UUID (OpenSSL's RAND_bytes per entry was 5% of
-// an import). One per thread that adds entries: the writer's, an importer's, each bulk import
-// worker's (Owner: that thread). Only adds and imports draw from it, never a read.
+// an import) draws the random bits. One per thread that adds entries: the writer's, an
+// importer's, each bulk import worker's (Owner: that thread). Only adds and imports draw from
+// it, never a read.
 class UuidGenerator {
  public:
   UuidGenerator() = default;
   UuidGenerator(const UuidGenerator&) = delete;
   UuidGenerator& operator=(const UuidGenerator&) = delete;
 
-  // Returns: a random (version 4) UUID in RFC 4122 / RFC 4530 string form, lower-case hex,
-  // e.g. "3f2504e0-4f89-41d3-9a0c-0305e82c3301".
-  std::string make_uuid_v4();
+  // Returns: a version 7 UUID in RFC 4122 / RFC 4530 string form, lower-case hex, e.g.
+  // "0193a4c2-5e1f-7a3b-9c4d-5e6f7a8b9c0d": `now` in Unix milliseconds (48 bits), then a
+  // 12-bit counter (RFC 9562 §6.2, method 1) that keeps each generator's UUIDs strictly
+  // increasing, in their string order too, however fast they come or if the clock steps back
+  // (a counter that runs out within a millisecond moves on to the next one), then 62 random
+  // bits.
+  std::string make_uuid(std::chrono::system_clock::time_point now);
+  std::string make_uuid() { return make_uuid(std::chrono::system_clock::now()); }
 
  private:
-  std::optional<std::mt19937_64> engine_;  // Seeded by the first make_uuid_v4().
+  std::optional<std::mt19937_64> engine_;  // Seeded by the first make_uuid().
+  std::uint64_t last_ms_ = 0;              // The timestamp of the last UUID made.
+  std::uint32_t counter_ = 0;              // Its counter (12 bits).
 };
 
 // The largest server id a CSN can carry (three hex digits, as OpenLDAP writes them).

@@ -1,5 +1,6 @@
 // backend/search.cc: get and search: base lookup, candidates, scope scans, evaluation and
 // streaming of EntryRefs that view LMDB memory.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -18,6 +19,9 @@ class StoredEntryRef : public EntryRef {
   bool normalized_dn(std::string& out) const override {
     normalized_dn_from_key(view_.dn_key(), out);
     return true;
+  }
+  std::optional<SearchPoint> resume_point() const override {
+    return SearchPoint{id_, std::string(view_.dn_key())};
   }
   schema::Entry materialize() const override {
     schema::Entry entry;
@@ -199,7 +203,13 @@ class Searcher {
   }
 
   Status scan_candidates(const IdList& ids) {
-    for (const EntryId id : ids) {
+    auto from = ids.begin();
+    if (spec_.resume_at.has_value()) {
+      // Candidates come in id order: those before the resumed entry were visited.
+      from = std::lower_bound(ids.begin(), ids.end(), spec_.resume_at->id);
+    }
+    for (auto it = from; it != ids.end(); ++it) {
+      const EntryId id = *it;
       EntryView view;
       Result<bool> found = read_entry(core_, state_.txn, id, &view);
       if (!found.ok()) {
@@ -239,7 +249,7 @@ class Searcher {
       if (!cursor.ok()) {
         return cursor.status();
       }
-      ChildScan scan(**cursor, base_id_);
+      ChildScan scan(**cursor, base_id_, spec_.resume_at.has_value() ? spec_.resume_at->id : 0);
       EntryId id = 0;
       Result<bool> more = scan.next(&id);
       while (more.ok() && *more) {
@@ -255,7 +265,9 @@ class Searcher {
     if (!cursor.ok()) {
       return cursor.status();
     }
-    SubtreeScan scan(**cursor, base_key_, spec_.scope == Scope::kSubtree);
+    SubtreeScan scan(**cursor, base_key_, spec_.scope == Scope::kSubtree,
+                     spec_.resume_at.has_value() ? std::string_view(spec_.resume_at->dn_key)
+                                                 : std::string_view());
     std::string_view key;
     EntryId id = 0;
     Result<bool> more = scan.next(&key, &id);

@@ -306,7 +306,7 @@ Status run_job(DirectoryCore& core, UpdateJob& job, MDB_txn* txn, UuidGenerator&
   const Stamp stamp = detail::make_stamp(core, job.context);
   if (auto* replica = std::get_if<ReplicaChange>(&job.change)) {
     NUMADIR_RETURN_IF_ERROR(detail::apply_replica(core, txn, *replica, stamp, changes));
-    return detail::record_changes(core, txn, changes, replica->cookie_csn);
+    return detail::record_changes(core, txn, changes, replica->cookie_csn, replica->refresh);
   }
   ChangeRecord* change = &changes.emplace_back();
   change->internal = job.context.internal;

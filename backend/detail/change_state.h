@@ -55,14 +55,15 @@ Status open_change_state(DirectoryCore& core, MDB_txn* txn, OpenMode mode);
 Result<std::string> load_context_csn(const DirectoryCore& core, MDB_txn* txn);
 
 // The change state of the records of one job, in its transaction `txn`, after its change was
-// applied: advances the contextCSN past each record's CSN and past `batch_csn` (a replication
-// batch's cookie CSN, "" for none), and appends each record to the session log (trimming it to
-// its bound). A record without a CSN (a replicated delete whose batch has no cookie CSN) is given
-// the contextCSN as it stands; when a delete does not advance the contextCSN, the log stops
-// covering that CSN (a consumer at it could not tell the delete from those before it).
+// applied: advances the contextCSN past each record's CSN (but with `refresh`, a replication
+// batch of a refresh phase, past its deletes' only) and past `batch_csn` (a replication batch's
+// cookie CSN, "" for none), and appends each record to the session log (trimming it to its
+// bound). A record without a CSN (a replicated delete whose batch has no cookie CSN) is given the
+// contextCSN as it stands; when a delete does not advance the contextCSN, the log stops covering
+// that CSN (a consumer at it could not tell the delete from those before it).
 // Errors: kStorage; the transaction must then be aborted.
 Status record_changes(DirectoryCore& core, MDB_txn* txn, std::span<ChangeRecord> changes,
-                      std::string_view batch_csn);
+                      std::string_view batch_csn, bool refresh = false);
 
 // After an import into `txn`: stores `context_csn` as the contextCSN and begins the session log
 // afresh from it (an import writes no records). Errors: kStorage.

@@ -107,11 +107,13 @@ const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool
 AccessDecision append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
                                           const AttributeSelection& selection,
                                           const OperationAccess& access, bool types_only,
-                                          listener::wire::AttributeList& out) {
+                                          listener::wire::AttributeList& out,
+                                          std::span<const schema::AttributeType* const> omitted) {
   const AccessEntry target{entry_ndn, &entry};
   for (const schema::EntryAttribute& attribute : entry.attributes) {
     const schema::AttributeType* type = selection.type_of(attribute.description);
-    if (!selection.selects(attribute.description, type)) {
+    if (!selection.selects(attribute.description, type) ||
+        (type != nullptr && std::find(omitted.begin(), omitted.end(), type) != omitted.end())) {
       continue;
     }
     const AccessDecision read =
@@ -156,7 +158,8 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
       returned_(page.skip()) {
   response_.op = ProtocolOp::kSearchResultEntry;
   if (from.has_value()) {
-    skip_ = from->delivered;
+    // Resumed at the entry it paused at, the scan delivers nothing handled before.
+    (from->resume.has_value() ? delivered_ : skip_) = from->delivered;
     seen_ = from->seen;
     returned_ = from->returned;
     in_page_ = from->in_page;
@@ -180,6 +183,7 @@ bool SearchEntrySender::operator()(const backend::EntryRef& entry) {
     if (delivered_ > 0) {
       context_.directory().pin_snapshot(txn_);
       pinned_ = true;
+      resume_ = entry.resume_point();  // This entry, not handled: the first one then.
     }
     paused_ = true;
     return false;
@@ -294,9 +298,11 @@ bool SearchEntrySender::send(const backend::EntryRef& entry, schema::Entry& deco
     if (!have_decoded) {
       decoded = entry.materialize();
     }
+    const std::span<const schema::AttributeType* const> omitted =
+        hook_ != nullptr ? hook_->omitted_types() : std::span<const schema::AttributeType* const>();
     if (append_readable_attributes(decoded, state_.entry_ndn, selection_, access_,
-                                   search_.types_only,
-                                   response_.search_entry.attributes) == AccessDecision::kFailed) {
+                                   search_.types_only, response_.search_entry.attributes,
+                                   omitted) == AccessDecision::kFailed) {
       return false;
     }
   }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,12 +34,13 @@ const schema::Filter& restrict_typeless_items(const schema::Filter& filter, bool
                                               schema::Filter& restricted);
 
 // Appends the attributes of `entry` (normalized DN `entry_ndn`) that `selection` selects and
-// `access` lets its requester read to `out` (their values too unless `types_only`).
+// `access` lets its requester read to `out` (their values too unless `types_only`), but none of
+// the types in `omitted`.
 // Returns: kFailed if a decision failed (then `out` must not be sent), kAllowed otherwise.
-AccessDecision append_readable_attributes(const schema::Entry& entry, std::string_view entry_ndn,
-                                          const AttributeSelection& selection,
-                                          const OperationAccess& access, bool types_only,
-                                          listener::wire::AttributeList& out);
+AccessDecision append_readable_attributes(
+    const schema::Entry& entry, std::string_view entry_ndn, const AttributeSelection& selection,
+    const OperationAccess& access, bool types_only, listener::wire::AttributeList& out,
+    std::span<const schema::AttributeType* const> omitted = {});
 
 class SearchEntrySender;
 
@@ -54,6 +56,9 @@ class SearchEntryHook {
   // Adjusts the response of an entry classify() said to send, just before it is sent (its
   // controls: they must stay valid until the next classify; attributes left out).
   virtual void decorate(listener::wire::LdapMessage& response) = 0;
+  // Returns: the attribute types never to send, whatever the selection (left out as the
+  // attributes are picked, where decorate would look each one up by name). Views the hook.
+  virtual std::span<const schema::AttributeType* const> omitted_types() const { return {}; }
 };
 
 // Sends the end of a directory search that ran to `status` through `sender`: nothing once it was
@@ -66,13 +71,16 @@ void send_search_done(const Status& status, const SearchEntrySender& entries,
 class SearchEntrySender {
  public:
   // Where a search stands, for it to go on after a pause: the entries the backend delivered
-  // (handled, sent or not: a search resumed in the same snapshot skips as many), and the counts
-  // of visible entries (earlier pages' included), returned ones and this page's.
+  // (handled, sent or not), and the counts of visible entries (earlier pages' included),
+  // returned ones and this page's. A search resumed in the same snapshot starts its scan again
+  // at `resume`, the entry it paused at (SearchSpec::resume_at: the caller sets it); without
+  // one (an EntryRef that cannot tell), it skips as many entries as were delivered.
   struct Progress {
     std::uint64_t delivered = 0;
     std::uint64_t seen = 0;
     std::uint64_t returned = 0;
     std::uint64_t in_page = 0;
+    std::optional<backend::SearchPoint> resume;
   };
 
   // Sends the entries of `request` (whose filter, restricted, is `filter`) through `sender`, at
@@ -101,7 +109,7 @@ class SearchEntrySender {
   bool paused() const { return paused_; }
   // Paused with `txn`'s snapshot pinned (it had handled entries): it must go on in `txn`.
   bool pinned() const { return pinned_; }
-  Progress progress() const { return Progress{delivered_, seen_, returned_, in_page_}; }
+  Progress progress() const { return Progress{delivered_, seen_, returned_, in_page_, resume_}; }
   bool size_exceeded() const { return size_exceeded_; }
   bool page_full() const { return page_full_; }
   // Entries this search returned, earlier pages included.
@@ -143,7 +151,8 @@ class SearchEntrySender {
   listener::wire::LdapMessage response_;  // Reused for every entry.
   std::uint64_t delivered_ = 0;           // Entries the backend delivered, skipped ones included.
   std::uint64_t skip_ = 0;                // Deliveries still to skip: handled before the pause.
-  std::uint64_t seen_ = 0;                // Visible entries, earlier pages' included.
+  std::optional<backend::SearchPoint> resume_;  // Paused: the entry to go on from.
+  std::uint64_t seen_ = 0;                      // Visible entries, earlier pages' included.
   std::uint64_t returned_ = 0;
   std::uint64_t in_page_ = 0;  // Entries of this page.
   bool abandoned_ = false;

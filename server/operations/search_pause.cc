@@ -75,6 +75,7 @@ void PausedSearch::go_on(ServerWorkerState& state) {
   const schema::Filter& filter =
       restrict_typeless_items(request_.search_request.filter, who_.root, restricted);
   spec_.filter = &filter;
+  spec_.resume_at = progress_.resume;  // Where it paused, if it can be told.
   // Paused before it handled an entry, it starts afresh in the worker's transaction.
   backend::ReadTxn& txn = txn_ != nullptr ? *txn_ : state.txn();
   SearchEntrySender entries(context_, access, state, request_, filter, size_limit_, page, sender,

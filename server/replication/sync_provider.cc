@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -231,6 +232,9 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
     spec.base.assign(base);
     spec.scope = scope;
     spec.filter = &filter;
+    if (progress.has_value()) {
+      spec.resume_at = progress->resume;  // A refresh going on where it paused.
+    }
     SearchEntryHook* const hook = this;  // A private base: converted here, where it is visible.
     entries.emplace(context_, access, state, request_, filter, size_limit, page, sender, txn,
                     progress, hook);
@@ -510,15 +514,13 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
     return Action::kPresent;
   }
 
+  // The computed attributes are left out as the entry's attributes are picked.
+  std::span<const schema::AttributeType* const> omitted_types() const override { return omitted_; }
+
   void decorate(LdapMessage& response) override {
     if (change_dn_ != nullptr) {
       response.search_entry.object_name = *change_dn_;
     }
-    response.search_entry.attributes.erase_if([this](std::string_view type) {
-      const schema::AttributeType* found = context_.attribute_type(type);
-      return found != nullptr &&
-             std::find(omitted_.begin(), omitted_.end(), found) != omitted_.end();
-    });
     state_value_ = encode_sync_state(pending_.state, pending_.uuid, pending_.cookie);
     response.controls.clear();
     response.controls.push_back(Control{kSyncStateOid, false, state_value_});

@@ -65,6 +65,7 @@ void SyncSession::add_delete(const SyncUuid& uuid) {
   item.kind = backend::ReplicaItem::Kind::kDelete;
   item.uuid = format_uuid(uuid);
   refresh_items_ = refresh_items_ || phase_ == SyncPhase::kRefresh;
+  refresh_batch_ = refresh_batch_ || phase_ == SyncPhase::kRefresh;
   ++deletes_received_;
 }
 
@@ -118,8 +119,11 @@ Status SyncSession::on_entry(std::string_view dn, const listener::wire::Attribut
   for (const listener::wire::AttributeList::Attribute& attribute : attributes.attributes()) {
     backend::pack_replica_attribute(item.packed, attribute.type, attributes.values(attribute));
   }
-  if (phase_ == SyncPhase::kRefresh && !scope_empty_) {
-    named_.push_back(item.uuid);
+  if (phase_ == SyncPhase::kRefresh) {
+    refresh_batch_ = true;
+    if (!scope_empty_) {
+      named_.push_back(item.uuid);
+    }
   }
   pending_bytes_ += item.entry.dn.size() + item.packed.size();
   ++entries_received_;
@@ -189,6 +193,10 @@ std::optional<backend::ReplicaChange> SyncSession::take_batch() {
   // Deletes in a refresh may repeat what a stopped consumer applied before its cookie.
   change.skip_missing_deletes = refresh_items_;
   refresh_items_ = false;
+  // Its entries' CSNs do not advance the replica's contextCSN: only the cookie ending the
+  // refresh does (ReplicaChange::refresh).
+  change.refresh = refresh_batch_;
+  refresh_batch_ = false;
   items_.clear();
   pending_bytes_ = 0;
   prune_.reset();

@@ -116,6 +116,7 @@ class SyncSession {
   std::string cookie_csn_;             // Pending: the greatest CSN of cookie_ ("" for none).
   std::optional<backend::ReplicaPrune> prune_;
   bool refresh_items_ = false;  // The pending batch holds deletes of the refresh phase.
+  bool refresh_batch_ = false;  // The pending batch holds items of the refresh phase.
   // Refresh only: the entryUUIDs the provider named (sent, or noted present), for the prune.
   std::vector<std::string> named_;
   std::string last_cookie_;

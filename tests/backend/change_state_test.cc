@@ -103,13 +103,14 @@ struct Harness {
         directory->modify(dn, {{mod(ModificationKind::kReplace, "description", {text})}}, {}));
   }
   Status apply(std::vector<ReplicaItem> items, std::optional<std::string> cookie = std::nullopt,
-               std::string cookie_csn = {}) {
+               std::string cookie_csn = {}, bool refresh = false) {
     auto job = std::make_unique<UpdateJob>();
     ReplicaChange change;
     change.rid = 7;
     change.items = std::move(items);
     change.cookie = std::move(cookie);
     change.cookie_csn = std::move(cookie_csn);
+    change.refresh = refresh;
     job->change = std::move(change);
     return directory->run_update(std::move(job));
   }
@@ -253,6 +254,36 @@ TEST_CASE("ContextCsn: a batch's greatest CSN counts whatever the order of its e
   // A batch of only a cookie advances it.
   require_ok(h.apply({}, "rid=007,csn=" + old_csn(50), old_csn(50)));
   CHECK(h.context_csn() == old_csn(50));
+}
+
+TEST_CASE("ContextCsn: a refresh's batches leave it until the cookie that ends the refresh") {
+  Harness h(100);
+  require_ok(h.apply({upsert(domain_entry(std::string(kSuffix), "example"), 1, old_csn(30))},
+                     "rid=007,csn=" + old_csn(30), old_csn(30)));
+  REQUIRE(h.context_csn() == old_csn(30));
+  // The newest entry first, as a provider sending in tree order sends an import's groups: the
+  // replica holds part of the refresh, so it shows the state of its last cookie still.
+  require_ok(h.apply({upsert(ou_entry(kGroups, "groups"), 2, old_csn(50)),
+                      upsert(ou_entry(kPeople, "people"), 3, old_csn(40))},
+                     std::nullopt, {}, /*refresh=*/true));
+  CHECK(h.context_csn() == old_csn(30));
+  CHECK(h.csn_of(kGroups) == old_csn(50));  // The entries keep the provider's CSNs,
+  REQUIRE(h.records.size() == 3);
+  CHECK(h.records[1].csn == old_csn(50));  // and so do their change records.
+  // A delete in the refresh takes the batch's cookie CSN, which covers it.
+  require_ok(h.apply({removal(2)}, "rid=007,csn=" + old_csn(45), old_csn(45), true));
+  CHECK(h.context_csn() == old_csn(45));
+  // The refresh's last batch: its cookie says what the replica now holds.
+  require_ok(
+      h.apply({upsert(user(1), 4, old_csn(20))}, "rid=007,csn=" + old_csn(55), old_csn(55), true));
+  CHECK(h.context_csn() == old_csn(55));
+  // A consumer of this replica whose cookie was taken mid-refresh (old_csn(30)) is told what
+  // came since.
+  const Directory::SessionLogChanges since = h.since(old_csn(30));
+  CHECK_FALSE(since.deleted.empty());
+  // In the persist phase an entry's CSN advances it, cookie or not.
+  require_ok(h.apply({upsert(ou_entry(kPeople, "people"), 3, old_csn(58))}));
+  CHECK(h.context_csn() == old_csn(58));
 }
 
 TEST_CASE("ContextCsn: each write advances it to its CSN and it survives reopening") {

@@ -41,7 +41,7 @@ TEST_CASE("Directory: readers on several threads see every acknowledged add") {
       while (true) {
         const int floor = acknowledged.load(std::memory_order_acquire);
         int seen = 0;
-        const SearchSpec spec{kPeople, Scope::kOneLevel, &all, 0, std::nullopt};
+        const SearchSpec spec{kPeople, Scope::kOneLevel, &all, 0, std::nullopt, std::nullopt};
         const Status status = directory->search(*txn, spec, [&](const EntryRef&) {
           ++seen;
           return true;

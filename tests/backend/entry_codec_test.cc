@@ -240,21 +240,51 @@ TEST_CASE("Operational: separate UuidGenerators make distinct UUIDs") {
   UuidGenerator first;
   UuidGenerator second;
   std::vector<std::string> made;
+  // The same millisecond for both: only their counters and random bits tell them apart.
+  const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1765000000000));
   for (int i = 0; i < 64; ++i) {
-    made.push_back(first.make_uuid_v4());
-    made.push_back(second.make_uuid_v4());
+    made.push_back(first.make_uuid(t));
+    made.push_back(second.make_uuid(t));
   }
   std::sort(made.begin(), made.end());
   CHECK(std::adjacent_find(made.begin(), made.end()) == made.end());
 }
 
+TEST_CASE("Operational: a UuidGenerator's UUIDs grow in the order it makes them") {
+  UuidGenerator uuids;
+  const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1765000000000));
+  std::vector<std::string> made;
+  SUBCASE("within one millisecond, past the 4,096 values of its counter") {
+    for (int i = 0; i < 5000; ++i) {
+      made.push_back(uuids.make_uuid(t));
+    }
+  }
+  SUBCASE("millisecond after millisecond") {
+    for (int i = 0; i < 100; ++i) {
+      made.push_back(uuids.make_uuid(t + std::chrono::milliseconds(i)));
+    }
+  }
+  SUBCASE("when the clock goes back") {
+    made.push_back(uuids.make_uuid(t));
+    made.push_back(uuids.make_uuid(t - std::chrono::seconds(10)));
+    made.push_back(uuids.make_uuid(t - std::chrono::seconds(20)));
+    made.push_back(uuids.make_uuid(t));
+  }
+  CHECK(std::is_sorted(made.begin(), made.end()));
+  CHECK(std::adjacent_find(made.begin(), made.end()) == made.end());
+}
+
 TEST_CASE("Operational: UUIDs CSNs and timestamps have their standard forms") {
   UuidGenerator uuids;
-  const std::string uuid = uuids.make_uuid_v4();
+  // 2025-12-06T05:46:40.000Z = 0x019af232b200 ms since the epoch, in the first 48 bits.
+  const auto at = std::chrono::system_clock::time_point(std::chrono::milliseconds(1765000000000));
+  const std::string uuid = uuids.make_uuid(at);
   REQUIRE(uuid.size() == 36);
-  CHECK(uuid[14] == '4');
+  CHECK(uuid.substr(0, 13) == "019af232-b200");
+  CHECK(uuid[14] == '7');
   CHECK(std::string_view("89ab").find(uuid[19]) != std::string_view::npos);
-  CHECK(uuids.make_uuid_v4() != uuid);
+  CHECK(uuids.make_uuid() != uuid);
+  CHECK(uuids.make_uuid(at) > uuid);
   // 2200-01-01: later than any time another test uses (the CSN clock is process-wide).
   const auto t = std::chrono::system_clock::time_point(std::chrono::seconds(7258118400) +
                                                        std::chrono::microseconds(123456));

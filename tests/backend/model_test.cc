@@ -435,7 +435,7 @@ class ModelRun {
     const Status expected_status = reference_.search(base, scope, filter, &expected);
     std::vector<std::string> got;
     bool compared_one = false;
-    const SearchSpec spec{base, scope, &filter, size_limit, std::nullopt};
+    const SearchSpec spec{base, scope, &filter, size_limit, std::nullopt, std::nullopt};
     const Status status = directory_->search(*txn_, spec, [&](const EntryRef& ref) {
       got.emplace_back(ref.dn());
       if (!compared_one && gen_.chance(30)) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,7 @@ TEST_CASE("Search: the auth filter finds one entry by an index lookup") {
   SearchFixture f;
   std::size_t calls = 0;
   const schema::Filter filter = parse_filter("(uid=USER7)");
-  SearchSpec spec{kPeople, Scope::kSubtree, &filter, 0, std::nullopt};
+  SearchSpec spec{kPeople, Scope::kSubtree, &filter, 0, std::nullopt, std::nullopt};
   require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef& entry) {
     ++calls;
     CHECK(entry.dn() == user_dn(7));
@@ -104,7 +105,7 @@ TEST_CASE("Search: each result tells its normalized DN without normalizing it ag
   SearchFixture f;
   const SchemaDnNormalizer normalizer(test_schema());
   const schema::Filter filter = parse_filter("(objectClass=*)");
-  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0, std::nullopt};
+  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0, std::nullopt, std::nullopt};
   std::size_t calls = 0;
   std::string ndn;
   require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef& entry) {
@@ -115,6 +116,57 @@ TEST_CASE("Search: each result tells its normalized DN without normalizing it ag
     return true;
   }));
   CHECK(calls == 15);
+}
+
+TEST_CASE("Search: a search resumed at an entry's resume point goes on from that entry") {
+  SearchFixture f;
+  struct Variant {
+    std::string base;
+    Scope scope;
+    const char* filter;
+  };
+  // A subtree scan (dn2id order), a one-level scan (children, id order), index candidates (id
+  // order) and a children scope.
+  const std::vector<Variant> variants = {
+      {std::string(kSuffix), Scope::kSubtree, "(objectClass=*)"},
+      {kPeople, Scope::kOneLevel, "(objectClass=*)"},
+      {std::string(kSuffix), Scope::kSubtree,
+       "(|(uid=user1)(uid=user3)(uid=user5)(uid=user7)(uid=user9))"},
+      {kPeople, Scope::kChildren, "(objectClass=*)"}};
+  for (const Variant& variant : variants) {
+    CAPTURE(variant.filter);
+    CAPTURE(static_cast<int>(variant.scope));
+    const schema::Filter filter = parse_filter(variant.filter);
+    SearchSpec spec{variant.base, variant.scope, &filter, 0, std::nullopt, std::nullopt};
+    std::vector<std::string> all;
+    require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef& entry) {
+      all.emplace_back(entry.dn());
+      return true;
+    }));
+    REQUIRE(all.size() >= 4);
+    for (std::size_t stop = 1; stop < all.size(); ++stop) {
+      CAPTURE(stop);
+      // Stops at entry `stop` without handling it, as a search pausing at the output bound.
+      std::vector<std::string> got;
+      std::optional<SearchPoint> point;
+      require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef& entry) {
+        if (got.size() == stop) {
+          point = entry.resume_point();
+          return false;
+        }
+        got.emplace_back(entry.dn());
+        return true;
+      }));
+      REQUIRE(point.has_value());
+      SearchSpec resumed = spec;
+      resumed.resume_at = point;
+      require_ok(f.directory().search(f.txn(), resumed, [&](const EntryRef& entry) {
+        got.emplace_back(entry.dn());
+        return true;
+      }));
+      CHECK(got == all);  // Each entry once, in the same order.
+    }
+  }
 }
 
 TEST_CASE("Search: every filter kind with and without indexes") {
@@ -253,8 +305,12 @@ TEST_CASE("Search: size limit delivers exactly the limit then fails") {
 TEST_CASE("Search: a passed deadline ends with kTimeLimitExceeded") {
   SearchFixture f;
   const schema::Filter filter = parse_filter("(objectClass=*)");
-  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0,
-                  std::chrono::steady_clock::now() - std::chrono::seconds(1)};
+  SearchSpec spec{std::string(kSuffix),
+                  Scope::kSubtree,
+                  &filter,
+                  0,
+                  std::chrono::steady_clock::now() - std::chrono::seconds(1),
+                  std::nullopt};
   std::size_t delivered = 0;
   const Status status = f.directory().search(f.txn(), spec, [&](const EntryRef&) {
     ++delivered;
@@ -267,7 +323,7 @@ TEST_CASE("Search: a passed deadline ends with kTimeLimitExceeded") {
 TEST_CASE("Search: the callback stops the stream") {
   SearchFixture f;
   const schema::Filter filter = parse_filter("(objectClass=*)");
-  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0, std::nullopt};
+  SearchSpec spec{std::string(kSuffix), Scope::kSubtree, &filter, 0, std::nullopt, std::nullopt};
   std::size_t delivered = 0;
   require_ok(f.directory().search(f.txn(), spec, [&](const EntryRef&) { return ++delivered < 3; }));
   CHECK(delivered == 3);

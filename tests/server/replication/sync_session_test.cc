@@ -162,6 +162,7 @@ TEST_CASE("Sync session: refreshAndPersist with a present phase and then persist
                                                          format_uuid(uuid(3)),
                                                          format_uuid(uuid(4))});
   CHECK(refresh->cookie == "rid=002,csn=B");
+  CHECK(refresh->refresh);  // Its entry's CSN does not advance the contextCSN: the cookie does.
 
   Sent changed(3);
   require_ok(session.on_entry(user_dn(3), changed.attributes,
@@ -174,6 +175,7 @@ TEST_CASE("Sync session: refreshAndPersist with a present phase and then persist
   CHECK(persisted->items[1].kind == ReplicaItem::Kind::kDelete);
   CHECK_FALSE(persisted->prune.has_value());
   CHECK_FALSE(persisted->skip_missing_deletes);  // A persisted delete of nothing is an error.
+  CHECK_FALSE(persisted->refresh);
   CHECK(persisted->cookie == "rid=002,csn=D");
 
   CHECK(session.on_entry(user_dn(2), AttributeList(), state(SyncStateKind::kPresent, 2)).code() ==
@@ -253,6 +255,13 @@ TEST_CASE("Sync session: batches of a long refresh carry no cookie until its end
   CHECK(batches[2].cookie == "rid=004,csn=H");
   REQUIRE(batches[2].prune.has_value());
   CHECK(batches[2].prune->keep.size() == 5);  // The earlier batches' entries are named too.
+  for (const backend::ReplicaChange& batch : batches) {
+    CHECK(batch.refresh);  // The refresh's entries: only the cookie advances the contextCSN.
+  }
+  // A batch of nothing but a cookie is no refresh's.
+  SyncSession persist(4, suffix_scope(), SyncMode::kRefreshAndPersist, true, 2);
+  require_ok(persist.on_info(info(SyncInfoKind::kRefreshDelete, "rid=004,csn=I")));
+  CHECK_FALSE(persist.take_batch()->refresh);
 }
 
 TEST_CASE("Sync session: a batch of large entries is full at kBatchBytes whatever its count") {
