@@ -366,6 +366,8 @@ TEST_CASE("AccessLog: records from many threads come out whole and in order with
   std::atomic<bool> done{false};
   std::thread finisher([&] {
     for (;;) {
+      // Read before the swap: once done is seen, every hand-off is already in `handed`.
+      const bool finished = done.load();
       std::vector<std::pair<std::uint64_t, std::uint64_t>> batch;
       {
         std::lock_guard lock(handed_mu);
@@ -378,7 +380,7 @@ TEST_CASE("AccessLog: records from many threads come out whole and in order with
         result.time_ns = monotonic_ns();
         (*log)->write_shared(result);
       }
-      if (batch.empty() && done.load()) {
+      if (batch.empty() && finished) {
         return;
       }
       std::this_thread::yield();
