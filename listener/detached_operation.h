@@ -11,6 +11,7 @@
 // Connection from construction to destruction, so the connection outlives it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -36,13 +37,19 @@ class DetachedOperation final : public OpenOperation {
   void set_on_end(std::function<void()> on_end) override;
   bool writable() const override;
   void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) override;
+  void set_gather_bytes(std::size_t bytes) override;
 
  private:
+  // Queues what out_ gathered, if anything.
+  void send_gathered();
+
   Connection& connection_;
   OpenSlot slot_;  // Guarded by the connection's lock (OpenSlot).
-  // Owner: the holder's thread of the moment (one call at a time); the encoded message.
+  // Owner: the holder's thread of the moment (one call at a time); the encoded messages not
+  // queued yet (one, or those gathered).
   wire::BerWriter out_;
-  bool finished_ = false;  // Owner: the holder. finish() was called.
+  std::size_t gather_bytes_ = 0;  // Owner: the holder. set_gather_bytes().
+  bool finished_ = false;         // Owner: the holder. finish() was called.
 };
 
 }  // namespace numadir::listener

@@ -147,6 +147,13 @@ class OpenOperation {
     (void)resume;
     NUMADIR_CHECK(false, "OpenOperation::set_on_writable on an operation without an output bound");
   }
+  // Gathers what send() is given into writes of at least `bytes` (0, the default: each message
+  //   is queued as it comes): for a holder streaming many messages to a client that takes them
+  //   all (a sync refresh), which then costs the connection a write, and the client a read, per
+  //   batch rather than per message. What is gathered is queued once it reaches `bytes`, and by
+  //   finish(), set_on_writable() and set_gather_bytes(0); writable() does not count it.
+  //   The default (an operation whose messages go out one by one anyway) ignores it.
+  virtual void set_gather_bytes(std::size_t bytes) { (void)bytes; }
 };
 
 // Where a handler sends the responses of one request. Owned by the listener; valid only during

@@ -5,6 +5,7 @@
 // Thread contract: as OpenOperation's.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -25,6 +26,7 @@ class OpenOperationDecorator : public listener::OpenOperation {
   void set_on_writable(std::function<void(threadpool::WorkerState&)> resume) override {
     inner_->set_on_writable(std::move(resume));
   }
+  void set_gather_bytes(std::size_t bytes) override { inner_->set_gather_bytes(bytes); }
 
  protected:
   listener::OpenOperation& inner() const { return *inner_; }

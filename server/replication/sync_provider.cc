@@ -36,6 +36,11 @@ constexpr std::size_t kIdSetSize = 256;
 // Changes one run of a persist drain sends before it lets the worker go (it goes on at once
 // when the output has room: the connection runs it again on a worker).
 constexpr std::size_t kChangesPerRun = 256;
+// The refresh's messages go to the connection in writes of about this many bytes (about 80
+// entries of a user directory), not one write per entry: a consumer takes the whole refresh
+// as fast as it can, and one send and one receive per entry cost the provider 13% of its CPU
+// and the consumer a wake-up per segment. The persist phase sends each change as it comes.
+constexpr std::size_t kRefreshGatherBytes = 64 * 1024;
 
 // How the refresh phase treats the entries, from the cookie the consumer sent.
 enum class Phase : std::uint8_t {
@@ -147,6 +152,7 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
     const Result<std::string_view> base =
         context_.normalize_dn_cached(request_.search_request.base_object, state.dn);
     base_ndn_ = base.ok() ? std::string(*base) : std::string();
+    open_->set_gather_bytes(kRefreshGatherBytes);  // Until end_refresh.
     refresh(state);
   }
 
@@ -321,6 +327,7 @@ class SyncSearch final : public std::enable_shared_from_this<SyncSearch>, privat
         kSyncInfoOid,
         encode_sync_info_refresh(
             presents ? SyncInfoKind::kRefreshPresent : SyncInfoKind::kRefreshDelete, cookie, true));
+    open_->set_gather_bytes(0);  // The refresh's last messages go out; each change from now on.
     note_cookie_sent();
     bool pending = false;
     {

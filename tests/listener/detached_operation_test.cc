@@ -5,6 +5,7 @@
 #include "listener/detached_operation.h"
 
 #include <doctest/doctest.h>
+#include <sys/ioctl.h>
 
 #include <cstdint>
 #include <string>
@@ -91,6 +92,54 @@ TEST_CASE("OpenOperation: an open search is fed later from another thread and th
   client.flush();
   client.expect_search(2, "after");
   CHECK(feeder.ends() == 0);  // Finished by its holder: on_end never runs.
+}
+
+// Returns: the bytes waiting to be read on `client`'s socket (0 is what the tests check: a
+// gathered message was not written at all).
+int unread_bytes(Client& client) {
+  int bytes = 0;
+  REQUIRE(ioctl(client.fd(), FIONREAD, &bytes) == 0);
+  return bytes;
+}
+
+TEST_CASE("OpenOperation: gathered messages go out together, in order, when told") {
+  Server server;
+  Client client(server.port);
+  open_search(server, client);
+  Feeder& feeder = server.handler.feeder;
+  REQUIRE(feeder.gather(1, 1 << 20));
+  SUBCASE("when gathering stops") {
+    CHECK(feeder.send_entry(1, "cn=first"));
+    CHECK(feeder.send_intermediate(1));
+    CHECK(unread_bytes(client) == 0);
+    REQUIRE(feeder.gather(1, 0));
+    expect_fed_entry(client, 1, "cn=first");
+    LdapMessage message;
+    expect(client, 1, ProtocolOp::kIntermediateResponse, message);
+    CHECK(feeder.send_entry(1, "cn=second"));  // Not gathering: it goes at once.
+    expect_fed_entry(client, 1, "cn=second");
+    CHECK(feeder.finish(1));
+    expect(client, 1, ProtocolOp::kSearchResultDone, message);
+  }
+  SUBCASE("with the result") {
+    CHECK(feeder.send_entry(1, "cn=first"));
+    CHECK(unread_bytes(client) == 0);
+    CHECK(feeder.finish(1));
+    expect_fed_entry(client, 1, "cn=first");
+    LdapMessage message;
+    expect(client, 1, ProtocolOp::kSearchResultDone, message);
+  }
+  SUBCASE("once they reach the size asked for") {
+    REQUIRE(feeder.gather(1, 64));
+    CHECK(feeder.send_entry(1, "cn=a"));  // Each entry with its control is about 50 bytes.
+    CHECK(unread_bytes(client) == 0);
+    CHECK(feeder.send_entry(1, "cn=b"));  // Past 64: both go, nothing else making them.
+    expect_fed_entry(client, 1, "cn=a");
+    expect_fed_entry(client, 1, "cn=b");
+    CHECK(feeder.finish(1));
+    LdapMessage message;
+    expect(client, 1, ProtocolOp::kSearchResultDone, message);
+  }
 }
 
 TEST_CASE("OpenOperation: a bind waits for an open operation to finish") {

@@ -116,6 +116,16 @@ class Feeder {
     operation->send(entry(id, name));
     return true;
   }
+  // Makes operation `id` gather what it sends into writes of `bytes` (set_gather_bytes).
+  bool gather(std::int32_t id, std::size_t bytes) {
+    std::lock_guard lock(mu_);
+    OpenOperation* operation = find(id);
+    if (operation == nullptr) {
+      return false;
+    }
+    operation->set_gather_bytes(bytes);
+    return true;
+  }
   // Sends an IntermediateResponse (kIntermediateName, kIntermediateValue) through `id`.
   bool send_intermediate(std::int32_t id) {
     std::lock_guard lock(mu_);
