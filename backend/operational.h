@@ -66,7 +66,7 @@ struct OperationalTypes {
 // UUIDs that sort together. Every entryUUID eq index (this directory's and each replica's) then
 // takes them almost as appends; random (version 4) UUIDs scattered each batch of a replica's
 // refresh over every page of that index, all rewritten at each commit (perf/RESULTS.md,
-// "Initial refresh, ... 2026-12-07"). UUIDs need uniqueness, not secrecy: a 64-bit generator
+// "Initial refresh, after the fixes"). UUIDs need uniqueness, not secrecy: a 64-bit generator
 // seeded with 256 kernel random bits on its first UUID (OpenSSL's RAND_bytes per entry was 5% of
 // an import) draws the random bits. One per thread that adds entries: the writer's, an
 // importer's, each bulk import worker's (Owner: that thread). Only adds and imports draw from
