@@ -102,7 +102,7 @@ int unread_bytes(Client& client) {
   return bytes;
 }
 
-TEST_CASE("OpenOperation: gathered messages go out together, in order, when told") {
+TEST_CASE("OpenOperation: gathered messages go out together and in order when told") {
   Server server;
   Client client(server.port);
   open_search(server, client);
