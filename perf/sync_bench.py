@@ -29,13 +29,14 @@ refreshAndPersist, retry "1 +", bound as the provider's rootdn) and the slapd co
    that time; CPU seconds of the consumer (its whole life) and of the provider (the window).
 2. Auths/s under writes: authrate (search + bind, --connections, --threads, --server-pid the
    provider) against the provider while --mod-rate modifications/s are written to it
-   (replication_bench.py's Modifier: open loop, `replace: description`), in two points per
-   provider: `none` (no consumer attached: the consumers stopped) and `attached` (the
+   (replication_bench.py's Modifier: open loop, `replace: description`), in three points per
+   provider: `none` (no consumer attached: the consumers stopped), `attached` (the
    --consumers consumers running refreshAndPersist, each caught up with a sentinel write
-   first). In `attached`, one write in --sample-every is watched on the first numadir and the
-   first slapd consumer (replication_bench.py's Watcher: a base search for the token every
-   --poll-ms): replication lag = the consumer's matching answer - the provider's
-   acknowledgment (an upper bound, by one poll), p50 / p99.
+   first) and `lag` (attached, and one write in --sample-every watched on the first numadir
+   and the first slapd consumer: replication_bench.py's Watcher, a base search for the token
+   every --poll-ms; replication lag = the consumer's matching answer - the provider's
+   acknowledgment, an upper bound by one poll, p50 / p99). The watchers' polls take CPU from
+   the same machine, so `none` and `attached`, which the auths/s ratios compare, run without.
 3. Modifications/s acknowledged: `authrate --mode modify` (modify_bench.py's run: each of
    --mod-connections connections bound as the rootdn replaces `description` of random users,
    closed loop) against the provider with the consumers attached; then a sentinel is written
@@ -61,6 +62,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -127,6 +129,17 @@ def new_consumer(build, work, kind, provider, label, rid, durability):
     return rb.Slapd(label, folder, database_lines=nosync + syncrepl)
 
 
+def consumers_cpu(consumers):
+    """The CPU seconds the running consumers have used so far, summed; None if one is gone."""
+    total = 0.0
+    for server in consumers:
+        seconds = rb.cpu_seconds(server.process.pid) if server.running() else None
+        if seconds is None:
+            return None
+        total += seconds
+    return total
+
+
 class Fanout:
     """A Modifier's `samples`: each sample goes to every queue (one per watched consumer)."""
 
@@ -148,7 +161,8 @@ class Bench:
         self.sentinel = 0
         self.authrate_args = argparse.Namespace(users=args.users,
                                                 authrate_threads=args.threads,
-                                                duration=args.duration, warmup=args.warmup)
+                                                duration=args.duration, warmup=args.warmup,
+                                                client="authrate")
 
     def refresh_point(self, provider_name, kind, round_index, expected, last_dn):
         provider = self.providers[provider_name]
@@ -213,16 +227,18 @@ class Bench:
                 conn.unbind_s()
         return time.monotonic() - t0
 
-    def auth_point(self, provider_name, attached, round_index):
+    def auth_point(self, provider_name, attached, round_index, watch=False):
         """authrate against the provider under --mod-rate writes, its consumers attached or
-        not; with them, the lag of sampled writes on the first consumer of each kind."""
+        not; with `watch` (consumers attached), the lag of sampled writes on the first consumer
+        of each kind. The watchers' polls cost CPU on the same machine, so the auths/s compared
+        with and without consumers come from points without them."""
         provider = self.providers[provider_name]
         if attached:
             self.attach(provider_name)
         else:
             self.stop_consumers()
         watched = []
-        if attached:
+        if watch:
             for kind in CONSUMER_KINDS:
                 server = next((s for s, k in zip(self.consumers[provider_name],
                                                  self.args.consumers) if k == kind), None)
@@ -231,17 +247,27 @@ class Bench:
         modifier = rb.Modifier(provider, self.args.users, self.args.mod_rate,
                                self.args.modifier_threads, self.args.sample_every,
                                Fanout([q for _, _, q in watched]) if watched else None,
-                               f"r{round_index}-{provider_name}-{int(attached)}",
-                               seed=round_index * 2 + int(attached))
+                               f"r{round_index}-{provider_name}-{int(attached)}{'w' if watch else ''}",
+                               seed=round_index * 3 + int(attached) + int(watch))
         watchers = [(kind, rb.Watcher(server, q, self.args.watchers, self.args.poll_ms / 1000))
                     for kind, server, q in watched]
+        consumers = self.consumers.get(provider_name, []) if attached else []
+        consumer_cpu = {}
         modifier.start()
         try:
             time.sleep(1.0)
             measured_from = time.monotonic() + self.args.warmup
+            # The consumers' CPU over the measured window: taken from the machine the provider runs on.
+            timer = threading.Timer(self.args.warmup, lambda: consumer_cpu.update(
+                start=consumers_cpu(consumers), start_at=time.monotonic(),
+                start_each=[consumers_cpu([c]) for c in consumers]))
+            timer.start()
             summary = rb.run_authrate(self.build, provider, self.args.connections,
                                       self.authrate_args, extra=["--seed", str(round_index + 1)])
             measured_to = time.monotonic()
+            timer.join()
+            consumer_cpu.update(end=consumers_cpu(consumers), end_at=measured_to,
+                                end_each=[consumers_cpu([c]) for c in consumers])
         finally:
             modifier.stop()
             for _, watcher in watchers:
@@ -249,7 +275,16 @@ class Bench:
         acks = [a for a in modifier.acks if measured_from <= a[0] <= measured_to]
         point = {"summary": summary, "mods_per_sec": len(acks) / (measured_to - measured_from),
                  "mod_errors": len(modifier.errors), "first_error": (modifier.errors + [""])[0],
-                 "lag": {}}
+                 "lag": {},
+                 "consumer_cpu": ((consumer_cpu["end"] - consumer_cpu["start"]) /
+                                  (consumer_cpu["end_at"] - consumer_cpu["start_at"])
+                                  if consumers and consumer_cpu.get("start") is not None
+                                  and consumer_cpu.get("end") is not None else None),
+                 "consumer_cpu_each": [
+                     (e - b) / (consumer_cpu["end_at"] - consumer_cpu["start_at"])
+                     if b is not None and e is not None else None
+                     for b, e in zip(consumer_cpu.get("start_each", []),
+                                     consumer_cpu.get("end_each", []))]}
         for kind, watcher in watchers:
             results = [r for r in watcher.results if measured_from <= r[0] <= measured_to]
             lags = [lag * 1000 for _, lag, _ in results if lag is not None]
@@ -280,9 +315,11 @@ def summarize(results):
             entry.update({"seconds": median_or_none([p["seconds"] for p in points]),
                           "cpu": median_or_none([p["cpu"] for p in points]),
                           "provider_cpu": median_or_none([p["provider_cpu"] for p in points])})
-        elif key[0] == "auth":
+        elif key[0] in ("auth", "lag"):
             entry.update(bench.median_point(s))
             entry["mods_per_sec"] = median_or_none([p["mods_per_sec"] for p in points])
+            entry["consumer_cpu"] = median_or_none([p["consumer_cpu"] for p in points
+                                                    if p["consumer_cpu"] is not None])
             entry["mod_errors"] = sum(p["mod_errors"] for p in points)
             entry["lag"] = {}
             for kind in CONSUMER_KINDS:
@@ -326,9 +363,10 @@ def tables(points, args, expected):
         "", f"Under {args.mod_rate:g} modifications/s on the provider, authrate against the "
         f"provider ({args.connections} connections); consumers attached: "
         f"{', '.join(args.consumers)} (refreshAndPersist):", "",
-        "| provider | consumers | auths/s | p99 ms | provider CPU µs/auth | mods/s acked | "
-        "lag p50 / p99 ms, numadir replica | lag p50 / p99 ms, slapd consumer | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "| provider | consumers | auths/s | p99 ms | provider CPU µs/auth | consumers' CPU s/s | "
+        "mods/s acked | lag p50 / p99 ms, numadir replica | lag p50 / p99 ms, slapd consumer | "
+        "errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def lag(p, kind):
         value = p["lag"].get(kind)
@@ -337,16 +375,25 @@ def tables(points, args, expected):
         return (f"{fmt(value['p50'], '.2f')} / {fmt(value['p99'], '.2f')} "
                 f"({value['samples']} samples, {value['unseen']} unseen)")
     for provider in args.providers:
-        for attached in (False, True):
-            p = points.get(("auth", provider, attached))
+        for key in (("auth", provider, False), ("auth", provider, True), ("lag", provider)):
+            p = points.get(key)
             if p:
+                attached = key[0] == "lag" or key[2]
+                consumers = (f"{len(args.consumers)}" if attached else "0") + (
+                    " + lag watchers" if key[0] == "lag" else "")
                 lines.append(f"| {PROVIDER_NAMES[provider]} | "
-                             f"{len(args.consumers) if attached else 0} | {p['rate']:.0f} | "
-                             f"{p['p99']:.2f} | {p['cpu']:.1f} | {fmt(p['mods_per_sec'], '.0f')} "
+                             f"{consumers} | {p['rate']:.0f} | "
+                             f"{p['p99']:.2f} | {p['cpu']:.1f} | "
+                             f"{fmt(p['consumer_cpu'], '.2f') if attached else '—'} | "
+                             f"{fmt(p['mods_per_sec'], '.0f')} "
                              f"| {lag(p, 'numadir')} | {lag(p, 'slapd')} | "
                              f"{p['errors'] + p['mod_errors']} |")
     n0, n4 = points.get(("auth", "numadir", False)), points.get(("auth", "numadir", True))
     s4 = points.get(("auth", "slapd", True))
+    lines.append("")
+    lines.append(f"The lag watchers ({args.watchers} python-ldap threads per watched consumer "
+                 f"polling every {args.poll_ms:g} ms) take CPU from the same machine: the "
+                 "auths/s compared come from the rows without them.")
     lines.append("")
     if n0 and n4:
         r = ratio(n4["rate"], n0["rate"])
@@ -476,8 +523,8 @@ def main():
                            f"{fmt(r['provider_cpu'], '.2f')} s")
         for round_index in range(args.rounds):
             providers = args.providers if round_index % 2 == 0 else args.providers[::-1]
-            order = ([False, True, "modify"] if round_index % 2 == 0 else
-                     ["modify", True, False])
+            order = ([False, True, "lag", "modify"] if round_index % 2 == 0 else
+                     ["modify", "lag", True, False])
             for provider in providers:
                 for point in order:
                     if point == "modify":
@@ -489,17 +536,23 @@ def main():
                                f"{s['latency_ms']['p99']:.2f} ms, errors "
                                f"{s['errors']['total']}, drain {r['drain']:.2f} s")
                         continue
-                    r = b.auth_point(provider, point, round_index)
+                    watch = point == "lag"
+                    r = b.auth_point(provider, bool(point), round_index, watch=watch)
                     s = r["summary"]
                     lags = ", ".join(f"lag {k} p50 {fmt(v['p50'], '.2f')} p99 "
                                      f"{fmt(v['p99'], '.2f')} ms ({v['samples']} samples, "
                                      f"{v['unseen']} unseen)" for k, v in r["lag"].items())
-                    record(("auth", provider, point), r,
+                    record(("lag", provider) if watch else ("auth", provider, point), r,
                            f"auths {PROVIDER_NAMES[provider]}, consumers "
-                           f"{len(args.consumers) if point else 0}: "
+                           f"{len(args.consumers) if point else 0}"
+                           f"{' + lag watchers' if watch else ''}: "
                            f"{s['auths_per_sec']:.0f} auths/s, cpu "
                            f"{s.get('server_cpu_us_per_auth') or 0:.1f} us/auth, errors "
-                           f"{s['errors']['total']}; {r['mods_per_sec']:.0f} mods/s "
+                           f"{s['errors']['total']}; consumers' cpu "
+                           f"{fmt(r['consumer_cpu'], '.2f')} s/s ("
+                           + ", ".join(f"{k} {fmt(c, '.3f')}" for k, c in
+                                       zip(args.consumers, r["consumer_cpu_each"])) +
+                           f"); {r['mods_per_sec']:.0f} mods/s "
                            f"({r['mod_errors']} errors"
                            f"{', ' + r['first_error'] if r['mod_errors'] else ''})"
                            f"{'; ' + lags if lags else ''}")
@@ -539,9 +592,10 @@ def main():
     if float(load_before.split()[0]) > 1.5:
         noisy = (f"\n\n**Noisy: the load average was {load_before} before the run (other work "
                  "on the machine); read the ratios with care.**")
-    short = [f"{PROVIDER_NAMES[k[1]]} with {len(args.consumers) if k[2] else 0} consumers "
+    short = [f"{PROVIDER_NAMES[k[1]]} with "
+             f"{len(args.consumers) if k[0] == 'lag' or k[2] else 0} consumers "
              f"({p['mods_per_sec']:.0f})" for k, p in points.items()
-             if k[0] == "auth" and (p["mods_per_sec"] or 0) < 0.95 * args.mod_rate]
+             if k[0] in ("auth", "lag") and (p["mods_per_sec"] or 0) < 0.95 * args.mod_rate]
     if short:
         noisy += (f"\n\n**The provider acknowledged fewer than 95% of the {args.mod_rate:g} "
                   f"mods/s asked for in: {', '.join(short)} (more --modifier-threads, or "
