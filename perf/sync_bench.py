@@ -130,14 +130,18 @@ def new_consumer(build, work, kind, provider, label, rid, durability):
 
 
 def consumers_cpu(consumers):
-    """The CPU seconds the running consumers have used so far, summed; None if one is gone."""
-    total = 0.0
-    for server in consumers:
-        seconds = rb.cpu_seconds(server.process.pid) if server.running() else None
-        if seconds is None:
-            return None
-        total += seconds
-    return total
+    """The CPU seconds each consumer has used so far (None for one that is gone)."""
+    return [rb.cpu_seconds(server.process.pid) if server.running() else None
+            for server in consumers]
+
+
+def cpu_shares(start, start_at, end, end_at):
+    """Per consumer, the CPU seconds per second between two consumers_cpu() readings, and their
+    sum (None if a consumer was gone at either reading, or there are none)."""
+    each = [(e - b) / (end_at - start_at) if b is not None and e is not None else None
+            for b, e in zip(start, end)]
+    total = sum(each) if each and None not in each else None
+    return total, each
 
 
 class Fanout:
@@ -252,22 +256,20 @@ class Bench:
         watchers = [(kind, rb.Watcher(server, q, self.args.watchers, self.args.poll_ms / 1000))
                     for kind, server, q in watched]
         consumers = self.consumers.get(provider_name, []) if attached else []
-        consumer_cpu = {}
+        cpu_at = {}  # consumers_cpu() readings at the measured window's start and end.
         modifier.start()
         try:
             time.sleep(1.0)
             measured_from = time.monotonic() + self.args.warmup
             # The consumers' CPU over the measured window: taken from the machine the provider runs on.
-            timer = threading.Timer(self.args.warmup, lambda: consumer_cpu.update(
-                start=consumers_cpu(consumers), start_at=time.monotonic(),
-                start_each=[consumers_cpu([c]) for c in consumers]))
+            timer = threading.Timer(self.args.warmup, lambda: cpu_at.update(
+                start=(consumers_cpu(consumers), time.monotonic())))
             timer.start()
             summary = rb.run_authrate(self.build, provider, self.args.connections,
                                       self.authrate_args, extra=["--seed", str(round_index + 1)])
             measured_to = time.monotonic()
             timer.join()
-            consumer_cpu.update(end=consumers_cpu(consumers), end_at=measured_to,
-                                end_each=[consumers_cpu([c]) for c in consumers])
+            cpu_at["end"] = (consumers_cpu(consumers), measured_to)
         finally:
             modifier.stop()
             for _, watcher in watchers:
@@ -275,16 +277,9 @@ class Bench:
         acks = [a for a in modifier.acks if measured_from <= a[0] <= measured_to]
         point = {"summary": summary, "mods_per_sec": len(acks) / (measured_to - measured_from),
                  "mod_errors": len(modifier.errors), "first_error": (modifier.errors + [""])[0],
-                 "lag": {},
-                 "consumer_cpu": ((consumer_cpu["end"] - consumer_cpu["start"]) /
-                                  (consumer_cpu["end_at"] - consumer_cpu["start_at"])
-                                  if consumers and consumer_cpu.get("start") is not None
-                                  and consumer_cpu.get("end") is not None else None),
-                 "consumer_cpu_each": [
-                     (e - b) / (consumer_cpu["end_at"] - consumer_cpu["start_at"])
-                     if b is not None and e is not None else None
-                     for b, e in zip(consumer_cpu.get("start_each", []),
-                                     consumer_cpu.get("end_each", []))]}
+                 "lag": {}}
+        point["consumer_cpu"], point["consumer_cpu_each"] = cpu_shares(
+            *cpu_at.get("start", ([], 0.0)), *cpu_at["end"])
         for kind, watcher in watchers:
             results = [r for r in watcher.results if measured_from <= r[0] <= measured_to]
             lags = [lag * 1000 for _, lag, _ in results if lag is not None]
