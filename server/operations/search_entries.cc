@@ -158,8 +158,11 @@ SearchEntrySender::SearchEntrySender(const OperationContext& context, const Oper
       returned_(page.skip()) {
   response_.op = ProtocolOp::kSearchResultEntry;
   if (from.has_value()) {
-    // Resumed at the entry it paused at, the scan delivers nothing handled before.
-    (from->resume.has_value() ? delivered_ : skip_) = from->delivered;
+    if (from->resume.has_value()) {
+      delivered_ = from->delivered;  // Resumed at the entry it paused at: nothing to skip.
+    } else {
+      skip_ = from->delivered;  // Started again from the first entry: skips what it handled.
+    }
     seen_ = from->seen;
     returned_ = from->returned;
     in_page_ = from->in_page;
