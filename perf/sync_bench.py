@@ -19,7 +19,10 @@ the whole run (the one not measured is idle):
   perf/bench.py's access rules, loaded with slapadd (dbnosync with --durability nosync).
 The consumers (perf/replication_bench.py's): the numadir replica ([[replication.consumer]]
 refreshAndPersist, retry "1 +", bound as the provider's rootdn) and the slapd consumer
-(`syncrepl ... type=refreshAndPersist attrs="*,+"`), each from an empty database.
+(`syncrepl ... type=refreshAndPersist attrs="*,+"`), each from an empty database; and
+`ldapsearch` (PersistSearch), Debian's ldapsearch -E '!sync=rp' asking what a replica asks and
+keeping nothing: the provider's cost of a persistent consumer without the consumer's applying
+on the same CPUs (no initial-refresh or lag points: it serves no searches).
 
 1. Initial refresh: each round, for each provider and each consumer kind (orders reversed on
    odd rounds), a fresh consumer is started alone and timed from its process's start until it
@@ -78,10 +81,13 @@ HEADING = ("Replication provider: numadir against slapd + syncprov serving the s
 QUICK = {"users": 2000, "duration": 3.0, "warmup": 1.0, "rounds": 1}
 DEFAULTS = {"users": 100_000, "duration": 10.0, "warmup": 2.0, "rounds": 3}
 PROVIDERS = ("numadir", "slapd")
-CONSUMER_KINDS = ("numadir", "slapd")
-CONSUMER_NAMES = {"numadir": "numadir replica", "slapd": "slapd consumer"}
+CONSUMER_KINDS = ("numadir", "slapd")  # The servers: refreshed, watched for lag.
+PERSIST_SEARCH = "ldapsearch"  # A consumer that keeps nothing (PersistSearch).
+CONSUMER_NAMES = {"numadir": "numadir replica", "slapd": "slapd consumer",
+                  PERSIST_SEARCH: "ldapsearch -E sync=rp"}
 PROVIDER_NAMES = {"numadir": "numadir provider", "slapd": "slapd + syncprov"}
 SYNC_TIMEOUT_S = 600.0
+SENTINEL_PADDING = 16384  # Bytes: more than ldapsearch's stdout buffer.
 
 
 class NumadirProvider(rb.NumadirReplica):
@@ -116,9 +122,53 @@ def slapd_provider(folder, ldif, durability, sessionlog):
                                    f"syncprov-sessionlog {sessionlog}\n", ldif=ldif)
 
 
+class PersistSearch(rb.Process):
+    """Debian's ldapsearch as a refreshAndPersist consumer that keeps nothing: `-E '!sync=rp'`
+    as the rootdn for every user and operational attribute, as a replica asks, its LDIF
+    written to a file in `folder` through ldapsearch's own buffer (a sentinel's padding value
+    pushes the sentinel's token out of it).
+    The provider does a consumer's whole work for it, and it takes little CPU of its own: what
+    a provider's persistent searches cost, apart from what its consumers' applying costs."""
+
+    def __init__(self, name, folder, provider):
+        super().__init__(name)
+        self.folder = folder
+        self.provider = provider
+        os.makedirs(folder)
+        self.output = os.path.join(folder, "stream.ldif")
+        self.read_to = 0
+        self.tail = b""
+
+    def start(self):
+        """A new search with no cookie: its refresh sends every entry again."""
+        self.started_at = time.monotonic()
+        self.read_to, self.tail = 0, b""
+        with open(self.output, "wb") as stream:
+            self.process = subprocess.Popen(
+                ["ldapsearch", "-x", "-LLL", "-o", "ldif-wrap=no", "-H",
+                 self.provider.url, "-D", bench.ROOT_DN, "-w", "secret", "-b", bench.SUFFIX,
+                 "-E", "!sync=rp", "*", "+"],
+                stdout=stream, stderr=subprocess.PIPE)
+        threading.Thread(target=self._read_stderr, args=(self.process.stderr,),
+                         daemon=True).start()
+
+    def holds(self, token):
+        """Whether `token` has been printed since the search started (read on from where the
+        last call stopped)."""
+        with open(self.output, "rb") as stream:
+            stream.seek(self.read_to)
+            text = self.tail + stream.read()
+        self.read_to += len(text) - len(self.tail)
+        self.tail = text[-256:]
+        return token.encode() in text
+
+
 def new_consumer(build, work, kind, provider, label, rid, durability):
-    """A consumer of `kind` ("numadir" or "slapd") of `provider`, from an empty database."""
+    """A consumer of `kind` ("numadir", "slapd" or PERSIST_SEARCH) of `provider`, from an empty
+    database."""
     folder = os.path.join(work, label)
+    if kind == PERSIST_SEARCH:
+        return PersistSearch(label, folder, provider)
     if kind == "numadir":
         return rb.NumadirReplica(build, label, folder, provider, durability)
     os.makedirs(folder)
@@ -211,25 +261,35 @@ class Bench:
         self.sentinel += 1
         token = f"sentinel-{self.sentinel}"
         conn = rb.connect(provider.url)
-        conn.modify_s(rb.SENTINEL_DN, [(rb.ldap.MOD_REPLACE, "description", [token.encode()])])
+        # The padding after the token fills a PersistSearch's output buffer: the token is
+        # written out once printed.
+        conn.modify_s(rb.SENTINEL_DN, [(rb.ldap.MOD_REPLACE, "description",
+                                        [token.encode(), b"p" * SENTINEL_PADDING])])
         conn.unbind_s()
         t0 = time.monotonic()
         for server in self.consumers.get(provider_name, []):
             if not server.running():
                 continue
+            if isinstance(server, PersistSearch):
+                self.wait_until(server, provider_name, t0, lambda: server.holds(token))
+                continue
             conn = rb.connect(server.url, timeout_s=60)
             try:
-                while not rb.has_value(conn, rb.SENTINEL_DN, "description", token):
-                    if not server.running():
-                        raise RuntimeError(f"{server.name} exited: {server.stderr_tail()}")
-                    if time.monotonic() - t0 > SYNC_TIMEOUT_S:
-                        raise RuntimeError(f"{server.name} did not catch up with "
-                                           f"{provider_name} in {SYNC_TIMEOUT_S:.0f} s: "
-                                           f"{server.stderr_tail()}")
-                    time.sleep(0.01)
+                self.wait_until(server, provider_name, t0, lambda: rb.has_value(
+                    conn, rb.SENTINEL_DN, "description", token))
             finally:
                 conn.unbind_s()
         return time.monotonic() - t0
+
+    @staticmethod
+    def wait_until(server, provider_name, t0, holds):
+        while not holds():
+            if not server.running():
+                raise RuntimeError(f"{server.name} exited: {server.stderr_tail()}")
+            if time.monotonic() - t0 > SYNC_TIMEOUT_S:
+                raise RuntimeError(f"{server.name} did not catch up with {provider_name} in "
+                                   f"{SYNC_TIMEOUT_S:.0f} s: {server.stderr_tail()}")
+            time.sleep(0.01)
 
     def auth_point(self, provider_name, attached, round_index, watch=False):
         """authrate against the provider under --mod-rate writes, its consumers attached or
@@ -335,10 +395,12 @@ def summarize(results):
 
 
 def tables(points, args, expected):
-    lines = [f"Initial refresh of {expected} entries (from the consumer's start until it holds "
-             "all of them):", "",
-             "| provider | consumer | seconds | entries/s | consumer CPU s | provider CPU s |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = []
+    if args.refresh_rounds:
+        lines += [f"Initial refresh of {expected} entries (from the consumer's start until it "
+                  "holds all of them):", "",
+                  "| provider | consumer | seconds | entries/s | consumer CPU s | provider CPU s |",
+                  "|---|---|---:|---:|---:|---:|"]
     for provider in args.providers:
         for kind in CONSUMER_KINDS:
             p = points.get(("refresh", provider, kind))
@@ -354,8 +416,10 @@ def tables(points, args, expected):
             r = ratio(s["seconds"], n["seconds"])
             ratio_lines.append(f"- entries/s to the {CONSUMER_NAMES[kind]}, numadir / slapd: "
                                f"{fmt(r, '.2f')}× (goal {goal(r, 2.0)})")
-    lines += [""] + ratio_lines + [
-        "", f"Under {args.mod_rate:g} modifications/s on the provider, authrate against the "
+    if args.refresh_rounds:
+        lines += [""] + ratio_lines + [""]
+    lines += [
+        f"Under {args.mod_rate:g} modifications/s on the provider, authrate against the "
         f"provider ({args.connections} connections); consumers attached: "
         f"{', '.join(args.consumers)} (refreshAndPersist):", "",
         "| provider | consumers | auths/s | p99 ms | provider CPU µs/auth | consumers' CPU s/s | "
@@ -386,10 +450,11 @@ def tables(points, args, expected):
     n0, n4 = points.get(("auth", "numadir", False)), points.get(("auth", "numadir", True))
     s4 = points.get(("auth", "slapd", True))
     lines.append("")
-    lines.append(f"The lag watchers ({args.watchers} python-ldap threads per watched consumer "
-                 f"polling every {args.poll_ms:g} ms) take CPU from the same machine: the "
-                 "auths/s compared come from the rows without them.")
-    lines.append("")
+    if any(key[0] == "lag" for key in points):
+        lines.append(f"The lag watchers ({args.watchers} python-ldap threads per watched "
+                     f"consumer polling every {args.poll_ms:g} ms) take CPU from the same "
+                     "machine: the auths/s compared come from the rows without them.")
+        lines.append("")
     if n0 and n4:
         r = ratio(n4["rate"], n0["rate"])
         lines.append(f"- numadir's auths/s, consumers attached / none: {fmt(r, '.2f')}× "
@@ -438,7 +503,8 @@ def parse_args():
     parser.add_argument("--mod-connections", type=int, default=16,
                         help="authrate --mode modify -c (the modifications/s point)")
     parser.add_argument("--consumers", default="numadir,slapd,numadir,slapd",
-                        help="the consumers attached to each provider, by kind")
+                        help="the consumers attached to each provider, by kind: numadir, "
+                        f"slapd, {PERSIST_SEARCH} (a persistent search keeping nothing)")
     parser.add_argument("--providers", default="numadir,slapd",
                         help="the providers measured (numadir, slapd)")
     parser.add_argument("--sessionlog", type=int, default=10000,
@@ -470,9 +536,12 @@ def parse_args():
         args.refresh_rounds = args.rounds
     args.consumers = [c for c in args.consumers.split(",") if c]
     args.providers = [p for p in args.providers.split(",") if p]
-    for name in args.consumers + args.providers:
+    for name in args.providers:
         if name not in PROVIDERS:
-            parser.error(f"{name}: not numadir or slapd")
+            parser.error(f"--providers {name}: not numadir or slapd")
+    for name in args.consumers:
+        if name not in CONSUMER_NAMES:
+            parser.error(f"--consumers {name}: not numadir, slapd or {PERSIST_SEARCH}")
     return args
 
 
@@ -516,10 +585,11 @@ def main():
                            f"{r['seconds']:.2f} s ({expected / r['seconds']:.0f} entries/s), "
                            f"consumer cpu {fmt(r['cpu'], '.2f')} s, provider cpu "
                            f"{fmt(r['provider_cpu'], '.2f')} s")
+        watched_kinds = [kind for kind in CONSUMER_KINDS if kind in args.consumers]
         for round_index in range(args.rounds):
             providers = args.providers if round_index % 2 == 0 else args.providers[::-1]
-            order = ([False, True, "lag", "modify"] if round_index % 2 == 0 else
-                     ["modify", "lag", True, False])
+            order = [False, True] + (["lag"] if watched_kinds else []) + ["modify"]
+            order = order if round_index % 2 == 0 else order[::-1]
             for provider in providers:
                 for point in order:
                     if point == "modify":
@@ -564,13 +634,17 @@ def main():
     durable = ("every server durable (numadir durability \"sync\", back-mdb's synced default)"
                if args.durability == "sync" else
                "every server unsynced (numadir durability \"nosync\", slapd dbnosync)")
+    kinds = {"numadir": "numadir replicas (from an empty database)",
+             "slapd": "slapd consumers (from an empty database)",
+             PERSIST_SEARCH: f"{CONSUMER_NAMES[PERSIST_SEARCH]} (keeping nothing)"}
+    consumer_kinds = ", ".join(kinds[kind] for kind in kinds if kind in args.consumers)
     setup = (
         f"Command: `{command}` — {args.users} users ({expected} entries, {{SSHA}} passwords) on "
         "each provider: numadir (server_id 1, [replication.provider] enabled, sessionlog "
         f"{args.sessionlog}, percpu) and slapd (back-mdb, overlay syncprov, "
         f"syncprov-sessionlog {args.sessionlog}, indexes objectClass, uid, entryUUID, entryCSN "
-        "eq, perf/bench.py's access rules); consumers from an empty database, refreshAndPersist "
-        f"as the provider's rootdn: numadir replicas and slapd consumers (attrs \"*,+\"); "
+        "eq, perf/bench.py's access rules); consumers refreshAndPersist as the provider's "
+        f"rootdn asking for attrs \"*,+\": {consumer_kinds}; "
         f"{durable}. {args.refresh_rounds} refresh round(s) and {args.rounds} load round(s) "
         f"interleaved, medians; authrate {args.threads} "
         f"thread(s), {args.duration:g} s measured after {args.warmup:g} s warm-up; the "
