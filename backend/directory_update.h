@@ -163,6 +163,11 @@ struct ReplicaChange {
   // replica would take it for a state the replica does not hold yet, and so would anyone who
   // compares the two contextCSNs to tell whether the replica has caught up.
   bool refresh = false;
+  // Whether each entry is checked against this directory's schema (Schema::check_entry) before
+  // it is stored. false: the provider's entries are taken as the provider checked them, as
+  // slapd's consumers take them by default (syncrepl schemachecking=off); their attribute types
+  // must still be known here, and an attribute without values is still refused.
+  bool check_schema = true;
   // Errors refusing the whole job: kNoSuchObject for a delete of an entryUUID no entry has (or
   //   an upsert whose parent is missing); kUnsupported when database.indexes lacks an eq index
   //   on entryUUID; kEntryAlreadyExists when a moved entry's new DN is held by a non-leaf of

@@ -84,17 +84,49 @@ Status prepare(const DirectoryCore& core, ImportItem& item, PrepareScratch& scra
 
 }  // namespace
 
-Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
-                        std::string_view key, std::string& encoded, IndexKeys& keys,
-                        schema::EntryCheckScratch& check, UuidGenerator& uuids) {
-  const schema::ObjectClass* structural = nullptr;
-  NUMADIR_RETURN_IF_ERROR(core.schema.check_entry(entry, &structural, check));
+namespace {
+
+// check_and_encode's half after the check: `structural` (may be null) stamped where the entry
+// has no structuralObjectClass, with the other operational attributes it lacks.
+void stamp_and_encode(const DirectoryCore& core, const Stamp& stamp,
+                      const schema::ObjectClass* structural, schema::Entry& entry,
+                      std::string_view key, std::string& encoded, IndexKeys& keys,
+                      UuidGenerator& uuids) {
   stamp_new_entry(core.op_types, stamp,
                   structural != nullptr ? structural->primary_name() : std::string_view(),
                   /*keep_existing=*/true, uuids, entry.attributes);
   encode_entry(EntryHeader{0, entry.dn, key}, entry.attributes, encoded);
   keys.clear();
   core.indexes.entry_keys(core.catalog, entry.attributes, &keys);
+}
+
+}  // namespace
+
+Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
+                        std::string_view key, std::string& encoded, IndexKeys& keys,
+                        schema::EntryCheckScratch& check, UuidGenerator& uuids) {
+  const schema::ObjectClass* structural = nullptr;
+  NUMADIR_RETURN_IF_ERROR(core.schema.check_entry(entry, &structural, check));
+  stamp_and_encode(core, stamp, structural, entry, key, encoded, keys, uuids);
+  return Status();
+}
+
+Status encode_unchecked(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
+                        std::string_view key, std::string& encoded, IndexKeys& keys,
+                        UuidGenerator& uuids) {
+  bool has_structural = false;
+  for (const schema::EntryAttribute& attribute : entry.attributes) {
+    if (attribute.values.empty()) {
+      return Status(StatusCode::kConstraintViolation,
+                    attribute.description + ": attribute has no values");
+    }
+    has_structural =
+        has_structural || (core.op_types.structural_object_class != nullptr &&
+                           attribute.description == core.op_types.structural_object_class->name);
+  }
+  const schema::ObjectClass* structural =
+      has_structural ? nullptr : core.schema.structural_class(entry);
+  stamp_and_encode(core, stamp, structural, entry, key, encoded, keys, uuids);
   return Status();
 }
 

@@ -177,9 +177,10 @@ ChangeRecord record(ChangeKind kind, EntryId id, std::string dn, std::string_vie
 }
 
 // Prepares the upsert of `uuid` with `entry` (owned: canonicalized and stamped in place) into
-// `out`, as Directory::prepare_replica documents, stamping with scratch.stamp.
-Status prepare_upsert(const DirectoryCore& core, PrepareScratch& scratch, std::string_view uuid,
-                      schema::Entry& entry, ReplicaItem::Prepared& out) {
+// `out`, as Directory::prepare_replica documents, stamping with scratch.stamp; checked against
+// the schema when `check_schema` (ReplicaChange::check_schema).
+Status prepare_upsert(const DirectoryCore& core, PrepareScratch& scratch, bool check_schema,
+                      std::string_view uuid, schema::Entry& entry, ReplicaItem::Prepared& out) {
   NUMADIR_RETURN_IF_ERROR(dn_key_into(entry.dn, core.normalizer, out.key, scratch.dn));
   if (!key_in_subtree(out.key, core.suffix_key)) {
     return Status(StatusCode::kNoSuchObject,
@@ -196,8 +197,11 @@ Status prepare_upsert(const DirectoryCore& core, PrepareScratch& scratch, std::s
   // The Sync State control's UUID is the entry's identity, whatever the attributes say.
   set_single(attributes, core.op_types.entry_uuid, uuid);
   // Operational values are kept as the provider sent them; those it did not send are stamped.
-  NUMADIR_RETURN_IF_ERROR(check_and_encode(core, scratch.stamp, entry, out.key, out.encoded,
-                                           out.keys, scratch.check, scratch.uuids));
+  NUMADIR_RETURN_IF_ERROR(check_schema
+                              ? check_and_encode(core, scratch.stamp, entry, out.key, out.encoded,
+                                                 out.keys, scratch.check, scratch.uuids)
+                              : encode_unchecked(core, scratch.stamp, entry, out.key, out.encoded,
+                                                 out.keys, scratch.uuids));
   out.csn.assign(entry_csn_of(core, attributes));
   return Status();
 }
@@ -390,7 +394,8 @@ Status apply_replica(DirectoryCore& core, MDB_txn* txn, const ReplicaChange& cha
             scratch.emplace();
             scratch->stamp = stamp;
           }
-          NUMADIR_RETURN_IF_ERROR(prepare_upsert(core, *scratch, item.uuid, copy, own));
+          NUMADIR_RETURN_IF_ERROR(
+              prepare_upsert(core, *scratch, change.check_schema, item.uuid, copy, own));
           prepared = &own;
         }
         NUMADIR_RETURN_IF_ERROR(upsert(core, txn, state, item, *prepared, stamp, changes));
@@ -426,8 +431,8 @@ namespace {
 
 // Prepares the upserts of items[begin, end). Returns: the first refusal, with its item's index.
 std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const Stamp& stamp,
-                                             std::vector<ReplicaItem>& items, std::size_t begin,
-                                             std::size_t end) {
+                                             bool check_schema, std::vector<ReplicaItem>& items,
+                                             std::size_t begin, std::size_t end) {
   // Packed items are unpacked here, into strings this thread reuses from one item to the next,
   // as the schema check reuses its storage.
   schema::Entry unpacked;
@@ -444,7 +449,8 @@ std::pair<Status, std::size_t> prepare_items(const DirectoryCore& core, const St
       entry = &unpacked;
     }
     ReplicaItem::Prepared& prepared = item.prepared.emplace();
-    if (Status status = prepare_upsert(core, scratch, item.uuid, *entry, prepared); !status.ok()) {
+    if (Status status = prepare_upsert(core, scratch, check_schema, item.uuid, *entry, prepared);
+        !status.ok()) {
       item.prepared.reset();
       return {status, i};
     }
@@ -463,13 +469,15 @@ constexpr std::size_t kSplitItems = 64;
 Status run_prepare_replica(const DirectoryCore& core, ReplicaChange& change) {
   const Stamp stamp = make_stamp(core, UpdateContext{});
   std::vector<ReplicaItem>& items = change.items;
+  const bool check = change.check_schema;
   if (items.size() < kSplitItems) {
-    return prepare_items(core, stamp, items, 0, items.size()).first;
+    return prepare_items(core, stamp, check, items, 0, items.size()).first;
   }
   const std::size_t half = items.size() / 2;
-  auto second = std::async(std::launch::async,
-                           [&] { return prepare_items(core, stamp, items, half, items.size()); });
-  std::pair<Status, std::size_t> first = prepare_items(core, stamp, items, 0, half);
+  auto second = std::async(std::launch::async, [&] {
+    return prepare_items(core, stamp, check, items, half, items.size());
+  });
+  std::pair<Status, std::size_t> first = prepare_items(core, stamp, check, items, 0, half);
   std::pair<Status, std::size_t> rest = second.get();
   // The first refusal in item order, as one thread preparing them in order would report.
   return !first.first.ok() ? first.first : rest.first;

@@ -51,6 +51,13 @@ Status canonicalize_in_place(const AttributeCatalog& catalog,
 Status check_and_encode(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
                         std::string_view key, std::string& encoded, IndexKeys& keys,
                         schema::EntryCheckScratch& check, UuidGenerator& uuids);
+// check_and_encode without the schema check, for an entry taken as its provider checked it:
+// the structural object class is the entry's own structuralObjectClass, or found from its
+// objectClass values where it has none. Errors: kConstraintViolation for an attribute without
+// values.
+Status encode_unchecked(const DirectoryCore& core, const Stamp& stamp, schema::Entry& entry,
+                        std::string_view key, std::string& encoded, IndexKeys& keys,
+                        UuidGenerator& uuids);
 
 // Per-thread state of prepare_import_item (and of a replica batch's preparation).
 struct PrepareScratch {

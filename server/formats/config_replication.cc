@@ -371,8 +371,8 @@ void parse_consumer_bind(const ConsumerTable& in, ReplicationConsumerConfig& con
   }
 }
 
-// The connection's conduct: retry, keepalive, timeouts, persist_batch_ms, max_pdu_size and
-// updateref (the provider's URL unless given).
+// The connection's conduct: retry, keepalive, timeouts, persist_batch_ms, schemachecking,
+// max_pdu_size and updateref (the provider's URL unless given).
 void parse_consumer_connection(const ConsumerTable& in, ReplicationConsumerConfig& consumer) {
   std::string text;
   if (get_string(in.table, in.prefix, "retry", text, in.problems)) {
@@ -413,6 +413,7 @@ void parse_consumer_connection(const ConsumerTable& in, ReplicationConsumerConfi
       consumer.persist_batch_ms = static_cast<std::uint32_t>(value->get());
     }
   }
+  get_bool(in.table, in.prefix, "schemachecking", consumer.schemachecking, in.problems);
   if (get_string(in.table, in.prefix, "max_pdu_size", text, in.problems)) {
     Result<std::uint64_t> bytes = parse_size_bytes(text);
     if (!bytes.ok()) {
@@ -441,12 +442,31 @@ void parse_consumer(const toml::table& table, std::size_t index,
   ReplicationConsumerConfig consumer;
   consumer.origin = "replication.consumer[" + std::to_string(index) + "]";
   const std::string& prefix = consumer.origin;
-  check_keys(table, prefix, {"rid",          "provider",  "starttls",        "searchbase",
-                             "scope",        "filter",    "attrs",           "type",
-                             "interval",     "method",    "binddn",          "credentials_file",
-                             "certificate",  "key",       "ca_file",         "tls_verify",
-                             "retry",        "keepalive", "timeout_ms",      "network_timeout_ms",
-                             "max_pdu_size", "updateref", "persist_batch_ms"},
+  check_keys(table, prefix,
+             {"rid",
+              "provider",
+              "starttls",
+              "searchbase",
+              "scope",
+              "filter",
+              "attrs",
+              "type",
+              "interval",
+              "method",
+              "binddn",
+              "credentials_file",
+              "certificate",
+              "key",
+              "ca_file",
+              "tls_verify",
+              "retry",
+              "keepalive",
+              "timeout_ms",
+              "network_timeout_ms",
+              "max_pdu_size",
+              "updateref",
+              "persist_batch_ms",
+              "schemachecking"},
              problems);
   const ConsumerTable in{table, prefix, base_dir, problems};
   parse_consumer_provider(in, config, consumer);

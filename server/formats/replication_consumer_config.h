@@ -28,6 +28,8 @@
 //   network_timeout_ms = 10000               # TCP connect and TLS handshake
 //   persist_batch_ms = 10                    # a persist change waits for others to share
 //                                            # its commit (0: each committed on its own)
+//   schemachecking = false                   # check the provider's entries against this
+//                                            # schema too (slapd's syncrepl option; off)
 //   max_pdu_size = "16MiB"                   # the largest message taken from the provider
 //   updateref = "ldap://ldap1.example.com"   # where writes are referred (default: provider)
 //
@@ -98,6 +100,10 @@ struct ReplicationConsumerConfig {
   // The persist phase: the longest a change received waits for the next ones to share its
   // commit (one flush for several under durability "sync"). 0: each change on its own.
   std::uint32_t persist_batch_ms = 10;
+  // Whether each entry the provider sends is checked against this server's schema before it
+  // is stored (a violation stops replication until the schemas agree). false, slapd's default:
+  // the provider checked it; its attribute types must still be known here.
+  bool schemachecking = false;
   std::size_t max_pdu_bytes = 16 * 1024 * 1024;
   LdapUrl updateref;  // Default: the provider.
 

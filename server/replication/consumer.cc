@@ -162,11 +162,13 @@ class WriterPipe {
 // for every batch in flight (WriterPipe).
 class BatchWriter {
  public:
-  // Counts each committed batch in `status`, under `status_mu`.
-  BatchWriter(backend::Directory& directory, SyncSession& session, std::mutex& status_mu,
-              ConsumerStatus& status)
+  // Counts each committed batch in `status`, under `status_mu`. `check_schema`: each batch's
+  // (the consumer's schemachecking).
+  BatchWriter(backend::Directory& directory, SyncSession& session, bool check_schema,
+              std::mutex& status_mu, ConsumerStatus& status)
       : directory_(directory),
         session_(session),
+        check_schema_(check_schema),
         status_mu_(status_mu),
         status_(status),
         pipe_(directory) {}
@@ -182,6 +184,7 @@ class BatchWriter {
     if (!batch.has_value()) {
       return settle_all();
     }
+    batch->check_schema = check_schema_;
     // Prepared here, while the writer stores the batch before: the writer only looks up and
     // writes. An entry refused now refuses the batch as the writer would.
     if (Status prepared = directory_.prepare_replica(*batch); !prepared.ok()) {
@@ -240,6 +243,7 @@ class BatchWriter {
 
   backend::Directory& directory_;
   SyncSession& session_;
+  const bool check_schema_;
   std::mutex& status_mu_;
   ConsumerStatus& status_;  // Guarded by status_mu_.
   WriterPipe pipe_;
@@ -523,7 +527,7 @@ Result<std::int32_t> Consumer::send_sync_search(ProviderConnection& provider, Sy
 Result<Consumer::Outcome> Consumer::follow_search(ProviderConnection& provider, std::int32_t search,
                                                   SyncSession& session, SyncMode mode,
                                                   bool& reload) {
-  BatchWriter batches(directory_, session, mu_, status_);
+  BatchWriter batches(directory_, session, config_.schemachecking, mu_, status_);
   ReceiveTimeout timeout(kPollMs, config_.persist_batch_ms);
   LdapMessage message;
   for (;;) {

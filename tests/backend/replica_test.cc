@@ -76,6 +76,7 @@ struct ReplicaFixture {
     change.items = std::move(items);
     change.cookie = std::move(cookie);
     change.prune = std::move(prune);
+    change.check_schema = check_schema;
     if (pack) {
       for (ReplicaItem& item : change.items) {
         for (const schema::EntryAttribute& attribute : item.entry.attributes) {
@@ -116,6 +117,7 @@ struct ReplicaFixture {
   std::unique_ptr<ReadTxn> txn;
   bool prepare_ahead = false;  // apply() prepares as a consumer does (Directory::prepare_replica).
   bool pack = false;           // apply() packs the upserts' attributes, as a consumer does.
+  bool check_schema = true;    // ReplicaChange::check_schema of apply()'s batches.
   std::vector<ChangeRecord> changes;  // Written by the writer thread, read after run() returns.
   std::unique_ptr<ChangeSubscription> subscription;
 };
@@ -258,6 +260,66 @@ TEST_CASE("Replica: a batch with a bad change is refused whole and its cookie is
   CHECK_FALSE(f.exists(user_dn(6)));
   CHECK(f.cookie() == "rid=007,csn=1");
   CHECK(f.changes.size() == changes);  // Nothing of the refused batch was published.
+}
+
+// A batch without the schema check (ReplicaChange::check_schema false), prepared ahead by the
+// consumer or by the writer.
+void check_unchecked_batch(bool prepare_ahead) {
+  ReplicaFixture f;
+  f.prepare_ahead = prepare_ahead;
+  f.check_schema = false;
+  f.refresh();
+  // No sn (a MUST of person) and two values of the single-valued displayName: the schema
+  // check refuses it, as the same batch with the check shows.
+  schema::Entry odd = user(5);
+  std::erase_if(odd.attributes, [](const auto& a) { return a.description == "sn"; });
+  odd.attributes.push_back({"displayName", {"One", "Two"}});
+  SUBCASE("stored as sent, its structural class found from its object classes") {
+    require_ok(f.apply({upsert(odd, 10)}, "rid=007,csn=9"));
+    const schema::Entry entry = f.get(user_dn(5));
+    CHECK(values_of(entry, "sn").empty());
+    CHECK(values_of(entry, "displayName") == std::vector<std::string>{"One", "Two"});
+    CHECK(values_of(entry, "structuralObjectClass") == std::vector<std::string>{"inetOrgPerson"});
+    CHECK(values_of(entry, "entryUUID") == std::vector<std::string>{uuid(10)});
+    CHECK(f.cookie() == "rid=007,csn=9");
+  }
+  SUBCASE("the provider's structuralObjectClass kept") {
+    schema::Entry sent = odd;
+    sent.attributes.push_back({"structuralObjectClass", {"person"}});
+    require_ok(f.apply({upsert(sent, 10)}, "rid=007,csn=9"));
+    CHECK(values_of(f.get(user_dn(5)), "structuralObjectClass") ==
+          std::vector<std::string>{"person"});
+  }
+  SUBCASE("refused with the check") {
+    f.check_schema = true;
+    const Status status = f.apply({upsert(odd, 10)}, "rid=007,csn=9");
+    CHECK(status.code() == StatusCode::kConstraintViolation);  // The first fault it finds.
+    CHECK(status.message().find("displayName") != std::string::npos);
+    CHECK_FALSE(f.exists(user_dn(5)));
+  }
+  SUBCASE("an attribute type the replica's schema lacks is still refused") {
+    odd.attributes.push_back({"noSuchAttribute", {"x"}});
+    const Status status = f.apply({upsert(odd, 10)}, "rid=007,csn=9");
+    CHECK(status.code() == StatusCode::kUndefinedAttributeType);
+    CHECK(status.message().find("noSuchAttribute") != std::string::npos);
+    CHECK_FALSE(f.exists(user_dn(5)));
+  }
+  SUBCASE("an attribute without values is still refused") {
+    odd.attributes.push_back({"description", {}});
+    const Status status = f.apply({upsert(odd, 10)}, "rid=007,csn=9");
+    CHECK(status.code() == StatusCode::kConstraintViolation);
+    CHECK(status.message().find("description") != std::string::npos);
+    CHECK_FALSE(f.exists(user_dn(5)));
+    CHECK(f.cookie() == "rid=007,csn=1");
+  }
+}
+
+TEST_CASE("Replica: without the schema check an entry is stored as the provider sent it") {
+  check_unchecked_batch(false);
+}
+
+TEST_CASE("Replica: without the schema check an entry prepared ahead is stored as sent") {
+  check_unchecked_batch(true);
 }
 
 TEST_CASE("Replica: a batch prepared ahead is stored as the writer stores an unprepared one") {

@@ -66,6 +66,7 @@ TEST_CASE("Config replication: a consumer with the required keys gets slapd's de
   CHECK(c.timeout_ms == 10000);
   CHECK(c.network_timeout_ms == 10000);
   CHECK(c.persist_batch_ms == 10);
+  CHECK_FALSE(c.schemachecking);  // slapd's syncrepl default.
   CHECK(c.max_pdu_bytes == 16u * 1024 * 1024);
   CHECK(c.updateref.to_string() == "ldap://ldap1:389");
 
@@ -96,6 +97,7 @@ keepalive = "240:10:30"
 timeout_ms = 2500
 network_timeout_ms = 1500
 persist_batch_ms = 0
+schemachecking = true
 max_pdu_size = "64MiB"
 updateref = "ldaps://master.example.com"
 
@@ -134,6 +136,7 @@ retry = "60 3"
   CHECK(a.timeout_ms == 2500);
   CHECK(a.network_timeout_ms == 1500);
   CHECK(a.persist_batch_ms == 0);
+  CHECK(a.schemachecking);
   CHECK(a.max_pdu_bytes == 64u * 1024 * 1024);
   CHECK(a.updateref.to_string() == "ldaps://master.example.com:636");
 
@@ -390,6 +393,8 @@ TEST_CASE("Config replication: retry keepalive timeouts and sizes") {
           "1000 (ms)");
   }
   CHECK(replication_error_of(consumer("persist_batch_ms = 1000\n")).empty());
+  CHECK(replication_error_of(consumer("schemachecking = \"on\"\n")) ==
+        "test.toml: replication.consumer[0].schemachecking: must be true or false");
   CHECK(replication_error_of(consumer("max_pdu_size = \"512\"\n")) ==
         "test.toml: replication.consumer[0].max_pdu_size: must be from 1KiB to 2GiB");
   CHECK(
