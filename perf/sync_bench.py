@@ -418,6 +418,8 @@ def tables(points, args, expected):
                                f"{fmt(r, '.2f')}× (goal {goal(r, 2.0)})")
     if args.refresh_rounds:
         lines += [""] + ratio_lines + [""]
+    if not args.rounds:
+        return "\n".join(lines).rstrip("\n")
     lines += [
         f"Under {args.mod_rate:g} modifications/s on the provider, authrate against the "
         f"provider ({args.connections} connections); consumers attached: "
