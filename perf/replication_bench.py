@@ -482,6 +482,18 @@ def measure_import(build, folder, durability, ldif):
             (after.ru_stime - before.ru_stime), "provider_cpu": None, "persisting": None}
 
 
+def wait_until(server, holds, t0, timeout_s, provider_name):
+    """Polls `holds()` every 10 ms until it is true. Raises RuntimeError when `server` (a
+    consumer) exits, or `timeout_s` after `t0` (monotonic), naming `provider_name`."""
+    while not holds():
+        if not server.running():
+            raise RuntimeError(f"{server.name} exited: {server.stderr_tail()}")
+        if time.monotonic() - t0 > timeout_s:
+            raise RuntimeError(f"{server.name} did not catch up with {provider_name} in "
+                               f"{timeout_s:.0f} s: {server.stderr_tail()}")
+        time.sleep(0.01)
+
+
 def percentile(values, fraction):
     """The nearest-rank percentile of `values` (None if empty)."""
     if not values:
@@ -657,13 +669,8 @@ class Bench:
         conn.unbind_s()
         conn = connect(server.url, timeout_s=60)
         try:
-            while not has_value(conn, SENTINEL_DN, "description", token):
-                if not server.running():
-                    raise RuntimeError(f"{server.name} exited: {server.stderr_tail()}")
-                if time.monotonic() - t0 > CATCH_UP_TIMEOUT_S:
-                    raise RuntimeError(f"{server.name} did not catch up with the provider in "
-                                       f"{CATCH_UP_TIMEOUT_S:.0f} s: {server.stderr_tail()}")
-                time.sleep(0.01)
+            wait_until(server, lambda: has_value(conn, SENTINEL_DN, "description", token), t0,
+                       CATCH_UP_TIMEOUT_S, "the provider")
         finally:
             conn.unbind_s()
         return time.monotonic() - t0

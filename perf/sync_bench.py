@@ -271,25 +271,17 @@ class Bench:
             if not server.running():
                 continue
             if isinstance(server, PersistSearch):
-                self.wait_until(server, provider_name, t0, lambda: server.holds(token))
+                rb.wait_until(server, lambda: server.holds(token), t0, SYNC_TIMEOUT_S,
+                              provider_name)
                 continue
             conn = rb.connect(server.url, timeout_s=60)
             try:
-                self.wait_until(server, provider_name, t0, lambda: rb.has_value(
-                    conn, rb.SENTINEL_DN, "description", token))
+                rb.wait_until(server, lambda: rb.has_value(conn, rb.SENTINEL_DN, "description",
+                                                           token), t0, SYNC_TIMEOUT_S,
+                              provider_name)
             finally:
                 conn.unbind_s()
         return time.monotonic() - t0
-
-    @staticmethod
-    def wait_until(server, provider_name, t0, holds):
-        while not holds():
-            if not server.running():
-                raise RuntimeError(f"{server.name} exited: {server.stderr_tail()}")
-            if time.monotonic() - t0 > SYNC_TIMEOUT_S:
-                raise RuntimeError(f"{server.name} did not catch up with {provider_name} in "
-                                   f"{SYNC_TIMEOUT_S:.0f} s: {server.stderr_tail()}")
-            time.sleep(0.01)
 
     def auth_point(self, provider_name, attached, round_index, watch=False):
         """authrate against the provider under --mod-rate writes, its consumers attached or
