@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "server/monitoring/monitor_dn.h"
@@ -28,6 +29,36 @@ std::string normalized_or_empty(std::string_view dn, const Normalize& normalize)
 std::string suffix_ndn_of(std::string_view suffix, const schema::DnValueNormalizer& normalizer) {
   Result<schema::Dn> parsed = schema::Dn::parse(suffix);
   return parsed.ok() ? parsed->normalized(&normalizer) : std::string();
+}
+
+// Returns: the offset of the ',' that ends `dn`'s first RDN, the first one no '\' escapes (the
+//   parser refuses an unescaped '"', so no quoted value hides one); dn.size() when there is none.
+//   Requires: `dn` parses.
+std::size_t first_separator(std::string_view dn) {
+  for (std::size_t i = 0; i < dn.size(); ++i) {
+    if (dn[i] == '\\') {
+      ++i;
+    } else if (dn[i] == ',') {
+      return i;
+    }
+  }
+  return dn.size();
+}
+
+// Returns: where `dn`'s first RDN would end if the rest is a ',' and the parent text of
+//   `scratch`'s memo; nullopt when it is not, or when `dn` is longer than the parser allows
+//   (which the whole parse reports).
+std::optional<std::size_t> first_rdn_end_before(std::string_view dn, const DnScratch& scratch) {
+  const std::string_view parent = scratch.parent_text;
+  if (!scratch.has_parent || parent.empty() || dn.size() <= parent.size() + 1 ||
+      dn.size() > schema::DnParseLimits{}.max_bytes) {
+    return std::nullopt;
+  }
+  const std::size_t end = dn.size() - parent.size() - 1;
+  if (dn[end] != ',' || dn.substr(end + 1) != parent) {
+    return std::nullopt;
+  }
+  return end;
 }
 
 }  // namespace
@@ -145,6 +176,19 @@ Result<std::string> OperationContext::normalize_dn(std::string_view dn) const {
 Status OperationContext::normalize_dn_into(std::string_view dn, std::string& out,
                                            DnScratch& scratch) const {
   schema::Dn& parsed = scratch.parsed;
+  if (const std::optional<std::size_t> end = first_rdn_end_before(dn, scratch)) {
+    // The memo's parent, written the same way: only the first RDN is parsed and checked. A
+    // first RDN that does not parse alone goes the whole way, so that errors name offsets of
+    // the whole DN.
+    if (schema::Dn::parse_into(dn.substr(0, *end), parsed).ok() && parsed.rdn_count() == 1) {
+      NUMADIR_RETURN_IF_ERROR(check_rdns(parsed, 0, 1));
+      out.clear();
+      parsed.append_normalized_rdns(out, &dn_normalizer_, 0, 1);
+      out += ',';
+      out += scratch.parent_ndn;
+      return Status();
+    }
+  }
   if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
     return Status(StatusCode::kInvalidDnSyntax, status.message());
   }
@@ -163,6 +207,8 @@ Status OperationContext::normalize_dn_into(std::string_view dn, std::string& out
     scratch.parent = parsed.parent();
     scratch.parent_ndn.assign(out, parent_start);
     scratch.has_parent = true;
+    const std::size_t separator = first_separator(dn);
+    scratch.parent_text.assign(separator < dn.size() ? dn.substr(separator + 1) : "");
   }
   return Status();
 }

@@ -108,6 +108,9 @@ struct DnScratch {
   bool has_parent = false;
   schema::Dn parent;  // As parsed: checked, spelled as the DN that brought it.
   std::string parent_ndn;
+  // The parent's text as that DN wrote it (after its first RDN's ','): a DN that is one RDN,
+  // a ',' and these bytes parses its first RDN alone.
+  std::string parent_text;
   // The last DN normalize_dn_cached normalized (a worker serving auth searches sees the same
   // base again and again).
   bool has_cached = false;
