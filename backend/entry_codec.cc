@@ -1,6 +1,8 @@
 // backend/entry_codec.cc: the compact entry form.
 #include "backend/entry_codec.h"
 
+#include <algorithm>
+
 namespace numadir::backend {
 namespace {
 
@@ -144,6 +146,36 @@ bool AttributeReader::next(AttributeView* attribute) {
   attribute->values = ValueReader(body, count);
   --left_;
   return true;
+}
+
+bool AttributeReader::next_of(std::span<const std::string_view> types, AttributeView* attribute) {
+  for (; left_ > 0; --left_) {
+    std::string_view body;
+    if (!get_bytes(rest_, &attribute->description) || !get_bytes(rest_, &body)) {
+      break;
+    }
+    const std::string_view description = attribute->description;
+    const auto is_type = [description](std::string_view type) {
+      return description.starts_with(type) &&
+             (description.size() == type.size() || description[type.size()] == ';');
+    };
+    if (std::find_if(types.begin(), types.end(), is_type) == types.end()) {
+      continue;
+    }
+    std::uint64_t count = 0;
+    if (!get_varint(body, &count) || count > body.size()) {
+      break;
+    }
+    attribute->type = description_type(description);
+    attribute->values = ValueReader(body, count);
+    --left_;
+    return true;
+  }
+  if (left_ > 0) {
+    corrupt_ = true;
+    left_ = 0;
+  }
+  return false;
 }
 
 Result<EntryView> EntryView::parse(std::string_view bytes) {

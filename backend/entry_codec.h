@@ -84,6 +84,10 @@ class AttributeReader {
       : rest_(attributes), left_(count) {}
   // Returns: false at the end, or when the bytes are corrupt (then corrupt() is true).
   bool next(AttributeView* attribute);
+  // As next(), to the next attribute whose type is one of `types` (canonical names), stepping
+  // over the others without looking into their values (an attribute's values are one
+  // length-prefixed block).
+  bool next_of(std::span<const std::string_view> types, AttributeView* attribute);
   bool corrupt() const { return corrupt_; }
 
  private:

@@ -51,9 +51,8 @@ class StoredEntryRef : public EntryRef {
     const std::string_view options = canonical_options;
     AttributeReader reader = view_.attributes();
     AttributeView attribute;
-    while (reader.next(&attribute)) {
-      if (info->covers(attribute.type) &&
-          options_cover(description_options(attribute.description), options)) {
+    while (reader.next_of(info->subtype_names, &attribute)) {
+      if (options_cover(description_options(attribute.description), options)) {
         std::string_view value;
         while (attribute.values.next(&value)) {
           out.push_back(value);

@@ -65,6 +65,52 @@ TEST_CASE("EntryCodec: the lazy view finds and skips attributes") {
   CHECK(description_type("cn") == "cn");
 }
 
+TEST_CASE("EntryCodec: next_of steps to the attributes of the types asked for") {
+  std::vector<schema::EntryAttribute> attributes = sample_attributes();
+  attributes.push_back({"cnx", {"not cn"}});  // A name that starts with "cn".
+  attributes.push_back({"cn;lang-de", {"Hans"}});
+  attributes.push_back({"c", {"DE"}});  // A name "cn" starts with.
+  std::string bytes;
+  encode_entry(EntryHeader{1, "dc=x", "dc=x"}, attributes, bytes);
+  const EntryView view = EntryView::parse(bytes).value();
+  const auto found_by = [&](std::vector<std::string_view> types) {
+    std::vector<std::string> found;
+    AttributeReader reader = view.attributes();
+    AttributeView attribute;
+    while (reader.next_of(types, &attribute)) {
+      std::string_view value;
+      while (attribute.values.next(&value)) {
+        found.push_back(std::string(attribute.description) + "=" + std::string(value));
+      }
+      CHECK(attribute.type == description_type(attribute.description));
+    }
+    CHECK_FALSE(reader.corrupt());
+    return found;
+  };
+  CHECK(found_by({"cn"}) ==
+        std::vector<std::string>{"cn=John Doe", "cn=bin\0ary"s, "cn;lang-de=Hans"});
+  CHECK(found_by({"c"}) == std::vector<std::string>{"c=DE"});
+  CHECK(found_by({"sn", "c"}) == std::vector<std::string>{"sn=", "c=DE"});
+  CHECK(found_by({"mail"}).empty());
+  CHECK(found_by({}).empty());
+  // Every truncation ends the walk as corrupt or at a whole attribute, never past the bytes.
+  for (std::size_t n = 1; n < bytes.size(); ++n) {
+    Result<EntryView> cut = EntryView::parse(std::string_view(bytes.data(), n));
+    if (!cut.ok()) {
+      continue;
+    }
+    AttributeReader reader = cut->attributes();
+    AttributeView attribute;
+    const std::vector<std::string_view> types = {"cn", "c"};
+    while (reader.next_of(types, &attribute)) {
+      std::string_view value;
+      while (attribute.values.next(&value)) {
+      }
+    }
+    CHECK(reader.corrupt());
+  }
+}
+
 TEST_CASE("EntryCodec: reencode changes the header and keeps the attribute bytes") {
   std::string bytes;
   encode_entry(EntryHeader{1, "cn=a,dc=x", "dc=x\0cn=a"sv}, sample_attributes(), bytes);
