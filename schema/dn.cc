@@ -642,6 +642,17 @@ void Dn::append_normalized_rdns(std::string& out, const DnValueNormalizer* norma
   }
 }
 
+std::size_t first_rdn_separator(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      ++i;  // The escaped byte (or the first of two hex digits, neither of them a ',').
+    } else if (text[i] == ',') {
+      return i;
+    }
+  }
+  return text.size();
+}
+
 Result<std::string> normalize_dn(std::string_view text, const DnParseLimits& limits) {
   Result<Dn> dn = Dn::parse(text, limits);
   if (!dn.ok()) {

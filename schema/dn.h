@@ -155,6 +155,11 @@ class Dn {
   std::vector<std::size_t> rdn_starts_;
 };
 
+// Returns: the offset of the ',' that ends the first RDN of `text`, a DN's string form that
+//   parses (a normalized one, say): the first ',' no '\' escapes (the parser refuses an
+//   unescaped '"', so no quoted value hides one); text.size() when it has one RDN or none.
+std::size_t first_rdn_separator(std::string_view text);
+
 // Returns: Dn::parse(text, limits)->normalized(), the lookup key for a DN string.
 // Errors: those of Dn::parse.
 Result<std::string> normalize_dn(std::string_view text, const DnParseLimits& limits = {});

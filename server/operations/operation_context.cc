@@ -31,20 +31,6 @@ std::string suffix_ndn_of(std::string_view suffix, const schema::DnValueNormaliz
   return parsed.ok() ? parsed->normalized(&normalizer) : std::string();
 }
 
-// Returns: the offset of the ',' that ends `dn`'s first RDN, the first one no '\' escapes (the
-//   parser refuses an unescaped '"', so no quoted value hides one); dn.size() when there is none.
-//   Requires: `dn` parses.
-std::size_t first_separator(std::string_view dn) {
-  for (std::size_t i = 0; i < dn.size(); ++i) {
-    if (dn[i] == '\\') {
-      ++i;
-    } else if (dn[i] == ',') {
-      return i;
-    }
-  }
-  return dn.size();
-}
-
 // Returns: where `dn`'s first RDN would end if the rest is a ',' and the parent text of
 //   `scratch`'s memo; nullopt when it is not, or when `dn` is longer than the parser allows
 //   (which the whole parse reports).
@@ -207,7 +193,7 @@ Status OperationContext::normalize_dn_into(std::string_view dn, std::string& out
     scratch.parent = parsed.parent();
     scratch.parent_ndn.assign(out, parent_start);
     scratch.has_parent = true;
-    const std::size_t separator = first_separator(dn);
+    const std::size_t separator = schema::first_rdn_separator(dn);
     scratch.parent_text.assign(separator < dn.size() ? dn.substr(separator + 1) : "");
   }
   return Status();

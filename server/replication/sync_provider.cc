@@ -59,18 +59,6 @@ const Control* find_sync_control(const LdapMessage& request) {
   return nullptr;
 }
 
-// Returns: where the first RDN of normalized DN `ndn` ends (the first ',' not escaped).
-std::size_t first_rdn_end(std::string_view ndn) {
-  for (std::size_t i = 0; i < ndn.size(); ++i) {
-    if (ndn[i] == '\\') {
-      ++i;
-    } else if (ndn[i] == ',') {
-      return i;
-    }
-  }
-  return ndn.size();
-}
-
 // Returns: whether normalized DN `ndn` is in the scope `scope` of normalized base `base`.
 bool in_scope(std::string_view ndn, std::string_view base, SearchScope scope) {
   switch (scope) {
@@ -78,7 +66,7 @@ bool in_scope(std::string_view ndn, std::string_view base, SearchScope scope) {
       return ndn == base;
     case SearchScope::kSingleLevel:
       return ndn != base && ndn_at_or_below(ndn, base) &&
-             first_rdn_end(ndn) + 1 + base.size() == ndn.size();
+             schema::first_rdn_separator(ndn) + 1 + base.size() == ndn.size();
     case SearchScope::kWholeSubtree:
       return base.empty() || ndn_at_or_below(ndn, base);
     case SearchScope::kSubordinateSubtree:

@@ -598,5 +598,27 @@ TEST_CASE("Dn: limits") {
   }
 }
 
+TEST_CASE("Dn: first_rdn_separator finds the ',' that ends the first RDN") {
+  for (const std::string_view text :
+       {"uid=a,ou=people,dc=x", "uid=a\\,b,dc=x", "uid=a\\\\,dc=x", "uid=a\\2C,dc=x",
+        "cn=a+sn=b,dc=x", "uid=a ,dc=x", "uid=#04024869,dc=x", "dc=x", ""}) {
+    CAPTURE(text);
+    const std::size_t separator = first_rdn_separator(text);
+    // The parsed first RDN is what comes before it, parsed alone.
+    Result<Dn> whole = Dn::parse(text);
+    REQUIRE(whole.ok());
+    if (whole->rdn_count() <= 1) {
+      CHECK(separator == text.size());
+      continue;
+    }
+    REQUIRE(separator < text.size());
+    CHECK(text[separator] == ',');
+    Result<Dn> first = Dn::parse(text.substr(0, separator));
+    REQUIRE(first.ok());
+    REQUIRE(first->rdn_count() == 1);
+    CHECK(first->rdn_string(0) == whole->rdn_string(0));
+  }
+}
+
 }  // namespace
 }  // namespace numadir::schema
