@@ -101,22 +101,43 @@ bool base64_decode(std::string_view text, Base64Alphabet alphabet, std::string* 
   if (data_size % 4 == 1) {
     return false;
   }
-  // Every 4 digits give 3 bytes; a last group of 2 or 3 digits gives 1 or 2.
-  out->resize(data_size / 4 * 3 + (data_size % 4 == 0 ? 0 : data_size % 4 - 1));
+  // Every 4 digits give 3 bytes; a last group of 2 or 3 digits gives 1 or 2 (the bits left
+  // below its last byte are dropped).
+  const std::size_t tail = data_size % 4;
+  out->resize(data_size / 4 * 3 + (tail == 0 ? 0 : tail - 1));
   char* write = out->data();
-  std::uint32_t bits = 0;
-  int bit_count = 0;
-  for (std::size_t i = 0; i < data_size; ++i) {
-    const std::int8_t value = table[static_cast<unsigned char>(text[i])];
-    if (value == kNotADigit) {
+  const auto digit = [&table, text](std::size_t i) {
+    return static_cast<std::int32_t>(table[static_cast<unsigned char>(text[i])]);
+  };
+  // A group at a time: kNotADigit is negative, so one test of the four values' OR finds it.
+  std::size_t i = 0;
+  for (; i + 4 <= data_size; i += 4) {
+    const std::int32_t a = digit(i), b = digit(i + 1), c = digit(i + 2), d = digit(i + 3);
+    if ((a | b | c | d) < 0) {
       out->clear();
       return false;
     }
-    bits = (bits << 6) | static_cast<std::uint32_t>(value);
-    bit_count += 6;
-    if (bit_count >= 8) {
-      bit_count -= 8;
-      *write++ = static_cast<char>((bits >> bit_count) & 0xFF);
+    const auto group = static_cast<std::uint32_t>(a << 18 | b << 12 | c << 6 | d);
+    *write++ = static_cast<char>(group >> 16);
+    *write++ = static_cast<char>(group >> 8 & 0xFF);
+    *write++ = static_cast<char>(group & 0xFF);
+  }
+  if (tail != 0) {
+    std::int32_t bits = 0;
+    for (; i < data_size; ++i) {
+      const std::int32_t value = digit(i);
+      if (value < 0) {
+        out->clear();
+        return false;
+      }
+      bits = bits << 6 | value;
+    }
+    // 12 bits: one byte above 4 spare ones; 18 bits: two above 2.
+    if (tail == 2) {
+      *write++ = static_cast<char>(bits >> 4);
+    } else {
+      *write++ = static_cast<char>(bits >> 10);
+      *write++ = static_cast<char>(bits >> 2 & 0xFF);
     }
   }
   return true;

@@ -734,6 +734,18 @@ TEST_CASE("PasswordScheme: base64 codecs round trip and reject bad text") {
   CHECK(detail::base64_decode("./8", Base64Alphabet::kAdapted, &decoded));
   CHECK(decoded == "\xfb\xff");
   CHECK_FALSE(detail::base64_decode("./8", Base64Alphabet::kStandard, &decoded));
+  // A character that is no digit, at any place of a text that decodes, is refused.
+  const std::string good = detail::base64_encode("0123456789abcdefghij", Base64Alphabet::kStandard,
+                                                 false);  // 27 digits: a last group of 3.
+  for (std::size_t at = 0; at < good.size(); ++at) {
+    for (const char bad : {'.', '-', ' ', '\0', '\xff'}) {
+      std::string text = good;
+      text[at] = bad;
+      CAPTURE(at);
+      CHECK_FALSE(detail::base64_decode(text, Base64Alphabet::kStandard, &decoded));
+      CHECK(decoded.empty());
+    }
+  }
   for (std::string_view bad : {"A"sv, "AAAAA"sv, "A==="sv, "AA=A"sv, "AA="sv, "AAA=="sv, "AA AA"sv,
                                "AA\nA"sv, "AA-_"sv, "===="sv}) {
     INFO("text: ", std::string(bad));

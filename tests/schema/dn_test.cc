@@ -598,7 +598,7 @@ TEST_CASE("Dn: limits") {
   }
 }
 
-TEST_CASE("Dn: first_rdn_separator finds the ',' that ends the first RDN") {
+TEST_CASE("Dn: first_rdn_separator finds the separator that ends the first RDN") {
   for (const std::string_view text :
        {"uid=a,ou=people,dc=x", "uid=a\\,b,dc=x", "uid=a\\\\,dc=x", "uid=a\\2C,dc=x",
         "cn=a+sn=b,dc=x", "uid=a ,dc=x", "uid=#04024869,dc=x", "dc=x", ""}) {
