@@ -157,6 +157,14 @@ TEST_CASE("EntryCodec: corrupt bytes are errors and never crashes") {
       if (view.ok()) {
         schema::Entry decoded;
         (void)view->decode(&decoded);  // Any outcome but a crash or an overread (ASan).
+        AttributeReader reader = view->attributes();
+        AttributeView attribute;
+        const std::vector<std::string_view> types = {"cn", "description"};
+        while (reader.next_of(types, &attribute)) {  // The same, stepping over the others.
+          std::string_view value;
+          while (attribute.values.next(&value)) {
+          }
+        }
       }
     }
   }

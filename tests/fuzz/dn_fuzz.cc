@@ -3,7 +3,9 @@
 //   - parse(to_string()) succeeds and gives an equal Dn;
 //   - normalized() parses and normalizing again gives the same string;
 //   - copies, moves and parent() keep values intact; the DN ends with its parent, and its
-//     first RDN's normalized form, ',' and the parent's make normalized().
+//     first RDN's normalized form, ',' and the parent's make normalized();
+//   - the text before first_rdn_separator() parses alone to the first RDN and the text after it
+//     to the parent (what the bind path's DN memo relies on to parse only a first RDN).
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -74,6 +76,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       joined += parent.normalized();
     }
     check(joined == normalized);
+
+    const std::size_t separator = numadir::schema::first_rdn_separator(text);
+    if (parent.is_root()) {
+      check(separator == text.size());
+    } else {
+      check(separator < text.size() && text[separator] == ',');
+      Result<Dn> first = Dn::parse(text.substr(0, separator), kNoLimits);
+      Result<Dn> rest = Dn::parse(text.substr(separator + 1), kNoLimits);
+      check(first.ok() && first->rdn_count() == 1 && first->rdn_string(0) == dn->rdn_string(0));
+      check(rest.ok() && *rest == parent);
+    }
   }
   return 0;
 }
