@@ -135,15 +135,9 @@ bool AttributeReader::next(AttributeView* attribute) {
     return false;
   }
   std::string_view body;
-  std::uint64_t count = 0;
-  if (!get_bytes(rest_, &attribute->description) || !get_bytes(rest_, &body) ||
-      !get_varint(body, &count) || count > body.size()) {
-    corrupt_ = true;
-    left_ = 0;
-    return false;
+  if (!read_block(attribute, &body) || !open_values(body, attribute)) {
+    return fail();
   }
-  attribute->type = description_type(attribute->description);
-  attribute->values = ValueReader(body, count);
   --left_;
   return true;
 }
@@ -151,30 +145,39 @@ bool AttributeReader::next(AttributeView* attribute) {
 bool AttributeReader::next_of(std::span<const std::string_view> types, AttributeView* attribute) {
   for (; left_ > 0; --left_) {
     std::string_view body;
-    if (!get_bytes(rest_, &attribute->description) || !get_bytes(rest_, &body)) {
-      break;
+    if (!read_block(attribute, &body)) {
+      return fail();
     }
-    const std::string_view description = attribute->description;
-    const auto is_type = [description](std::string_view type) {
-      return description.starts_with(type) &&
-             (description.size() == type.size() || description[type.size()] == ';');
-    };
-    if (std::find_if(types.begin(), types.end(), is_type) == types.end()) {
+    if (std::find(types.begin(), types.end(), description_type(attribute->description)) ==
+        types.end()) {
       continue;
     }
-    std::uint64_t count = 0;
-    if (!get_varint(body, &count) || count > body.size()) {
-      break;
+    if (!open_values(body, attribute)) {
+      return fail();
     }
-    attribute->type = description_type(description);
-    attribute->values = ValueReader(body, count);
     --left_;
     return true;
   }
-  if (left_ > 0) {
-    corrupt_ = true;
-    left_ = 0;
+  return false;
+}
+
+bool AttributeReader::read_block(AttributeView* attribute, std::string_view* body) {
+  return get_bytes(rest_, &attribute->description) && get_bytes(rest_, body);
+}
+
+bool AttributeReader::open_values(std::string_view body, AttributeView* attribute) {
+  std::uint64_t count = 0;
+  if (!get_varint(body, &count) || count > body.size()) {
+    return false;
   }
+  attribute->type = description_type(attribute->description);
+  attribute->values = ValueReader(body, count);
+  return true;
+}
+
+bool AttributeReader::fail() {
+  corrupt_ = true;
+  left_ = 0;
   return false;
 }
 

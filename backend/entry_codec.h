@@ -91,6 +91,13 @@ class AttributeReader {
   bool corrupt() const { return corrupt_; }
 
  private:
+  // Reads the next attribute's description and its values' block.
+  bool read_block(AttributeView* attribute, std::string_view* body);
+  // Sets `attribute`'s type and values from `body`. Returns: false when the block is corrupt.
+  static bool open_values(std::string_view body, AttributeView* attribute);
+  // Marks the bytes corrupt and ends the walk. Returns: false.
+  bool fail();
+
   std::string_view rest_;
   std::uint64_t left_ = 0;
   bool corrupt_ = false;

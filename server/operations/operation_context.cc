@@ -162,24 +162,21 @@ Result<std::string> OperationContext::normalize_dn(std::string_view dn) const {
 Status OperationContext::normalize_dn_into(std::string_view dn, std::string& out,
                                            DnScratch& scratch) const {
   schema::Dn& parsed = scratch.parsed;
-  if (const std::optional<std::size_t> end = first_rdn_end_before(dn, scratch)) {
-    // The memo's parent, written the same way: only the first RDN is parsed and checked. A
-    // first RDN that does not parse alone goes the whole way, so that errors name offsets of
-    // the whole DN.
-    if (schema::Dn::parse_into(dn.substr(0, *end), parsed).ok() && parsed.rdn_count() == 1) {
-      NUMADIR_RETURN_IF_ERROR(check_rdns(parsed, 0, 1));
-      out.clear();
-      parsed.append_normalized_rdns(out, &dn_normalizer_, 0, 1);
-      out += ',';
-      out += scratch.parent_ndn;
-      return Status();
+  // A DN that is one RDN, a ',' and the memo's parent text: only the first RDN is parsed and
+  // checked. A first RDN that does not parse alone goes the whole way, so that errors name
+  // offsets of the whole DN.
+  const std::optional<std::size_t> end = first_rdn_end_before(dn, scratch);
+  const bool text_parent = end.has_value() &&
+                           schema::Dn::parse_into(dn.substr(0, *end), parsed).ok() &&
+                           parsed.rdn_count() == 1;
+  if (!text_parent) {
+    if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
+      return Status(StatusCode::kInvalidDnSyntax, status.message());
     }
   }
-  if (Status status = schema::Dn::parse_into(dn, parsed); !status.ok()) {
-    return Status(StatusCode::kInvalidDnSyntax, status.message());
-  }
   const std::size_t rdns = parsed.rdn_count();
-  const bool known_parent = rdns > 1 && scratch.has_parent && parsed.ends_with(scratch.parent, 1);
+  const bool known_parent =
+      text_parent || (rdns > 1 && scratch.has_parent && parsed.ends_with(scratch.parent, 1));
   NUMADIR_RETURN_IF_ERROR(check_rdns(parsed, 0, known_parent ? 1 : rdns));
   out.clear();
   parsed.append_normalized_rdns(out, &dn_normalizer_, 0, std::min<std::size_t>(rdns, 1));
