@@ -41,8 +41,8 @@ source, servers/slapd/overlays/ppolicy.c at OPENLDAP_REL_ENG_2_5_13):
   From then on every bind, right password or wrong, is 49 with error accountLocked (the lock is
   checked before the password; with ppolicy_use_lockout, else no error) and adds no failure.
   pwdLockoutDuration 0: locked until the rootdn deletes pwdAccountLockedTime with a plain modify,
-  and that delete also deletes every pwdFailureTime value (ITS#8762). pwdLockoutDuration 2: the
-  lock ends 2 s later; pwdAccountLockedTime stays stored until the next bind deletes it.
+  and that delete also deletes every pwdFailureTime value (ITS#8762). pwdLockoutDuration 4: the
+  lock ends 4 s later; pwdAccountLockedTime stays stored until the next bind deletes it.
 - Failures. A successful bind deletes every pwdFailureTime value. pwdFailureCountInterval only
   decides which stored failures count towards the lock (now <= failure + interval, whole
   seconds); old ones are not pruned by age: slapd keeps at most pwdMaxRecordedFailure values
@@ -119,7 +119,7 @@ ERROR_NAMES = {int(number): name for name, number in
 POLICY_TABLE = {
     "default": {"pwdMaxFailure": "5", "pwdLockout": "TRUE"},
     "lockout": {"pwdMaxFailure": "3", "pwdLockout": "TRUE", "pwdLockoutDuration": "0"},
-    "lockout-duration": {"pwdMaxFailure": "3", "pwdLockout": "TRUE", "pwdLockoutDuration": "2"},
+    "lockout-duration": {"pwdMaxFailure": "3", "pwdLockout": "TRUE", "pwdLockoutDuration": "4"},
     "failure-interval": {"pwdMaxFailure": "3", "pwdLockout": "TRUE", "pwdLockoutDuration": "0",
                          "pwdFailureCountInterval": "2"},
     "failure-clear": {"pwdMaxFailure": "3", "pwdLockout": "TRUE"},
@@ -498,7 +498,9 @@ def unlock_after_duration(s: Side):
     s.step("right password once locked", s.bind(dn, pw), rc=49, error="accountLocked")
     s.step("stored state when locked", s.state(dn, "locked", "failures"), locked=True,
            failures=3)
-    time.sleep(3)  # pwdLockoutDuration is 2 s (slapd stores whole seconds).
+    # pwdLockoutDuration is 4 s, and slapd stores whole seconds: the lock may end 3 s after the
+    # third failure, which leaves a loaded machine time for the steps before this one.
+    time.sleep(5)
     # The lock has ended, but nothing has removed pwdAccountLockedTime yet: the next bind does.
     s.step("stored state after pwdLockoutDuration", s.state(dn, "locked", "failures"),
            locked=True, failures=3)
